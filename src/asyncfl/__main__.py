@@ -1,0 +1,5 @@
+import sys
+
+from asyncfl.cli import main
+
+sys.exit(main())

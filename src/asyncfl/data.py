@@ -1,0 +1,249 @@
+"""Datasets as whole tensors, loaded once: torchvision's classes, downloads and MD5s; scikit-learn's digits.
+
+Images stay uint8 (N×C×H×W) until they reach the training device; `normalize` turns
+them into floats there. Nothing here ever iterates over samples in Python.
+"""
+
+import contextlib
+import gzip
+import hashlib
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Callable, NoReturn
+from pathlib import Path
+from urllib.error import URLError
+
+import numpy as np
+import torch
+
+from asyncfl.errors import InputError
+from asyncfl.vision import torchvision
+
+datasets = torchvision.datasets
+check_integrity = torchvision.datasets.utils.check_integrity
+
+DEFAULT_DATA_DIR = Path("resources/data")
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What models and the trainer need to know about a dataset."""
+
+    name: str
+    classes: tuple[str, ...]
+    channels: int
+    size: tuple[int, int]  # height, width
+    mean: tuple[float, ...]  # per channel, of pixels scaled to [0, 1]
+    std: tuple[float, ...]
+    pixel_max: float  # the raw pixel value that scales to 1.0
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A whole dataset in memory: uint8 images N×C×H×W and int64 labels."""
+
+    train_images: torch.Tensor
+    train_labels: torch.Tensor
+    test_images: torch.Tensor
+    test_labels: torch.Tensor
+    info: DatasetInfo
+
+
+# The usual per-dataset normalisation constants (pixels in [0, 1]).
+NORMALISATION = {
+    "mnist": ((0.1307,), (0.3081,)),
+    "fashion-mnist": ((0.2860,), (0.3530,)),
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+}
+IDX_DATASETS = {"mnist": datasets.MNIST, "fashion-mnist": datasets.FashionMNIST}
+# Published MD5s of the uncompressed IDX files: they identify the data whatever gzip made the archive.
+IDX_CONTENT_MD5 = {
+    "MNIST": {
+        "train-images-idx3-ubyte": "6bbc9ace898e44ae57da46a324031adb",
+        "train-labels-idx1-ubyte": "a25bea736e30d166cdddb491f175f624",
+        "t10k-images-idx3-ubyte": "2646ac647ad5339dbf082846283269ea",
+        "t10k-labels-idx1-ubyte": "27ae3e4e09519cfbb04c329615203637",
+    },
+    "FashionMNIST": {
+        "train-images-idx3-ubyte": "f4a8712d7a061bf5bd6d2ca38dc4d50a",
+        "train-labels-idx1-ubyte": "9018921c3c673c538a1fc5bad174d6f9",
+        "t10k-images-idx3-ubyte": "8181f5470baa50b63fa0f6fddb340f0a",
+        "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
+    },
+}
+DATASET_NAMES = ("mnist", "fashion-mnist", "cifar10", "digits")
+DIGITS_TEST_FRACTION = 0.2
+
+
+def default_root(name: str) -> Path:
+    """Where the pipeline keeps a dataset: resources/data/{name}."""
+    return DEFAULT_DATA_DIR / name
+
+
+def load_dataset(name: str, root: Path | None = None, download: bool = False) -> Dataset:
+    """Load a whole dataset; `download` allows fetching missing files (login nodes only).
+
+    `root` holds the dataset in torchvision's layout (ROOT/MNIST/raw/*.gz,
+    ROOT/cifar-10-batches-py/) or, for the IDX datasets, the original archives directly
+    (e.g. Debian's /usr/share/datasets/fashion-mnist). Every file is MD5-checked
+    against torchvision's published sums before it is read.
+    """
+    if name not in DATASET_NAMES:
+        raise InputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}")
+    if name == "digits":
+        return load_digits()
+    root = Path(root) if root is not None else default_root(name)
+    if name == "cifar10":
+        return load_cifar10(root, download)
+    return load_idx(name, root, download)
+
+
+def normalize(images: torch.Tensor, info: DatasetInfo) -> torch.Tensor:
+    """uint8 images → normalised float32, on whatever device `images` lives."""
+    shape = (1, -1, 1, 1)
+    mean = torch.tensor(info.mean, device=images.device).view(shape)
+    std = torch.tensor(info.std, device=images.device).view(shape)
+    return (images.float() / info.pixel_max - mean) / std
+
+
+def load_digits() -> Dataset:
+    """scikit-learn's bundled 8×8 digits, split train/test by a fixed stratified split."""
+    from sklearn.datasets import load_digits as sklearn_digits
+    from sklearn.model_selection import train_test_split
+
+    bunch = sklearn_digits()
+    images = torch.from_numpy(bunch.images.astype(np.uint8)).unsqueeze(1)
+    labels = torch.from_numpy(bunch.target.astype(np.int64))
+    train_idx, test_idx = train_test_split(
+        np.arange(len(labels)), test_size=DIGITS_TEST_FRACTION, stratify=bunch.target, random_state=0
+    )
+    train_idx, test_idx = torch.from_numpy(np.sort(train_idx)), torch.from_numpy(np.sort(test_idx))
+    pixel_max = 16.0
+    train_pixels = images[train_idx].double() / pixel_max
+    info = DatasetInfo(
+        name="digits",
+        classes=tuple(str(c) for c in bunch.target_names),
+        channels=1,
+        size=(8, 8),
+        mean=(round(train_pixels.mean().item(), 4),),
+        std=(round(train_pixels.std().item(), 4),),
+        pixel_max=pixel_max,
+    )
+    return Dataset(images[train_idx], labels[train_idx], images[test_idx], labels[test_idx], info)
+
+
+def load_idx(name: str, root: Path, download: bool) -> Dataset:
+    """MNIST / Fashion-MNIST: four verified IDX files, read by torchvision's class."""
+    cls = IDX_DATASETS[name]
+    files = {filename: read_idx_file(cls, root, filename, md5) for filename, md5 in cls.resources}
+    if None in files.values() and download:
+        names = ", ".join(filename for filename, _ in cls.resources)
+        run_download(name, f"{names} into {root / cls.__name__ / 'raw'}", lambda: cls(str(root), train=True, download=True))
+        files = {filename: read_idx_file(cls, root, filename, md5) for filename, md5 in cls.resources}
+    missing = [filename for filename, content in files.items() if content is None]
+    if missing:
+        raise InputError(
+            f"{name}: {', '.join(missing)} not found in {root / cls.__name__ / 'raw'} or {root}; run "
+            f"`asyncfl data --dataset {name} --root {root}` where there is internet, or copy those files there"
+        )
+    # torchvision reads from ROOT/<Class>/raw; a scratch copy of the verified bytes keeps
+    # read-only sources (Debian's) usable and never lets an unverified extract through.
+    with tempfile.TemporaryDirectory(prefix="asyncfl-") as stage:
+        raw_dir = Path(stage) / cls.__name__ / "raw"
+        raw_dir.mkdir(parents=True)
+        for filename, content in files.items():
+            (raw_dir / filename.removesuffix(".gz")).write_bytes(content)
+        train, test = cls(stage, train=True), cls(stage, train=False)
+    mean, std = NORMALISATION[name]
+    info = DatasetInfo(name, tuple(train.classes), 1, tuple(train.data.shape[1:]), mean, std, 255.0)
+    return Dataset(
+        train.data.unsqueeze(1).contiguous(), train.targets.long(), test.data.unsqueeze(1).contiguous(), test.targets.long(), info
+    )
+
+
+def read_idx_file(cls: type, root: Path, filename: str, archive_md5: str) -> bytes | None:
+    """The verified, uncompressed bytes of one IDX file, or None if no copy is present.
+
+    Looks in torchvision's layout, then directly in `root`, for the archive, then for the
+    extracted file. An archive passes with torchvision's archive MD5; a re-compressed one
+    (Debian repacks its copy) or an extracted file passes with the published MD5 of the content.
+    """
+    name = filename.removesuffix(".gz")
+    raw_dir = root / cls.__name__ / "raw"
+    path = next((p for p in (raw_dir / filename, root / filename, raw_dir / name, root / name) if p.is_file()), None)
+    if path is None:
+        return None
+    content = path.read_bytes()
+    if path.suffix == ".gz":
+        if hashlib.md5(content).hexdigest() == archive_md5:
+            return gzip.decompress(content)
+        try:
+            content = gzip.decompress(content)
+        except (OSError, EOFError):
+            raise_corrupt(path)
+    if hashlib.md5(content).hexdigest() != IDX_CONTENT_MD5[cls.__name__][name]:
+        raise_corrupt(path)
+    return content
+
+
+def load_cifar10(root: Path, download: bool) -> Dataset:
+    """CIFAR-10's python batches; each is unpickled only after its MD5 matched."""
+    cls = datasets.CIFAR10
+    batch_dir = root / cls.base_folder
+    files = cls.train_list + cls.test_list + [[cls.meta["filename"], cls.meta["md5"]]]
+    present = [(batch_dir / f, md5) for f, md5 in files if (batch_dir / f).is_file()]
+    for path, md5 in present:
+        require_md5(path, md5)
+    if len(present) < len(files):
+        archive = root / cls.filename
+        if archive.is_file():
+            require_md5(archive, cls.tgz_md5)
+        elif not download:
+            raise InputError(
+                f"cifar10: {batch_dir} is incomplete and {archive} is missing; run "
+                f"`asyncfl data --dataset cifar10 --root {root}` where there is internet, or put {cls.filename} there"
+            )
+        run_download("cifar10", f"{cls.filename} into {root}", lambda: cls(str(root), train=True, download=True))
+    train = cls(str(root), train=True)
+    test = cls(str(root), train=False)
+    mean, std = NORMALISATION["cifar10"]
+    info = DatasetInfo("cifar10", tuple(train.classes), 3, (32, 32), mean, std, 255.0)
+    return Dataset(
+        channels_first(train.data), torch.tensor(train.targets), channels_first(test.data), torch.tensor(test.targets), info
+    )
+
+
+def channels_first(images: np.ndarray) -> torch.Tensor:
+    """N×H×W×C uint8 (torchvision's CIFAR layout) → N×C×H×W tensor."""
+    return torch.from_numpy(images).permute(0, 3, 1, 2).contiguous()
+
+
+def require_md5(path: Path, expected: str) -> None:
+    """Refuse a file whose MD5 is not the published one."""
+    if not check_integrity(str(path), expected):
+        raise_corrupt(path)
+
+
+def raise_corrupt(path: Path) -> NoReturn:
+    """One line naming the bad file; the file stays in place for the user to inspect."""
+    raise InputError(
+        f"{path} is corrupt or truncated (its MD5 is not the published one); "
+        "delete it and run `asyncfl data` again to fetch a fresh copy"
+    )
+
+
+def run_download(name: str, what_where: str, fetch: Callable[[], object]) -> None:
+    """Run torchvision's download (progress to stderr); a network failure becomes one clear line."""
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            fetch()
+    except (RuntimeError, URLError, OSError) as error:
+        reason = str(error).strip().splitlines()[-1]
+        raise InputError(
+            f"{name}: download failed ({reason}); offline? put {what_where}, or point --root at an existing copy"
+        ) from None

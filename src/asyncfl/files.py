@@ -1,0 +1,43 @@
+"""Atomic, byte-reproducible file writes: a killed job never leaves a half-written output."""
+
+import json
+import os
+import zipfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# Fixed zip member timestamp (the zip epoch): np.savez stamps the current time, which
+# would make identical arrays produce different files.
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary sibling of `path`; rename it onto `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON with sorted keys, so equal data gives equal bytes."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write an uncompressed .npz that `np.load` reads, byte-identical for identical arrays."""
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            member = zipfile.ZipInfo(f"{name}.npy", date_time=ZIP_EPOCH)
+            with archive.open(member, "w", force_zip64=True) as stream:
+                np.lib.format.write_array(stream, np.asarray(array), allow_pickle=False)

@@ -1,0 +1,82 @@
+"""The paper's models (Section V), built from dataset metadata; both return log-probabilities."""
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from asyncfl.data import DatasetInfo
+from asyncfl.errors import InputError
+
+
+class CNN(nn.Module):
+    """3 × [conv 3×3, 32 filters, ReLU], global average pool, linear: 19,146 parameters on MNIST."""
+
+    def __init__(self, channels: int, num_classes: int, width: int = 32):
+        super().__init__()
+        self.convs = nn.ModuleList(
+            nn.Conv2d(channels if i == 0 else width, width, kernel_size=3, padding=1) for i in range(3)
+        )
+        self.head = nn.Linear(width, num_classes)
+        for layer in [*self.convs, self.head]:
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for conv in self.convs:
+            x = F.relu(conv(x))
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return F.log_softmax(self.head(x), dim=1)
+
+
+class BasicBlock(nn.Module):
+    """Two 3×3 conv+BN layers with a residual; a 1×1 conv+BN projection when the shape changes."""
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(out_channels)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out_channels)
+        self.shortcut = nn.Identity()
+        if stride != 1 or in_channels != out_channels:
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False), nn.BatchNorm2d(out_channels)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + self.shortcut(x))
+
+
+class ResNet20(nn.Module):
+    """He et al.'s CIFAR ResNet-20: stem, three stages of three BasicBlocks (16/32/64 channels)."""
+
+    def __init__(self, channels: int, num_classes: int):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(channels, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        blocks, width = [], 16
+        for out_width, stride in ((16, 1), (32, 2), (64, 2)):
+            for i in range(3):
+                blocks.append(BasicBlock(width, out_width, stride if i == 0 else 1))
+                width = out_width
+        self.blocks = nn.Sequential(*blocks)
+        self.head = nn.Linear(64, num_classes)
+        for module in self.modules():
+            if isinstance(module, nn.Conv2d):
+                nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.blocks(self.stem(x))
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return F.log_softmax(self.head(x), dim=1)
+
+
+MODELS = {"cnn": CNN, "resnet20": ResNet20}
+
+
+def build_model(name: str, info: DatasetInfo) -> nn.Module:
+    """A fresh model shaped for the dataset: its input channels and its number of classes."""
+    if name not in MODELS:
+        raise InputError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    return MODELS[name](info.channels, info.num_classes)

@@ -1,0 +1,134 @@
+"""Dirichlet label-skew partitions of a training set into clients (SPEC §5).
+
+For each class k a share vector p_k ~ Dir(α·1_C) splits that class's (shuffled)
+indices among the C clients; every sample goes to exactly one client. All of it is
+vectorised NumPy driven by one explicit Generator, so equal inputs give equal bytes.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from asyncfl.errors import InputError
+from asyncfl.files import write_json, write_npz
+
+MAX_REDRAWS = 1000
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Client c owns training samples `indices[offsets[c]:offsets[c + 1]]`."""
+
+    indices: np.ndarray  # int64, every training index once, grouped by client
+    offsets: np.ndarray  # int64, C + 1 entries
+    dataset: str
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def client_indices(self, client: int) -> np.ndarray:
+        return self.indices[self.offsets[client] : self.offsets[client + 1]]
+
+
+def dirichlet_partition(
+    labels: np.ndarray, dataset: str, clients: int, alpha: float, seed: int, min_size: int = 1
+) -> tuple[Partition, int]:
+    """Partition sample indices by Dirichlet label skew; returns the partition and the redraws used.
+
+    Client shares are redrawn (same Generator, so still deterministic) until every client
+    has at least `min_size` samples, at most MAX_REDRAWS times.
+    """
+    labels = np.asarray(labels)
+    n = len(labels)
+    if clients < 1:
+        raise InputError(f"clients must be at least 1 (got {clients})")
+    if not alpha > 0:
+        raise InputError(f"alpha must be > 0 (got {alpha}); smaller alpha means more label skew, the paper uses 0.5")
+    if clients > n:
+        raise InputError(f"{clients} clients exceed the {n} training samples of {dataset}; use at most {n} clients")
+    if min_size < 0 or clients * min_size > n:
+        raise InputError(
+            f"min-size {min_size} is impossible for {clients} clients and {n} samples; use 0 ≤ min-size ≤ {n // clients}"
+        )
+    rng = np.random.default_rng(seed)
+    classes, class_sizes = np.unique(labels, return_counts=True)
+    # Shuffle once, then group by class: each class's indices in random order, classes ascending.
+    shuffled = rng.permutation(n)
+    by_class = shuffled[np.argsort(labels[shuffled], kind="stable")]
+    for redraw in range(MAX_REDRAWS):
+        shares = rng.dirichlet(np.full(clients, alpha), size=len(classes))
+        counts = split_counts(shares, class_sizes)
+        if counts.sum(axis=0).min() >= min_size:
+            owner = np.empty(n, dtype=np.int64)
+            owner[by_class] = np.repeat(np.tile(np.arange(clients), len(classes)), counts.ravel())
+            indices = np.argsort(owner, kind="stable").astype(np.int64)
+            offsets = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=clients))]).astype(np.int64)
+            return Partition(indices, offsets, dataset), redraw
+    raise InputError(
+        f"no Dirichlet draw gave all {clients} clients at least {min_size} samples in {MAX_REDRAWS} tries "
+        f"(alpha={alpha}); lower --min-size, raise --alpha or use fewer clients"
+    )
+
+
+def split_counts(shares: np.ndarray, class_sizes: np.ndarray) -> np.ndarray:
+    """Per class, cut n_k indices at the cumulative shares: K×C counts whose rows sum to n_k exactly."""
+    cuts = np.floor(np.cumsum(shares, axis=1) * class_sizes[:, None]).astype(np.int64)
+    cuts[:, -1] = class_sizes  # the remainder of rounding goes to the last client, never dropped
+    return np.diff(cuts, axis=1, prepend=0)
+
+
+def class_counts(partition: Partition, labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """C×K matrix: how many samples of each class each client holds."""
+    owner = np.repeat(np.arange(partition.num_clients), partition.sizes)
+    flat = owner * num_classes + np.asarray(labels)[partition.indices]
+    return np.bincount(flat, minlength=partition.num_clients * num_classes).reshape(-1, num_classes)
+
+
+def label_entropy(counts: np.ndarray) -> np.ndarray:
+    """Per-client entropy (bits) of the label distribution: low means skewed, log2(K) means uniform."""
+    totals = counts.sum(axis=1, keepdims=True)
+    p = np.divide(counts, totals, out=np.zeros(counts.shape), where=totals > 0)
+    logs = np.log2(p, out=np.zeros(p.shape), where=p > 0)
+    return -(p * logs).sum(axis=1)
+
+
+def partition_stats(partition: Partition, labels: np.ndarray, num_classes: int, alpha: float, seed: int, min_size: int) -> dict:
+    """The JSON sidecar: inputs and per-client per-class counts."""
+    counts = class_counts(partition, labels, num_classes)
+    return {
+        "dataset": partition.dataset,
+        "clients": partition.num_clients,
+        "alpha": alpha,
+        "seed": seed,
+        "min_size": min_size,
+        "num_samples": int(partition.offsets[-1]),
+        "sizes": partition.sizes.tolist(),
+        "class_counts": counts.tolist(),
+        "mean_label_entropy_bits": float(label_entropy(counts).mean()),
+    }
+
+
+def save_partition(path: Path, partition: Partition, stats: dict) -> None:
+    """Write FILE.npz (indices, offsets, dataset) and its FILE.json stats sidecar."""
+    path = Path(path)
+    write_npz(path, {"indices": partition.indices, "offsets": partition.offsets, "dataset": np.array(partition.dataset)})
+    write_json(path.with_suffix(".json"), stats)
+
+
+def load_partition(path: Path) -> Partition:
+    """Read a partition file, checking that its offsets describe its indices."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"partition file {path} not found; make it with `asyncfl partition ... --out {path}`")
+    with np.load(path, allow_pickle=False) as npz:
+        partition = Partition(npz["indices"], npz["offsets"], str(npz["dataset"]))
+    offsets = partition.offsets
+    if offsets[0] != 0 or offsets[-1] != len(partition.indices) or np.any(np.diff(offsets) < 0):
+        raise InputError(f"partition file {path} is inconsistent (offsets do not cover indices); make it again")
+    return partition
