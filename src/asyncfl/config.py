@@ -1,0 +1,142 @@
+"""The settings of one training run: the paper's defaults, overridden by a YAML file and the command line."""
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from asyncfl.errors import InputError
+
+ALGORITHMS = ("afl", "sync", "fedasync", "fedbuff")
+STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
+DISTRIBUTIONS = ("lognormal", "constant")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Every knob of a run. Defaults are the paper's (Section V) where it gives one."""
+
+    algorithm: str = "afl"
+    model: str = "cnn"
+    clients_per_round: int = 5  # J; afl aggregates every J arrivals
+    rounds: int = 1000  # server aggregations
+    local_epochs: int = 10  # I
+    seed: int = 0
+    batch_size: int = 64
+    optimizer: str = "adam"  # or "sgd"
+    gamma0: float = 1e-3  # γ0 of γ = γ0 / (√(t+1)·(1 + α_lr·d_c))
+    alpha_lr: float = 0.01
+    lr_time: str = "round"  # t = server round at dispatch; "epoch": the local epoch (reference code)
+    lr_delay: str = "duration"  # d_c = the dispatch's whole duration, or "latency" only
+    staleness: str = "polynomial"  # s(τ): constant | inverse | polynomial | hinge
+    staleness_a: float = 0.5
+    staleness_b: float = 4.0  # hinge threshold
+    concurrency: int | None = None  # M clients in flight (afl, fedasync, fedbuff); default J
+    buffer_size: int | None = None  # K arrivals per fedbuff aggregation; default J
+    mixing: float = 1.0  # β of afl: θ ← (1−β)θ + β·aggregate
+    fedasync_alpha: float = 0.6  # α of fedasync: α_t = α·s(τ)
+    server_lr: float = 1.0  # η_g of fedbuff
+    patience: int = 10  # early stopping on the client's epoch loss
+    kappa: float = 0.0  # stop when ‖θ_{v+1} − θ_v‖ ≤ κ; 0 disables
+    eval_every: int = 1  # rounds between test evaluations of the global model (and the last round)
+    replacement: bool = False  # sample clients with replacement
+    speed_distribution: str = "lognormal"  # per-client compute speed, median 1
+    speed_sigma: float = 0.5
+    latency_distribution: str = "lognormal"  # per-client network latency (virtual seconds)
+    latency_median: float = 1.0
+    latency_sigma: float = 0.5
+    seconds_per_sample: float = 0.001  # virtual compute seconds per sample-epoch at speed 1
+    jitter_sigma: float = 0.0  # per-dispatch lognormal jitter of the compute time
+    max_virtual_time: float | None = None  # stop at the first aggregation at or after this time
+    checkpoint_every: int = 10  # rounds between checkpoints
+    device: str = "auto"  # auto | cpu | cuda
+
+    @property
+    def concurrency_or_default(self) -> int:
+        return self.concurrency or self.clients_per_round
+
+    @property
+    def arrivals_per_round(self) -> int:
+        """K: arrivals the server collects before it aggregates."""
+        return {"fedasync": 1, "fedbuff": self.buffer_size or self.clients_per_round}.get(
+            self.algorithm, self.clients_per_round
+        )
+
+
+CHOICES = {
+    "algorithm": ALGORITHMS,
+    "model": ("cnn", "resnet20"),
+    "optimizer": ("adam", "sgd"),
+    "lr_time": ("round", "epoch"),
+    "lr_delay": ("duration", "latency"),
+    "staleness": STALENESS_FUNCTIONS,
+    "speed_distribution": DISTRIBUTIONS,
+    "latency_distribution": DISTRIBUTIONS,
+    "device": ("auto", "cpu", "cuda"),
+}
+POSITIVE = ("clients_per_round", "rounds", "local_epochs", "batch_size", "gamma0", "server_lr", "eval_every",
+            "checkpoint_every", "patience", "concurrency", "buffer_size", "max_virtual_time")
+NON_NEGATIVE = ("alpha_lr", "staleness_a", "staleness_b", "kappa", "speed_sigma", "latency_median", "latency_sigma",
+                "seconds_per_sample", "jitter_sigma")
+UNIT_INTERVAL = ("mixing", "fedasync_alpha")  # (0, 1]
+
+
+def accepted_types() -> dict[str, set[type]]:
+    """The exact Python types each key accepts (an int where a float goes; never a bool for a number)."""
+    accepted = {}
+    for name, hint in typing.get_type_hints(TrainConfig).items():
+        allowed = set(typing.get_args(hint)) if isinstance(hint, types.UnionType) else {hint}
+        accepted[name] = allowed | ({int} if float in allowed else set())
+    return accepted
+
+
+def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
+    """Validate `values` (unknown keys, types, ranges) and fill in defaults; errors name the key."""
+    accepted = accepted_types()
+    hints = typing.get_type_hints(TrainConfig)
+    for key, value in values.items():
+        if key not in accepted:
+            raise InputError(f"{source}: unknown key {key!r}; known keys: {', '.join(accepted)}")
+        if type(value) not in accepted[key]:
+            expected = str(hints[key]).replace("NoneType", "null").replace("<class '", "").replace("'>", "")
+            raise InputError(f"{source}: {key} must be {expected}, got {value!r}")
+    config = TrainConfig(**values)
+    for key, choices in CHOICES.items():
+        if getattr(config, key) not in choices:
+            raise InputError(f"{source}: {key} must be one of {', '.join(choices)}, got {getattr(config, key)!r}")
+    for key in POSITIVE + NON_NEGATIVE + UNIT_INTERVAL:
+        value = getattr(config, key)
+        if value is None:
+            continue
+        if not math.isfinite(value) or (key in NON_NEGATIVE and value < 0) or (key not in NON_NEGATIVE and value <= 0):
+            rule = "≥ 0" if key in NON_NEGATIVE else "> 0"
+            raise InputError(f"{source}: {key} must be a finite number {rule}, got {value!r}")
+        if key in UNIT_INTERVAL and value > 1:
+            raise InputError(f"{source}: {key} must be in (0, 1], got {value!r}")
+    if config.seconds_per_sample == 0 and config.latency_median == 0:
+        raise InputError(f"{source}: seconds_per_sample and latency_median are both 0, so clients would take no time")
+    return config
+
+
+def load_config(path: Path | None, overrides: dict[str, Any]) -> TrainConfig:
+    """Defaults ← YAML file ← command-line overrides (those not None)."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise InputError(f"cannot read config {path}: {str(error).splitlines()[0]}") from None
+        if not isinstance(loaded, dict):
+            raise InputError(f"{path}: expected a mapping of keys to values")
+        values.update(loaded)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return make_config(values, str(path) if path else "command line")
+
+
+def config_dict(config: TrainConfig) -> dict[str, Any]:
+    return dataclasses.asdict(config)

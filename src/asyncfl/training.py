@@ -1,0 +1,112 @@
+"""Local training of clients behind one small interface: a list of tasks in, a list of results out.
+
+`PlainTrainer` trains one client after another with an ordinary model and optimizer;
+it is the reference that faster trainers must agree with. Every task carries all it
+depends on (start state, data indices, learning rates, shuffle seed), so a result never
+depends on when or beside which other tasks it was trained.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from asyncfl.algorithms import State
+
+
+@dataclass(frozen=True)
+class LocalTask:
+    start_state: State  # the (possibly stale) global model the client starts from
+    indices: torch.Tensor  # the client's training indices, on the device
+    lrs: tuple[float, ...]  # learning rate of each local epoch (I of them)
+    shuffle_seed: tuple[int, ...]  # the client's own stream: (run seed, stream, client, dispatch index)
+
+
+@dataclass(frozen=True)
+class LocalResult:
+    state: State
+    train_loss: float  # mean loss over the last epoch run (nan/inf if training diverged)
+    epochs_run: int
+
+
+class Trainer(Protocol):
+    def train(self, tasks: list[LocalTask]) -> list[LocalResult]: ...
+
+
+def epoch_permutations(task: LocalTask) -> list[torch.Tensor]:
+    """The shuffled order of the client's samples for every local epoch, from the client's own stream."""
+    rng = np.random.default_rng(task.shuffle_seed)
+    n = len(task.indices)
+    return [task.indices[torch.from_numpy(rng.permutation(n)).to(task.indices.device)] for _ in task.lrs]
+
+
+def make_optimizer(name: str, parameters, lr: float) -> torch.optim.Optimizer:
+    return torch.optim.Adam(parameters, lr=lr) if name == "adam" else torch.optim.SGD(parameters, lr=lr)
+
+
+class EarlyStopping:
+    """Stop after `patience` epochs without a new best epoch loss (never fires when I ≤ patience)."""
+
+    def __init__(self, patience: int):
+        self.patience, self.best, self.bad_epochs = patience, math.inf, 0
+
+    def should_stop(self, loss: float) -> bool:
+        if loss < self.best:
+            self.best, self.bad_epochs = loss, 0
+        else:
+            self.bad_epochs += 1
+        return self.bad_epochs >= self.patience
+
+
+class PlainTrainer:
+    """One client at a time, minibatch Adam/SGD over data already on the device."""
+
+    def __init__(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int,
+                 optimizer: str, patience: int):
+        self.model, self.images, self.labels = model, images, labels
+        self.batch_size, self.optimizer, self.patience = batch_size, optimizer, patience
+
+    def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
+        return [self.train_one(task) for task in tasks]
+
+    def train_one(self, task: LocalTask) -> LocalResult:
+        model = self.model
+        model.load_state_dict(task.start_state)
+        model.train()
+        optimizer = make_optimizer(self.optimizer, model.parameters(), task.lrs[0])  # fresh state per dispatch
+        stopping = EarlyStopping(self.patience)
+        epoch_loss, epochs_run = math.nan, 0
+        for lr, order in zip(task.lrs, epoch_permutations(task)):
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            total = torch.zeros((), dtype=torch.float64, device=order.device)
+            for batch in order.split(self.batch_size):
+                loss = F.nll_loss(model(self.images[batch]), self.labels[batch])
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                total += loss.detach().double() * len(batch)
+            epoch_loss, epochs_run = (total / len(order)).item(), epochs_run + 1
+            if not math.isfinite(epoch_loss) or stopping.should_stop(epoch_loss):
+                break
+        state = {key: value.detach().clone() for key, value in model.state_dict().items()}
+        return LocalResult(state, epoch_loss, epochs_run)
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, state: State, images: torch.Tensor, labels: torch.Tensor,
+             batch_size: int = 1000) -> tuple[float, float]:
+    """Test loss and accuracy of the global model (BatchNorm in eval mode: running statistics)."""
+    model.load_state_dict(state)
+    model.eval()
+    loss, correct = torch.zeros((), dtype=torch.float64, device=images.device), torch.zeros((), dtype=torch.int64, device=images.device)
+    for start in range(0, len(labels), batch_size):
+        out = model(images[start : start + batch_size])
+        target = labels[start : start + batch_size]
+        loss += F.nll_loss(out, target, reduction="sum").double()
+        correct += (out.argmax(dim=1) == target).sum()
+    return loss.item() / len(labels), correct.item() / len(labels)
