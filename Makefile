@@ -17,6 +17,8 @@ $(VENV)/.installed: pyproject.toml
 run: setup
 	$(BIN)/asyncfl data --dataset digits
 	$(BIN)/asyncfl partition --dataset digits --clients 10 --alpha 0.5 --seed 0 --out $(PARTITION)
+	$(BIN)/asyncfl train --dataset digits --partition $(PARTITION) --algorithm afl --clients-per-round 5 \
+		--rounds 30 --local-epochs 5 --seed 0 --config config/quick-train.yaml --out results/quick/afl
 
 test: setup
 	$(BIN)/python -m pytest

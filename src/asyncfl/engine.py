@@ -42,7 +42,7 @@ from asyncfl.config import TrainConfig, config_dict
 from asyncfl.data import Dataset, normalize
 from asyncfl.delays import ClientSystem
 from asyncfl.errors import InputError
-from asyncfl.files import atomic_path, write_json
+from asyncfl.files import save_torch, write_json
 from asyncfl.metrics import EVENTS_COLUMNS, METRICS_COLUMNS, TIMINGS_COLUMNS, CsvLog, Progress
 from asyncfl.models import build_model
 from asyncfl.partition import Partition
@@ -265,8 +265,7 @@ class Simulation:
             run_virtual(self.serve(progress), start=self.now)
         finally:
             progress.close()
-        with atomic_path(self.out / "model.pt") as tmp:
-            torch.save(self.global_state, tmp)
+        save_torch(self.out / "model.pt", self.global_state)
         summary = {
             **self.identity, "asyncfl_version": asyncfl.__version__,
             "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__},
@@ -286,8 +285,7 @@ class Simulation:
             "outstanding": [dataclasses.asdict(job) for job in self.outstanding.values()],
             "log_sizes": {"metrics": self.metrics.size(), "events": self.events.size(), "timings": self.timings.size()},
         }
-        with atomic_path(self.out / "checkpoint.pt") as tmp:
-            torch.save(checkpoint, tmp)
+        save_torch(self.out / "checkpoint.pt", checkpoint)
 
     def load_checkpoint(self) -> dict | None:
         """Restore the state of the last checkpoint in `out`, if any; return the log sizes to cut back to."""

@@ -1,5 +1,6 @@
 """Atomic, byte-reproducible file writes: a killed job never leaves a half-written output."""
 
+import io
 import json
 import os
 import zipfile
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 # Fixed zip member timestamp (the zip epoch): np.savez stamps the current time, which
 # would make identical arrays produce different files.
@@ -41,3 +43,11 @@ def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
             member = zipfile.ZipInfo(f"{name}.npy", date_time=ZIP_EPOCH)
             with archive.open(member, "w", force_zip64=True) as stream:
                 np.lib.format.write_array(stream, np.asarray(array), allow_pickle=False)
+
+
+def save_torch(path: Path, obj: Any) -> None:
+    """torch.save through memory: saving to a path names the archive after the (temporary) file."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(buffer.getvalue())
