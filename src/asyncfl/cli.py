@@ -1,6 +1,9 @@
 """The `asyncfl` command: every pipeline step runs by hand with the same result as under Snakemake."""
 
 import argparse
+import json
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -11,6 +14,7 @@ import numpy as np
 from asyncfl.config import ALGORITHMS, load_config
 from asyncfl.data import DATASET_NAMES, default_root, load_dataset
 from asyncfl.errors import InputError
+from asyncfl.files import write_json
 from asyncfl.partition import dirichlet_partition, label_entropy, load_partition, partition_stats, save_partition
 
 SHOWN_CLIENTS = 20
@@ -22,6 +26,17 @@ Files asyncfl looks for under --root (torchvision's layout, or the archives dire
   cifar10               cifar-10-batches-py/ (data_batch_1..5, test_batch, batches.meta) or cifar-10-python.tar.gz
   digits                nothing: scikit-learn ships it
 Every file is checked against torchvision's published MD5 before use."""
+
+
+def json_mapping(text: str) -> dict:
+    """argparse type: a JSON object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("expected a JSON object")
+    return value
 
 
 def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +54,10 @@ def cmd_data(args: argparse.Namespace) -> None:
     print(f"  train {len(dataset.train_labels)}  test {len(dataset.test_labels)}  "
           f"images {info.channels}×{info.size[0]}×{info.size[1]}  classes {info.num_classes}")
     print(f"  train samples per class: {' '.join(str(c) for c in train_per_class)}")
+    if args.summary:
+        write_json(args.summary, {"dataset": info.name, "root": str(root), "train": len(dataset.train_labels),
+                                  "test": len(dataset.test_labels), "classes": list(info.classes),
+                                  "train_per_class": train_per_class.tolist(), "checksums_verified": True})
 
 
 def cmd_partition(args: argparse.Namespace) -> None:
@@ -70,12 +89,47 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     overrides = {"algorithm": args.algorithm, "model": args.model, "clients_per_round": args.clients_per_round,
                  "rounds": args.rounds, "local_epochs": args.local_epochs, "seed": args.seed}
-    config = load_config(args.config, overrides)
+    config = load_config(args.config, args.settings, overrides)
     partition = load_partition(args.partition)
     dataset = load_dataset(args.dataset, args.root)
     summary = Simulation(config, dataset, partition, args.out, sha256(args.partition)).run()
     print(f"{config.algorithm}: {summary['rounds_completed']} rounds ({summary['stop_reason']}), "
           f"virtual time {summary['virtual_time']:.1f} s, wall {summary['wall_seconds']:.1f} s → {args.out}")
+
+
+def cmd_figures(args: argparse.Namespace) -> None:
+    """Draw an experiment's figures from its runs' CSVs."""
+    from asyncfl.figures import draw_figures
+
+    written = draw_figures(args.runs, args.partition_stats, args.reference_j, args.out, args.title)
+    print(f"{len(written)} files → {args.out}")
+
+
+def cmd_archive(args: argparse.Namespace) -> None:
+    """Pack results into a reproducible tarball with checksums, provenance and Zenodo metadata."""
+    import yaml
+
+    from asyncfl.archive import archive_results
+
+    settings = {}
+    for path in args.config:
+        settings.update(yaml.safe_load(Path(path).read_text()).get("archive", {}))
+    files = [*args.files, *args.config]
+    tarball = archive_results(files, args.base, args.out, settings, args.command)
+    print(f"{len(files)} files → {tarball}")
+
+
+def cmd_fetch_record(args: argparse.Namespace) -> None:
+    """Download a published Zenodo record with zenodo_get, which checks every file's MD5."""
+    zenodo_get = shutil.which("zenodo_get")
+    if zenodo_get is None:
+        raise InputError("zenodo_get not found; pip install zenodo-get")
+    result = subprocess.run([zenodo_get, "--record", args.record, "--output-dir", str(args.out), "--md5",
+                             "--verbosity", "1"], capture_output=True, text=True)
+    if result.returncode != 0:
+        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()[-1]
+        raise InputError(f"zenodo record {args.record} could not be fetched ({reason}); offline? run it on a login node")
+    print(f"zenodo record {args.record} → {args.out} (MD5s verified)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     data = commands.add_parser("data", help="prepare a dataset: download when needed, verify",
                                epilog=DATA_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_dataset_arguments(data)
+    data.add_argument("--summary", type=Path, help="also write the summary as JSON (the pipeline's marker)")
     data.set_defaults(run=cmd_data)
 
     part = commands.add_parser("partition", help="Dirichlet label-skew partition into clients")
@@ -106,9 +161,33 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--rounds", type=int, metavar="R")
     train.add_argument("--local-epochs", type=int, metavar="I")
     train.add_argument("--seed", type=int)
-    train.add_argument("--config", type=Path, help="YAML file with any other settings (see config/README.md)")
+    train.add_argument("--config", type=Path, help="YAML file with any other settings (see src/asyncfl/config.py)")
+    train.add_argument("--settings", type=json_mapping, default={},
+                       help="JSON object of settings, over --config and under the options above")
     train.add_argument("--out", type=Path, required=True, help="run folder: metrics.csv, events.csv, model.pt, run.json")
     train.set_defaults(run=cmd_train)
+
+    figures = commands.add_parser("figures", help="draw an experiment's figures (PNG and PDF) from its CSVs")
+    figures.add_argument("--runs", type=Path, required=True, help="folder with ALGORITHM/JN/seedS/ runs")
+    figures.add_argument("--partition-stats", type=Path, required=True, help="FILE.json of a partition")
+    figures.add_argument("--reference-j", type=int, default=5, help="J of the single-J figures (default 5)")
+    figures.add_argument("--title", default="", help="experiment name shown in every title")
+    figures.add_argument("--out", type=Path, required=True)
+    figures.set_defaults(run=cmd_figures)
+
+    archive = commands.add_parser("archive", help="tarball, SHA256SUMS, provenance.json and .zenodo.json")
+    archive.add_argument("--files", type=Path, nargs="+", required=True, help="files to pack")
+    archive.add_argument("--config", type=Path, nargs="+", required=True,
+                         help="workflow config files: packed too, their `archive` section gives the metadata")
+    archive.add_argument("--base", type=Path, default=Path("."), help="member names are relative to this")
+    archive.add_argument("--command", default="", help="the command line that produced the results")
+    archive.add_argument("--out", type=Path, required=True)
+    archive.set_defaults(run=cmd_archive)
+
+    fetch = commands.add_parser("fetch-record", help="download a published Zenodo record (MD5-checked)")
+    fetch.add_argument("--record", required=True)
+    fetch.add_argument("--out", type=Path, required=True)
+    fetch.set_defaults(run=cmd_fetch_record)
     return parser
 
 

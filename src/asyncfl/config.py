@@ -123,8 +123,8 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     return config
 
 
-def load_config(path: Path | None, overrides: dict[str, Any]) -> TrainConfig:
-    """Defaults ← YAML file ← command-line overrides (those not None)."""
+def load_config(path: Path | None, settings: dict[str, Any], overrides: dict[str, Any]) -> TrainConfig:
+    """Defaults ← YAML file ← `settings` ← command-line options (those not None)."""
     values: dict[str, Any] = {}
     if path is not None:
         try:
@@ -134,6 +134,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> TrainConfig:
         if not isinstance(loaded, dict):
             raise InputError(f"{path}: expected a mapping of keys to values")
         values.update(loaded)
+    values.update(settings)
     values.update({k: v for k, v in overrides.items() if v is not None})
     return make_config(values, str(path) if path else "command line")
 

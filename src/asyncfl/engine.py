@@ -22,6 +22,7 @@ import math
 import platform
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +109,7 @@ class Simulation:
         self.system = ClientSystem.draw(config, partition.num_clients)
         # Simulation state: everything a checkpoint holds.
         self.version, self.now, self.wall_seconds = 0, 0.0, 0.0
+        self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.global_state: State = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
         self.rng = np.random.default_rng([config.seed, SAMPLING_STREAM])
         self.dispatch_counts = np.zeros(partition.num_clients, dtype=np.int64)
@@ -256,10 +258,10 @@ class Simulation:
         """Run (or resume) to the end; write model.pt and run.json; return run.json's content."""
         self.out.mkdir(parents=True, exist_ok=True)
         self.started = time.perf_counter()
-        sizes = self.load_checkpoint()
-        self.metrics = CsvLog(self.out / "metrics.csv", METRICS_COLUMNS, sizes and sizes["metrics"])
-        self.events = CsvLog(self.out / "events.csv", EVENTS_COLUMNS, sizes and sizes["events"])
-        self.timings = CsvLog(self.out / "timings.csv", TIMINGS_COLUMNS, sizes and sizes["timings"])
+        logs = self.load_checkpoint() or {}
+        self.metrics = CsvLog(self.out / "metrics.csv", METRICS_COLUMNS, logs.get("metrics"))
+        self.events = CsvLog(self.out / "events.csv", EVENTS_COLUMNS, logs.get("events"))
+        self.timings = CsvLog(self.out / "timings.csv", TIMINGS_COLUMNS, logs.get("timings"))
         progress = Progress(self.config.rounds, self.version)
         try:
             run_virtual(self.serve(progress), start=self.now)
@@ -271,6 +273,7 @@ class Simulation:
             "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__},
             "device": str(self.device), "hostname": platform.node(), "rounds_completed": self.version,
             "stop_reason": self.stop_reason, "virtual_time": self.now, "wall_seconds": self.elapsed(),
+            "started_at": self.started_at, "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "sha256": {name: sha256(self.out / name) for name in ("model.pt", "metrics.csv", "events.csv")},
         }
         write_json(self.out / "run.json", summary)
@@ -280,15 +283,15 @@ class Simulation:
     def save_checkpoint(self) -> None:
         checkpoint = {
             "format": CHECKPOINT_FORMAT, "identity": self.identity, "version": self.version, "now": self.now,
-            "wall_seconds": self.elapsed(), "global_state": self.global_state, "starts": self.starts,
+            "wall_seconds": self.elapsed(), "started_at": self.started_at, "global_state": self.global_state, "starts": self.starts,
             "rng": self.rng.bit_generator.state, "dispatch_counts": self.dispatch_counts.tolist(),
             "outstanding": [dataclasses.asdict(job) for job in self.outstanding.values()],
-            "log_sizes": {"metrics": self.metrics.size(), "events": self.events.size(), "timings": self.timings.size()},
+            "logs": {"metrics": self.metrics.text(), "events": self.events.text(), "timings": self.timings.text()},
         }
         save_torch(self.out / "checkpoint.pt", checkpoint)
 
     def load_checkpoint(self) -> dict | None:
-        """Restore the state of the last checkpoint in `out`, if any; return the log sizes to cut back to."""
+        """Restore the state of the last checkpoint in `out`, if any; return the logs' text at that point."""
         path = self.out / "checkpoint.pt"
         if not path.exists():
             return None
@@ -297,13 +300,14 @@ class Simulation:
             raise InputError(f"{path} belongs to a run with other settings or data; "
                              "delete it to start afresh, or use another --out")
         self.version, self.now, self.wall_seconds = checkpoint["version"], checkpoint["now"], checkpoint["wall_seconds"]
+        self.started_at = checkpoint["started_at"]
         self.global_state, self.starts = checkpoint["global_state"], checkpoint["starts"]
         self.rng.bit_generator.state = checkpoint["rng"]
         self.dispatch_counts = np.array(checkpoint["dispatch_counts"], dtype=np.int64)
         jobs = [Job(**{**job, "lrs": tuple(job["lrs"])}) for job in checkpoint["outstanding"]]
         self.outstanding = {job.key: job for job in jobs}
         print(f"resuming {self.out} from its checkpoint at round {self.version}", flush=True)
-        return checkpoint["log_sizes"]
+        return checkpoint["logs"]
 
 
 def check_inputs(config: TrainConfig, dataset: Dataset, partition: Partition) -> None:

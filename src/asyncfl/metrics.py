@@ -1,4 +1,4 @@
-"""What a run records (SPEC §8): append-only CSV logs that a resumed run can cut back to a checkpoint.
+"""What a run records (SPEC §8): append-only CSV logs that a resumed run restores from its checkpoint.
 
 Numbers are written with Python's shortest round-trip repr, so equal runs give equal bytes.
 Wall-clock seconds differ between equal runs, so they live in their own file
@@ -30,13 +30,11 @@ def cell(value: object) -> str:
 class CsvLog:
     """An append-only CSV file with a fixed header, flushed after every append."""
 
-    def __init__(self, path: Path, columns: tuple[str, ...], resume_size: int | None = None):
+    def __init__(self, path: Path, columns: tuple[str, ...], resumed_text: str | None = None):
+        """Start the file afresh, or with the text it had at a checkpoint (the file itself may be gone:
+        Snakemake deletes the outputs of a failed job)."""
         self.path, self.columns = Path(path), columns
-        if resume_size is None:
-            self.path.write_text(",".join(columns) + "\n")
-        else:
-            with open(self.path, "r+b") as stream:
-                stream.truncate(resume_size)
+        self.path.write_text(",".join(columns) + "\n" if resumed_text is None else resumed_text)
 
     def append(self, rows: list[dict]) -> None:
         buffer = io.StringIO()
@@ -45,8 +43,8 @@ class CsvLog:
         with open(self.path, "a") as stream:
             stream.write(buffer.getvalue())
 
-    def size(self) -> int:
-        return self.path.stat().st_size
+    def text(self) -> str:
+        return self.path.read_text()
 
 
 class Progress:

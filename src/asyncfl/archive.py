@@ -1,0 +1,109 @@
+"""A reproducible archive of a workflow's results, its checksums, provenance and Zenodo metadata.
+
+The tarball is normalised (sorted members, zero mtimes, uid/gid 0, fixed modes, a
+gzip header without timestamp), so the same inputs give the same bytes and the same
+SHA256SUMS.
+"""
+
+import gzip
+import hashlib
+import importlib.metadata
+import io
+import json
+import os
+import platform
+import subprocess
+import tarfile
+from pathlib import Path
+
+from asyncfl.errors import InputError
+from asyncfl.files import atomic_path, write_json
+
+PACKAGES = ("asyncfl", "torch", "torchvision", "numpy", "pandas", "seaborn", "matplotlib", "snakemake", "scikit-learn")
+
+
+def build_archive(files: list[Path], base: Path, tarball: Path) -> dict[str, str]:
+    """Write `tarball` with `files` (stored relative to `base`); return SHA-256 by member name."""
+    members = sorted({Path(f).resolve().relative_to(Path(base).resolve()).as_posix(): Path(f) for f in files}.items())
+    checksums = {}
+    with atomic_path(tarball) as tmp, open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as zipped:
+        with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name, path in members:
+                content = path.read_bytes()
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(content), 0o644, 0
+                tar.addfile(info, io.BytesIO(content))
+                checksums[name] = hashlib.sha256(content).hexdigest()
+    return checksums
+
+
+def write_checksums(path: Path, tarball: Path, members: dict[str, str]) -> None:
+    """SHA256SUMS in `sha256sum -c` format: the tarball, then every member."""
+    lines = [f"{hashlib.sha256(Path(tarball).read_bytes()).hexdigest()}  {Path(tarball).name}"]
+    lines += [f"{digest}  {name}" for name, digest in members.items()]
+    with atomic_path(path) as tmp:
+        tmp.write_text("\n".join(lines) + "\n")
+
+
+def provenance(runs: list[Path], command: str) -> dict:
+    """Where and with what the results were made: git commit, packages, hardware, times, command line."""
+    summaries = [json.loads(Path(r).read_text()) for r in runs]
+    versions = {}
+    for package in PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_dirty": bool(git("status", "--porcelain")),
+        "packages": versions,
+        "python": platform.python_version(),
+        "hardware": {"machine": platform.machine(), "processor": platform.processor(), "cpus": os.cpu_count(),
+                     "run_devices": sorted({s.get("device", "?") for s in summaries}),
+                     "run_hosts": sorted({s.get("hostname", "?") for s in summaries})},
+        "runs": len(summaries),
+        "started_at": min((s["started_at"] for s in summaries), default=None),
+        "finished_at": max((s["finished_at"] for s in summaries), default=None),
+        "training_wall_seconds": round(sum(s["wall_seconds"] for s in summaries), 3),
+        "command": command,
+    }
+
+
+def zenodo_metadata(settings: dict) -> dict:
+    """.zenodo.json for a deposit of the archive; `settings` is the config's `archive` section."""
+    paper = settings["paper"]
+    metadata = {
+        "title": settings["title"],
+        "upload_type": "dataset",
+        "description": settings.get("description", ""),
+        "creators": settings["creators"],
+        "license": settings["license"],
+        "keywords": settings.get("keywords", []),
+        "references": [f"{paper['authors']}. {paper['title']}."],
+    }
+    if paper.get("identifier"):
+        metadata["related_identifiers"] = [
+            {"identifier": paper["identifier"], "relation": "isSupplementTo", "resource_type": "publication-article"}
+        ]
+    return metadata
+
+
+def git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def archive_results(files: list[Path], base: Path, out: Path, settings: dict, command: str) -> Path:
+    """Everything `asyncfl archive` writes into `out`."""
+    missing = [str(f) for f in files if not Path(f).is_file()]
+    if missing:
+        raise InputError(f"cannot archive missing files: {', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}")
+    tarball = Path(out) / "asyncfl-results.tar.gz"
+    members = build_archive(files, base, tarball)
+    write_checksums(Path(out) / "SHA256SUMS", tarball, members)
+    write_json(Path(out) / "provenance.json", provenance([f for f in files if Path(f).name == "run.json"], command))
+    write_json(Path(out) / ".zenodo.json", zenodo_metadata(settings))
+    return tarball

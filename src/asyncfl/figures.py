@@ -1,0 +1,188 @@
+"""The paper's figures and the ones a reader needs beside them, drawn with seaborn from the CSVs only (SPEC §9).
+
+Runs are found under RUNS/{algorithm}/J{J}/seed{seed}/. Curves are means over seeds
+with a ±1 standard-deviation band where there are several seeds. Every algorithm and
+every J keep one colour across all figures. The paper's "server loss" is the clients'
+training loss, a proxy: it is labelled so, and the global model's test metrics stand
+beside it.
+"""
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from asyncfl.errors import InputError  # noqa: E402
+from asyncfl.layout import RUN_DIR, figure_titles  # noqa: E402
+
+ALGORITHM_COLOURS = dict(zip(("afl", "sync", "fedasync", "fedbuff"), sns.color_palette("colorblind", 4)))
+ALGORITHM_NAMES = {"afl": "AFL", "sync": "Sync FL (FedAvg)", "fedasync": "FedAsync", "fedbuff": "FedBuff"}
+J_VALUES = range(1, 21)
+J_COLOURS = dict(zip(J_VALUES, sns.color_palette("viridis", 8) * 3))  # J = 3..8 spread over the map
+SERVER_LOSS = "Server loss\n(mean client training NLL)"
+ROUND = "Round (server aggregations)"
+VIRTUAL_TIME = "Virtual wall-clock time (s)"
+BAND = ("sd", 1)
+COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
+
+
+def load_runs(runs: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """All runs' metrics and events, each row tagged with algorithm, J and seed."""
+    metrics, events = [], []
+    for path in sorted(Path(runs).glob("*/J*/seed*/metrics.csv")):
+        match = RUN_DIR.search(path.parent.relative_to(runs).as_posix())
+        if not match:
+            continue
+        tags = {"algorithm": match["algorithm"], "J": int(match["J"]), "seed": int(match["seed"])}
+        metrics.append(pd.read_csv(path).assign(**tags))
+        events.append(pd.read_csv(path.parent / "events.csv").assign(**tags))
+    if not metrics:
+        raise InputError(f"no runs under {runs} (expected {runs}/ALGORITHM/JN/seedS/metrics.csv)")
+    return pd.concat(metrics, ignore_index=True), pd.concat(events, ignore_index=True)
+
+
+def draw_figures(runs: Path, partition_stats: Path, reference_j: int, out: Path, title: str) -> list[Path]:
+    """Draw every figure as PNG (300 dpi) and PDF into `out`; return the paths written."""
+    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9,
+                  rc={"legend.fontsize": "small", "legend.framealpha": 0.8})
+    metrics, events = load_runs(runs)
+    stats = json.loads(Path(partition_stats).read_text())
+    ref_metrics, ref_events = metrics[metrics.J == reference_j], events[events.J == reference_j]
+    if ref_metrics.empty:
+        raise InputError(f"no runs with J = {reference_j} under {runs}; set the reference J to one that was run")
+    afl = ref_metrics[ref_metrics.algorithm == "afl"]
+    drawers = {
+        f"server_loss_J{reference_j}": lambda ax: server_loss(ax, afl),
+        f"client_selection_J{reference_j}": lambda ax: client_selection(ax, ref_events, stats["clients"]),
+        "participation_sweep": lambda ax: participation_sweep(ax, metrics[metrics.algorithm == "afl"]),
+        "afl_vs_sync": lambda ax: by_algorithm(ax, ref_metrics[ref_metrics.algorithm.isin(["afl", "sync"])],
+                                               "round", "train_loss", ROUND, SERVER_LOSS),
+        "test_metrics_rounds": lambda axes: test_metrics(axes, ref_metrics, "round", ROUND),
+        "test_metrics_time": lambda axes: test_metrics(axes, on_time_grid(ref_metrics), "virtual_time", VIRTUAL_TIME),
+        "staleness_distribution": lambda ax: staleness_distribution(ax, ref_events),
+        "partition_heatmap": lambda ax: partition_heatmap(ax, stats),
+        "algorithms_compared": lambda axes: algorithms_compared(axes, ref_metrics),
+    }
+    two_panels = {"test_metrics_rounds", "test_metrics_time", "algorithms_compared"}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, figure_title in figure_titles(reference_j).items():
+        draw = drawers[name]
+        panels = 2 if name in two_panels else 1
+        height = 2.6 if name != "partition_heatmap" else 0.9 + 0.18 * stats["clients"]
+        fig, axes = plt.subplots(1, panels, figsize=(COLUMN_WIDTH * panels, min(height, 9)), layout="constrained")
+        draw(axes)
+        fig.suptitle(f"{title}: {figure_title}", fontsize="medium")
+        for suffix, options in ((".png", {"dpi": 300}), (".pdf", {"metadata": {"CreationDate": None}})):
+            fig.savefig(out / f"{name}{suffix}", **options)
+            written.append(out / f"{name}{suffix}")
+        plt.close(fig)
+    return written
+
+
+def server_loss(ax, afl: pd.DataFrame) -> None:
+    sns.lineplot(afl, x="round", y="train_loss", color=ALGORITHM_COLOURS["afl"], errorbar=BAND, ax=ax,
+                 label=f"AFL ({afl.seed.nunique()} seed{'s' if afl.seed.nunique() > 1 else ''}, mean ± sd)")
+    ax.set(xlabel=ROUND, ylabel=SERVER_LOSS)
+
+
+def client_selection(ax, events: pd.DataFrame, clients: int) -> None:
+    """How many updates each client contributed (mean ± sd over seeds), per algorithm."""
+    counts = (events.groupby(["algorithm", "seed"]).client.value_counts()
+              .unstack(fill_value=0).reindex(columns=range(clients), fill_value=0)
+              .stack().rename("updates").reset_index())
+    order = [a for a in ALGORITHM_COLOURS if a in set(counts.algorithm)]
+    sns.barplot(counts, x="client", y="updates", hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS,
+                errorbar=BAND, ax=ax)
+    ax.set(xlabel="Client", ylabel="Updates aggregated (count)")
+    relabel_algorithms(ax)
+
+
+def participation_sweep(ax, afl: pd.DataFrame) -> None:
+    sns.lineplot(afl, x="round", y="train_loss", hue="J", palette={j: J_COLOURS[j] for j in afl.J.unique()},
+                 errorbar=BAND, ax=ax)
+    ax.set(xlabel=ROUND, ylabel=SERVER_LOSS)
+    ax.legend(title="AFL, J clients per round", fontsize="small", title_fontsize="small")
+
+
+def by_algorithm(ax, data: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str) -> None:
+    order = [a for a in ALGORITHM_COLOURS if a in set(data.algorithm)]
+    sns.lineplot(data, x=x, y=y, hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS, errorbar=BAND, ax=ax)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    relabel_algorithms(ax)
+
+
+def test_metrics(axes, data: pd.DataFrame, x: str, xlabel: str) -> None:
+    """Test accuracy and loss of the global model, the honest counterpart of the server loss."""
+    evaluated = data.dropna(subset=["test_accuracy"])
+    by_algorithm(axes[0], evaluated, x, "test_accuracy", xlabel, "Test accuracy of the global model")
+    by_algorithm(axes[1], evaluated, x, "test_loss", xlabel, "Test loss of the global model (NLL)")
+
+
+def on_time_grid(metrics: pd.DataFrame, points: int = 100) -> pd.DataFrame:
+    """Seeds reach evaluations at different virtual times: interpolate each run onto a common grid."""
+    evaluated = metrics.dropna(subset=["test_accuracy"])
+    frames = []
+    for algorithm, runs in evaluated.groupby("algorithm"):
+        times = runs.groupby("seed").virtual_time
+        grid = np.linspace(times.min().max(), times.max().min(), points)  # where every seed has evaluations
+        for seed, run in runs.groupby("seed"):
+            frames.append(pd.DataFrame({
+                "algorithm": algorithm, "seed": seed, "virtual_time": grid,
+                "test_accuracy": np.interp(grid, run.virtual_time, run.test_accuracy),
+                "test_loss": np.interp(grid, run.virtual_time, run.test_loss)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def staleness_distribution(ax, events: pd.DataFrame) -> None:
+    data = events[events.algorithm != "sync"]
+    order = [a for a in ALGORITHM_COLOURS if a in set(data.algorithm)]
+    sns.histplot(data, x="staleness", hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS, discrete=True,
+                 stat="probability", common_norm=False, multiple="dodge", shrink=0.8, ax=ax)
+    ax.set(xlabel="Staleness τ (versions behind at aggregation)", ylabel="Fraction of updates")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    relabel_algorithms(ax)
+
+
+def partition_heatmap(ax, stats: dict) -> None:
+    counts = pd.DataFrame(stats["class_counts"]).rename_axis(index="Client", columns="Class")
+    sns.heatmap(counts, cmap="mako_r", annot=stats["clients"] <= 20, fmt="d", annot_kws={"fontsize": 5},
+                cbar_kws={"label": "Training samples"}, ax=ax)
+    ax.set_title(f"{stats['dataset']}, Dirichlet α = {stats['alpha']}, seed {stats['seed']}", fontsize="small")
+
+
+def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
+    """Final test accuracy, and virtual time to reach 90% of the best final accuracy: the claim of AFL."""
+    evaluated = metrics.dropna(subset=["test_accuracy"])
+    last = evaluated.sort_values("round").groupby(["algorithm", "seed"]).tail(1)
+    target = 0.9 * last.groupby("algorithm").test_accuracy.mean().max()
+    reached = evaluated[evaluated.test_accuracy >= target].groupby(["algorithm", "seed"]).virtual_time.min()
+    times = reached.reindex(last.set_index(["algorithm", "seed"]).index).rename("time").reset_index()
+    order = [a for a in ALGORITHM_COLOURS if a in set(last.algorithm)]
+    for ax, data, y, label in ((axes[0], last, "test_accuracy", "Final test accuracy"),
+                               (axes[1], times, "time", f"Virtual time to reach\n{target:.0%} test accuracy (s)")):
+        sns.barplot(data, x="algorithm", y=y, order=order, hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS,
+                    errorbar=BAND, ax=ax, legend=False)
+        ax.set(xlabel="", ylabel=label)
+        ax.set_xticks(range(len(order)), [ALGORITHM_NAMES[a] for a in order], rotation=20)
+    never = times[times.time.isna()].groupby("algorithm").size()
+    for position, algorithm in enumerate(order):
+        if algorithm in never:
+            axes[1].annotate(f"{never[algorithm]} run(s)\nnever\nreached it", (position, 0), ha="center", va="bottom",
+                             fontsize="x-small")
+
+
+def relabel_algorithms(ax) -> None:
+    legend = ax.get_legend()
+    if legend is None:
+        return
+    for text in legend.get_texts():
+        text.set_text(ALGORITHM_NAMES.get(text.get_text(), text.get_text()))
+    legend.set_title(None)

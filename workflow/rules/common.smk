@@ -1,0 +1,88 @@
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+# The package's light modules (configuration, file layout) plan the DAG; rules run its CLI.
+SRC = Path(workflow.current_basedir).parents[1] / "src"
+sys.path.insert(0, str(SRC))
+from asyncfl.config import make_config
+from asyncfl.errors import InputError
+from asyncfl.layout import RUN_FILES, figure_titles
+from snakemake.exceptions import WorkflowError
+
+ASYNCFL = f"PYTHONPATH={shlex.quote(str(SRC))} python -m asyncfl"
+TORCH_ENV = f"../../envs/torch-{config['torch']}.yaml"
+REFERENCE_J = config["reference_J"]
+FIGURES = list(figure_titles(REFERENCE_J))
+ARCHIVE_DIR = "results/archive"
+ARCHIVE = [
+    f"{ARCHIVE_DIR}/{name}"
+    for name in ("asyncfl-results.tar.gz", "SHA256SUMS", "provenance.json", ".zenodo.json")
+]
+# The archive's provenance records how the workflow was started.
+os.environ["ASYNCFL_COMMAND"] = shlex.join(sys.argv)
+
+for name, experiment in config["experiments"].items():
+    try:
+        make_config({**experiment.get("train", {}), "model": experiment["model"]}, f"experiments.{name}.train")
+    except InputError as error:
+        raise WorkflowError(str(error)) from None
+
+
+wildcard_constraints:
+    experiment=r"[A-Za-z0-9_-]+",
+    dataset=r"[a-z0-9-]+",
+    alpha=r"[0-9.]+",
+    clients=r"\d+",
+    seed=r"\d+",
+    J=r"\d+",
+    algorithm=r"afl|sync|fedasync|fedbuff",
+
+
+def experiment(wildcards):
+    return config["experiments"][wildcards.experiment]
+
+
+def data_root(dataset):
+    """A user's existing copy (config data.roots) or the workflow's own download folder."""
+    return config["data"]["roots"].get(dataset, f"resources/data/{dataset}")
+
+
+def partition_file(exp, seed, suffix=".npz"):
+    """Partitions depend on data, α, C and seed only, so every algorithm of one seed shares one."""
+    return f"results/partitions/{exp['dataset']}_alpha{exp['alpha']}_C{exp['clients']}_seed{seed}{suffix}"
+
+
+def runs(name):
+    """(algorithm, J, seed) of an experiment: AFL over the J sweep, the others at the reference J."""
+    exp = config["experiments"][name]
+    for algorithm in exp["algorithms"]:
+        sweep = exp["participation"] if algorithm == "afl" else [REFERENCE_J]
+        for J in sweep:
+            for seed in exp["seeds"]:
+                yield algorithm, J, seed
+
+
+def run_files(name, files=RUN_FILES):
+    return [
+        f"results/{name}/runs/{algorithm}/J{J}/seed{seed}/{file}"
+        for algorithm, J, seed in runs(name)
+        for file in files
+    ]
+
+
+def all_figures():
+    return [
+        f"results/figures/{name}/{figure}.{ext}"
+        for name in config["experiments"]
+        for figure in FIGURES
+        for ext in ("png", "pdf")
+    ]
+
+
+def train_settings(wildcards):
+    """The experiment's `train` settings as JSON for `asyncfl train --settings`."""
+    exp = experiment(wildcards)
+    return json.dumps({**exp.get("train", {}), "model": exp["model"], "rounds": exp["rounds"]})

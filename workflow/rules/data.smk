@@ -1,0 +1,16 @@
+# Downloads need the internet, which compute nodes often lack: this runs where snakemake runs.
+localrules:
+    prepare_data,
+
+
+rule prepare_data:
+    output:
+        "resources/data/{dataset}/prepared.json",
+    log:
+        "logs/prepare_data/{dataset}.log",
+    params:
+        root=lambda wildcards: data_root(wildcards.dataset),
+    conda:
+        TORCH_ENV
+    shell:
+        ASYNCFL + " data --dataset {wildcards.dataset} --root {params.root:q} --summary {output} > {log} 2>&1"

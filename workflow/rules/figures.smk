@@ -1,0 +1,26 @@
+rule figures:
+    input:
+        runs=lambda wildcards: run_files(wildcards.experiment, ("metrics.csv", "events.csv")),
+        stats=lambda wildcards: partition_file(experiment(wildcards), experiment(wildcards)["seeds"][0], ".json"),
+    output:
+        [
+            report(
+                f"results/figures/{{experiment}}/{figure}.png",
+                caption=f"../report/{figure.removesuffix(f'_J{REFERENCE_J}')}.rst",
+                category="{experiment}",
+                labels={"figure": figure},
+            )
+            for figure in FIGURES
+        ],
+        expand("results/figures/{{experiment}}/{figure}.pdf", figure=FIGURES),
+    log:
+        "logs/figures/{experiment}.log",
+    params:
+        out=subpath(output[0], parent=True),
+        runs="results/{experiment}/runs",
+        reference_j=REFERENCE_J,
+    conda:
+        TORCH_ENV
+    shell:
+        ASYNCFL + " figures --runs {params.runs} --partition-stats {input.stats} --reference-j {params.reference_j}"
+        " --title {wildcards.experiment:q} --out {params.out} > {log} 2>&1"

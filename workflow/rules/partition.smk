@@ -1,0 +1,17 @@
+rule partition:
+    input:
+        "resources/data/{dataset}/prepared.json",
+    output:
+        npz="results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}.npz",
+        stats="results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}.json",
+    log:
+        "logs/partition/{dataset}_alpha{alpha}_C{clients}_seed{seed}.log",
+    params:
+        root=lambda wildcards: data_root(wildcards.dataset),
+        min_size=config["min_partition_size"],
+    conda:
+        TORCH_ENV
+    shell:
+        ASYNCFL + " partition --dataset {wildcards.dataset} --root {params.root:q}"
+        " --clients {wildcards.clients} --alpha {wildcards.alpha} --seed {wildcards.seed}"
+        " --min-size {params.min_size} --out {output.npz} > {log} 2>&1"

@@ -1,0 +1,19 @@
+# Optional target: `snakemake fetch_record` downloads the published record named in the
+# config, to compare against (no such target while zenodo.record is null). Login nodes have the internet: a local rule.
+if config["zenodo"]["record"]:
+
+    localrules:
+        fetch_record,
+
+
+    rule fetch_record:
+        output:
+            directory(f"resources/zenodo/{config['zenodo']['record']}"),
+        log:
+            f"logs/fetch_record/{config['zenodo']['record']}.log",
+        params:
+            record=config["zenodo"]["record"],
+        conda:
+            TORCH_ENV
+        shell:
+            ASYNCFL + " fetch-record --record {params.record} --out {output} > {log} 2>&1"
