@@ -6,6 +6,6 @@ include: "workflow/Snakefile"
 
 
 rule default:
+    default_target: True
     input:
         rules.all.input,
-    default_target: True

@@ -1,8 +1,8 @@
 """A reproducible archive of a workflow's results, its checksums, provenance and Zenodo metadata.
 
 The tarball is normalised (sorted members, zero mtimes, uid/gid 0, fixed modes, a
-gzip header without timestamp), so the same inputs give the same bytes and the same
-SHA256SUMS.
+gzip header without timestamp or file name), so the same inputs give the same bytes
+and the same SHA256SUMS.
 """
 
 import gzip
@@ -22,13 +22,12 @@ from asyncfl.files import atomic_path, write_json
 PACKAGES = ("asyncfl", "torch", "torchvision", "numpy", "pandas", "seaborn", "matplotlib", "snakemake", "scikit-learn")
 
 
-def build_archive(files: list[Path], base: Path, tarball: Path) -> dict[str, str]:
-    """Write `tarball` with `files` (stored relative to `base`); return SHA-256 by member name."""
-    members = sorted({Path(f).resolve().relative_to(Path(base).resolve()).as_posix(): Path(f) for f in files}.items())
+def build_archive(members: dict[str, Path], tarball: Path) -> dict[str, str]:
+    """Write `tarball` with each file under its member name; return SHA-256 by member name."""
     checksums = {}
-    with atomic_path(tarball) as tmp, open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as zipped:
+    with atomic_path(tarball) as tmp, open(tmp, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as zipped:
         with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for name, path in members:
+            for name, path in sorted(members.items()):
                 content = path.read_bytes()
                 info = tarfile.TarInfo(name)
                 info.size, info.mode, info.mtime = len(content), 0o644, 0
@@ -96,14 +95,18 @@ def git(*args: str) -> str | None:
         return None
 
 
-def archive_results(files: list[Path], base: Path, out: Path, settings: dict, command: str) -> Path:
-    """Everything `asyncfl archive` writes into `out`."""
-    missing = [str(f) for f in files if not Path(f).is_file()]
+def archive_results(files: list[Path], configs: list[Path], base: Path, out: Path, settings: dict,
+                    command: str) -> Path:
+    """Everything `asyncfl archive` writes into `out`: results under their paths relative to `base`,
+    config files under config/."""
+    missing = [str(f) for f in [*files, *configs] if not Path(f).is_file()]
     if missing:
         raise InputError(f"cannot archive missing files: {', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}")
+    members = {Path(f).resolve().relative_to(Path(base).resolve()).as_posix(): Path(f) for f in files}
+    members.update({f"config/{Path(c).name}": Path(c) for c in configs})
     tarball = Path(out) / "asyncfl-results.tar.gz"
-    members = build_archive(files, base, tarball)
-    write_checksums(Path(out) / "SHA256SUMS", tarball, members)
+    checksums = build_archive(members, tarball)
+    write_checksums(Path(out) / "SHA256SUMS", tarball, checksums)
     write_json(Path(out) / "provenance.json", provenance([f for f in files if Path(f).name == "run.json"], command))
     write_json(Path(out) / ".zenodo.json", zenodo_metadata(settings))
     return tarball

@@ -114,9 +114,8 @@ def cmd_archive(args: argparse.Namespace) -> None:
     settings = {}
     for path in args.config:
         settings.update(yaml.safe_load(Path(path).read_text()).get("archive", {}))
-    files = [*args.files, *args.config]
-    tarball = archive_results(files, args.base, args.out, settings, args.command)
-    print(f"{len(files)} files → {tarball}")
+    tarball = archive_results(args.files, args.config, args.base, args.out, settings, args.command)
+    print(f"{len(args.files) + len(args.config)} files → {tarball}")
 
 
 def cmd_fetch_record(args: argparse.Namespace) -> None:

@@ -5,7 +5,11 @@ localrules:
 rule archive:
     input:
         figures=all_figures(),
-        runs=[file for name in config["experiments"] for file in run_files(name, ("metrics.csv", "events.csv", "run.json"))],
+        runs=[
+            file
+            for name in config["experiments"]
+            for file in run_files(name, ("metrics.csv", "events.csv", "run.json"))
+        ],
         partitions=sorted(
             {
                 partition_file(exp, seed, ".json")
@@ -17,11 +21,13 @@ rule archive:
         ARCHIVE,
     log:
         "logs/archive.log",
-    params:
-        configs=workflow.configfiles,
-        out=ARCHIVE_DIR,
     conda:
         TORCH_ENV
+    params:
+        configs=workflow.configfiles,
+        out=subpath(output[0], parent=True),
+        command=COMMAND,
     shell:
-        ASYNCFL + ' archive --files {input} --config {params.configs} --command "$ASYNCFL_COMMAND"'
+        ASYNCFL
+        + " archive --files {input} --config {params.configs} --command {params.command:q}"
         " --out {params.out} > {log} 2>&1"

@@ -1,5 +1,4 @@
 import json
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -19,14 +18,22 @@ FIGURES = list(figure_titles(REFERENCE_J))
 ARCHIVE_DIR = "results/archive"
 ARCHIVE = [
     f"{ARCHIVE_DIR}/{name}"
-    for name in ("asyncfl-results.tar.gz", "SHA256SUMS", "provenance.json", ".zenodo.json")
+    for name in (
+        "asyncfl-results.tar.gz",
+        "SHA256SUMS",
+        "provenance.json",
+        ".zenodo.json",
+    )
 ]
 # The archive's provenance records how the workflow was started.
-os.environ["ASYNCFL_COMMAND"] = shlex.join(sys.argv)
+COMMAND = shlex.join(sys.argv)
 
 for name, experiment in config["experiments"].items():
     try:
-        make_config({**experiment.get("train", {}), "model": experiment["model"]}, f"experiments.{name}.train")
+        make_config(
+            {**experiment.get("train", {}), "model": experiment["model"]},
+            f"experiments.{name}.train",
+        )
     except InputError as error:
         raise WorkflowError(str(error)) from None
 
@@ -85,4 +92,6 @@ def all_figures():
 def train_settings(wildcards):
     """The experiment's `train` settings as JSON for `asyncfl train --settings`."""
     exp = experiment(wildcards)
-    return json.dumps({**exp.get("train", {}), "model": exp["model"], "rounds": exp["rounds"]})
+    return json.dumps(
+        {**exp.get("train", {}), "model": exp["model"], "rounds": exp["rounds"]}
+    )

@@ -8,9 +8,10 @@ rule prepare_data:
         "resources/data/{dataset}/prepared.json",
     log:
         "logs/prepare_data/{dataset}.log",
-    params:
-        root=lambda wildcards: data_root(wildcards.dataset),
     conda:
         TORCH_ENV
+    params:
+        root=lambda wildcards: data_root(wildcards.dataset),
     shell:
-        ASYNCFL + " data --dataset {wildcards.dataset} --root {params.root:q} --summary {output} > {log} 2>&1"
+        ASYNCFL
+        + " data --dataset {wildcards.dataset} --root {params.root:q} --summary {output} > {log} 2>&1"

@@ -1,7 +1,11 @@
 rule figures:
     input:
-        runs=lambda wildcards: run_files(wildcards.experiment, ("metrics.csv", "events.csv")),
-        stats=lambda wildcards: partition_file(experiment(wildcards), experiment(wildcards)["seeds"][0], ".json"),
+        runs=lambda wildcards: run_files(
+            wildcards.experiment, ("metrics.csv", "events.csv")
+        ),
+        stats=lambda wildcards: partition_file(
+            experiment(wildcards), experiment(wildcards)["seeds"][0], ".json"
+        ),
     output:
         [
             report(
@@ -15,12 +19,13 @@ rule figures:
         expand("results/figures/{{experiment}}/{figure}.pdf", figure=FIGURES),
     log:
         "logs/figures/{experiment}.log",
+    conda:
+        TORCH_ENV
     params:
         out=subpath(output[0], parent=True),
         runs="results/{experiment}/runs",
         reference_j=REFERENCE_J,
-    conda:
-        TORCH_ENV
     shell:
-        ASYNCFL + " figures --runs {params.runs} --partition-stats {input.stats} --reference-j {params.reference_j}"
+        ASYNCFL
+        + " figures --runs {params.runs} --partition-stats {input.stats} --reference-j {params.reference_j}"
         " --title {wildcards.experiment:q} --out {params.out} > {log} 2>&1"

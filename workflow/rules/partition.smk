@@ -6,11 +6,11 @@ rule partition:
         stats="results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}.json",
     log:
         "logs/partition/{dataset}_alpha{alpha}_C{clients}_seed{seed}.log",
+    conda:
+        TORCH_ENV
     params:
         root=lambda wildcards: data_root(wildcards.dataset),
         min_size=config["min_partition_size"],
-    conda:
-        TORCH_ENV
     shell:
         ASYNCFL + " partition --dataset {wildcards.dataset} --root {params.root:q}"
         " --clients {wildcards.clients} --alpha {wildcards.alpha} --seed {wildcards.seed}"

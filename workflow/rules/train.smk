@@ -3,7 +3,9 @@
 rule train:
     input:
         data=lambda wildcards: f"resources/data/{experiment(wildcards)['dataset']}/prepared.json",
-        partition=lambda wildcards: partition_file(experiment(wildcards), wildcards.seed),
+        partition=lambda wildcards: partition_file(
+            experiment(wildcards), wildcards.seed
+        ),
     output:
         metrics="results/{experiment}/runs/{algorithm}/J{J}/seed{seed}/metrics.csv",
         events="results/{experiment}/runs/{algorithm}/J{J}/seed{seed}/events.csv",
@@ -13,19 +15,20 @@ rule train:
         "logs/train/{experiment}/{algorithm}_J{J}_seed{seed}.log",
     benchmark:
         "benchmarks/train/{experiment}/{algorithm}_J{J}_seed{seed}.tsv"
-    params:
-        dataset=lambda wildcards: experiment(wildcards)["dataset"],
-        root=lambda wildcards: data_root(experiment(wildcards)["dataset"]),
-        settings=train_settings,
-        out=subpath(output.run, parent=True),
+    conda:
+        TORCH_ENV
     threads: config["resources"]["train"]["threads"]
     resources:
         gpu=config["resources"]["train"]["gpu"],
         mem_mb=config["resources"]["train"]["mem_mb"],
         runtime=config["resources"]["train"]["runtime"],
-    conda:
-        TORCH_ENV
+    params:
+        dataset=lambda wildcards: experiment(wildcards)["dataset"],
+        root=lambda wildcards: data_root(experiment(wildcards)["dataset"]),
+        settings=train_settings,
+        out=subpath(output.run, parent=True),
     shell:
-        ASYNCFL + " train --dataset {params.dataset} --root {params.root:q} --partition {input.partition}"
+        ASYNCFL
+        + " train --dataset {params.dataset} --root {params.root:q} --partition {input.partition}"
         " --algorithm {wildcards.algorithm} --clients-per-round {wildcards.J} --seed {wildcards.seed}"
         " --settings {params.settings:q} --out {params.out} > {log} 2>&1"

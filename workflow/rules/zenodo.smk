@@ -5,15 +5,15 @@ if config["zenodo"]["record"]:
     localrules:
         fetch_record,
 
-
     rule fetch_record:
         output:
             directory(f"resources/zenodo/{config['zenodo']['record']}"),
         log:
             f"logs/fetch_record/{config['zenodo']['record']}.log",
-        params:
-            record=config["zenodo"]["record"],
         conda:
             TORCH_ENV
+        params:
+            record=config["zenodo"]["record"],
         shell:
-            ASYNCFL + " fetch-record --record {params.record} --out {output} > {log} 2>&1"
+            ASYNCFL
+            + " fetch-record --record {params.record} --out {output} > {log} 2>&1"

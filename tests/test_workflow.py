@@ -1,0 +1,117 @@
+"""The Snakemake workflow, through real snakemake: plan, lint, format, schema errors, the quick config end to end."""
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from asyncfl.layout import figure_titles
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+OFFLINE = {**os.environ, "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}
+
+
+def snakemake(*args: str, workdir: Path | None = None, env=None) -> subprocess.CompletedProcess:
+    where = ["--directory", str(workdir)] if workdir else []
+    return subprocess.run([*SNAKEMAKE, "-s", str(REPO / "Snakefile"), *where, *args], cwd=REPO,
+                          capture_output=True, text=True, env=env, timeout=1200)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    table = output.split("Job stats:")[1].split("total")[0]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
+
+
+def test_paper_config_plans_every_training_run():
+    result = snakemake("-n")
+    assert result.returncode == 0, result.stderr
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    expected = sum(
+        len(exp["seeds"]) * sum(len(exp["participation"]) if a == "afl" else 1 for a in exp["algorithms"])
+        for exp in config["experiments"].values()
+    )
+    counts = job_counts(result.stdout)
+    assert expected == 54  # 2 experiments × (AFL at J = 3..8 + sync, FedAsync, FedBuff at J = 5) × 3 seeds
+    assert counts["train"] == expected and counts["figures"] == 2 and counts["archive"] == 1
+
+
+def test_lint_is_clean():
+    result = snakemake("--lint")
+    assert result.returncode == 0 and "Congratulations" in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+def test_snakefmt_is_clean():
+    result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow"], cwd=REPO,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda c: c["experiments"]["digits_cnn"].update(rounds_per_epoch=3), "'rounds_per_epoch' was unexpected"),
+    (lambda c: c.update(reference_J="five"), "'five' is not of type 'integer'"),
+    (lambda c: c["experiments"]["digits_cnn"]["train"].update(gama0=0.1), "unknown key 'gama0'"),
+    (lambda c: c["experiments"]["digits_cnn"]["train"].update(patience=1.5), "patience must be int"),
+])
+def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
+    config = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+    edit(config)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake("-n", "--configfile", str(path))
+    assert result.returncode != 0
+    assert message in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+def test_a_failed_rule_shows_its_log(tmp_path):
+    config = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+    config["experiments"] = {"offline": {**config["experiments"]["digits_cnn"], "dataset": "mnist"}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake("resources/data/mnist/prepared.json", "--cores", "1", "--configfile", str(path),
+                       workdir=tmp_path, env=OFFLINE)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "logs/prepare_data/mnist.log" in output
+    assert "asyncfl data: error: mnist: download failed" in output  # the log's content, shown by snakemake
+
+
+def test_quick_config_end_to_end(tmp_path):
+    """Every figure, the report and the archive from real snakemake; a second run has nothing to do."""
+    config = str(REPO / "config/quick.yaml")
+    first = snakemake("--cores", "2", "--configfile", config, workdir=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    quick = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+    for name in quick["experiments"]:
+        for figure in figure_titles(quick["reference_J"]):
+            for ext in ("png", "pdf"):
+                assert (tmp_path / f"results/figures/{name}/{figure}.{ext}").stat().st_size > 1000
+    archive = tmp_path / "results/archive"
+    tarball = archive / "asyncfl-results.tar.gz"
+    sums = dict(reversed(line.split("  ")) for line in (archive / "SHA256SUMS").read_text().splitlines())
+    assert sums.pop(tarball.name) == hashlib.sha256(tarball.read_bytes()).hexdigest()
+    with tarfile.open(tarball) as tar:
+        assert all(member.mtime == 0 and member.uid == 0 for member in tar.getmembers())
+        assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
+    assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
+    assert sum(n.endswith("run.json") for n in sums) == 24
+
+    again = snakemake("--cores", "2", "--configfile", config, workdir=tmp_path)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+    report = snakemake("--configfile", config, "--report", str(tmp_path / "report.html"), workdir=tmp_path)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert (tmp_path / "report.html").stat().st_size > 100_000
+
+    # Same inputs, same archive: rebuild it from the same files.
+    first_sums = (archive / "SHA256SUMS").read_text()
+    shutil.rmtree(archive)
+    rebuilt = snakemake("--cores", "1", "--configfile", config, workdir=tmp_path)
+    assert rebuilt.returncode == 0 and (archive / "SHA256SUMS").read_text() == first_sums
