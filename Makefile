@@ -1,7 +1,9 @@
-# `make run`: set up .venv and run the quick job; `make test`: set up .venv and run the tests.
+# `make run`: set up .venv and run the quick pipeline; `make test`: set up .venv and run the tests.
 VENV := .venv
 BIN := $(VENV)/bin
-PARTITION := results/partitions/digits_alpha0.5_C10_seed0.npz
+QUICK := --configfile config/quick.yaml
+# Rules call `python -m asyncfl`: the project's environment comes first.
+export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: setup run test
 
@@ -11,14 +13,15 @@ setup: $(VENV)/.installed
 # naming both pins in one command keeps pip from pulling a CUDA torch for torchvision.
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet torch==2.13.0 torchvision==0.28.0 -e '.[test]'
+	$(BIN)/python -m pip install --quiet torch==2.13.0 torchvision==0.28.0 -e '.[workflow,test]'
 	touch $@
 
 run: setup
-	$(BIN)/asyncfl data --dataset digits
-	$(BIN)/asyncfl partition --dataset digits --clients 10 --alpha 0.5 --seed 0 --out $(PARTITION)
-	$(BIN)/asyncfl train --dataset digits --partition $(PARTITION) --algorithm afl --clients-per-round 5 \
-		--rounds 30 --local-epochs 5 --seed 0 --config config/quick-train.yaml --out results/quick/afl
+	$(BIN)/snakemake $(QUICK) --cores 2
+	$(BIN)/snakemake $(QUICK) --report results/report.html
+	@echo "figures: results/figures/*/ (PNG and PDF)"
+	@echo "report:  results/report.html"
+	@echo "archive: results/archive/ (asyncfl-results.tar.gz, SHA256SUMS, provenance.json, .zenodo.json)"
 
 test: setup
 	$(BIN)/python -m pytest

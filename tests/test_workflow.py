@@ -16,10 +16,12 @@ from asyncfl.layout import figure_titles
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-OFFLINE = {**os.environ, "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}
+# Rules call `python -m asyncfl`: this interpreter's environment first, as `make` arranges.
+ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+OFFLINE = {**ENV, "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}
 
 
-def snakemake(*args: str, workdir: Path | None = None, env=None) -> subprocess.CompletedProcess:
+def snakemake(*args: str, workdir: Path | None = None, env=ENV) -> subprocess.CompletedProcess:
     where = ["--directory", str(workdir)] if workdir else []
     return subprocess.run([*SNAKEMAKE, "-s", str(REPO / "Snakefile"), *where, *args], cwd=REPO,
                           capture_output=True, text=True, env=env, timeout=1200)

@@ -25,8 +25,9 @@ PACKAGES = ("asyncfl", "torch", "torchvision", "numpy", "pandas", "seaborn", "ma
 def build_archive(members: dict[str, Path], tarball: Path) -> dict[str, str]:
     """Write `tarball` with each file under its member name; return SHA-256 by member name."""
     checksums = {}
-    with atomic_path(tarball) as tmp, open(tmp, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as zipped:
-        with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    with atomic_path(tarball) as tmp, open(tmp, "wb") as raw:
+        zipped = gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0)
+        with zipped, tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for name, path in sorted(members.items()):
                 content = path.read_bytes()
                 info = tarfile.TarInfo(name)
