@@ -213,10 +213,11 @@ def train_command(partition: Path, out: Path, config: Path, *extra: str) -> list
             "--config", str(config), "--out", str(out), *extra]
 
 
-def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition):
+@pytest.mark.parametrize("trainer", ["plain", "vectorised"])
+def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition, trainer):
     config = tmp_path / "config.yaml"
     config.write_text("algorithm: afl\nclients_per_round: 5\nrounds: 40\nlocal_epochs: 2\ncheckpoint_every: 3\n"
-                      "gamma0: 0.01\njitter_sigma: 0.2\n")
+                      f"gamma0: 0.01\njitter_sigma: 0.2\ntrainer: {trainer}\n")
     straight = subprocess.run(train_command(digits_partition, tmp_path / "straight", config), capture_output=True,
                               text=True)
     assert straight.returncode == 0, straight.stderr
@@ -258,3 +259,18 @@ def test_it_learns_digits(tmp_path, digits_partition, algorithm):
     Simulation(config, load_dataset("digits"), load_partition(digits_partition), tmp_path / algorithm).run()
     accuracy = [float(m["test_accuracy"]) for m in read_csv(tmp_path / algorithm / "metrics.csv") if m["test_accuracy"]]
     assert accuracy[0] < 0.7 and accuracy[-1] >= 0.8, accuracy
+
+
+def test_vectorised_and_plain_runs_agree(tmp_path, digits_partition):
+    from asyncfl.partition import load_partition
+
+    metrics = {}
+    for trainer in ("plain", "vectorised"):
+        config = make_config({"algorithm": "afl", "clients_per_round": 5, "rounds": 8, "local_epochs": 2,
+                              "gamma0": 0.01, "trainer": trainer, "optimizer": "sgd"})
+        Simulation(config, load_dataset("digits"), load_partition(digits_partition), tmp_path / trainer).run()
+        metrics[trainer] = read_csv(tmp_path / trainer / "metrics.csv")
+    for plain, vectorised in zip(metrics["plain"], metrics["vectorised"]):
+        assert plain["virtual_time"] == vectorised["virtual_time"] and plain["max_staleness"] == vectorised["max_staleness"]
+        assert float(vectorised["train_loss"]) == pytest.approx(float(plain["train_loss"]), rel=1e-4)
+        assert float(vectorised["test_accuracy"]) == pytest.approx(float(plain["test_accuracy"]), abs=0.01)

@@ -131,6 +131,30 @@ def cmd_fetch_record(args: argparse.Namespace) -> None:
     print(f"zenodo record {args.record} → {args.out} (MD5s verified)")
 
 
+def cmd_bench(args: argparse.Namespace) -> None:
+    """Training speed: reference-style loop vs plain vs vectorised trainer, and the engine's own cost."""
+    import tempfile
+
+    import torch
+
+    from asyncfl.bench import bench_case, cases, engine_overhead, format_table
+    from asyncfl.engine import choose_device
+
+    device = choose_device(args.device)
+    rows = [row for case in cases(args.quick) for row in bench_case(case, device, repeats=1 if args.quick else 3)]
+    print(format_table(rows))
+    with tempfile.TemporaryDirectory() as scratch:
+        engine = engine_overhead(1000 if args.quick else 10_000, 100, 5 if args.quick else 20, Path(scratch))
+    paper_round = next(r for r in rows if r["case"] == "cnn-28x28" and r["trainer"] == "vectorised")
+    engine["share_of_cnn_round"] = round(engine["seconds_per_round"] / paper_round["seconds_per_round"], 4)
+    print(f"engine: {engine['arrivals_per_second']} arrivals/s with {engine['clients']} clients and J = "
+          f"{engine['clients_per_round']} ({engine['seconds_per_round']} s per round, "
+          f"{engine['share_of_cnn_round']:.1%} of a vectorised cnn round)")
+    if args.json:
+        write_json(args.json, {"device": str(device), "torch": torch.__version__, "quick": args.quick,
+                               "trainers": rows, "engine": engine})
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asyncfl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -187,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--record", required=True)
     fetch.add_argument("--out", type=Path, required=True)
     fetch.set_defaults(run=cmd_fetch_record)
+
+    bench = commands.add_parser("bench", help="training speed: reference loop, plain and vectorised trainers")
+    bench.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    bench.add_argument("--quick", action="store_true", help="smaller data, one repeat: under a minute on a CPU")
+    bench.add_argument("--json", type=Path, help="also write the results as JSON")
+    bench.set_defaults(run=cmd_bench)
     return parser
 
 

@@ -47,7 +47,7 @@ from asyncfl.files import save_torch, write_json
 from asyncfl.metrics import EVENTS_COLUMNS, METRICS_COLUMNS, TIMINGS_COLUMNS, CsvLog, Progress
 from asyncfl.models import build_model
 from asyncfl.partition import Partition
-from asyncfl.training import LocalResult, LocalTask, PlainTrainer, Trainer, evaluate
+from asyncfl.training import LocalResult, LocalTask, PlainTrainer, Trainer, VectorisedTrainer, evaluate
 
 SAMPLING_STREAM, SHUFFLE_STREAM = 2, 3
 CHECKPOINT_FORMAT = 1
@@ -90,7 +90,7 @@ class Simulation:
     """A run's static context (data, clients, trainer, outputs) and its checkpointable state."""
 
     def __init__(self, config: TrainConfig, dataset: Dataset, partition: Partition, out: Path,
-                 partition_sha256: str = ""):
+                 partition_sha256: str = "", trainer: Trainer | None = None):
         check_inputs(config, dataset, partition)
         self.config, self.out = config, Path(out)
         self.device = choose_device(config.device)
@@ -101,8 +101,10 @@ class Simulation:
         images = normalize(dataset.train_images.to(self.device), dataset.info)
         self.test_images = normalize(dataset.test_images.to(self.device), dataset.info)
         self.test_labels = dataset.test_labels.to(self.device)
-        self.trainer: Trainer = PlainTrainer(self.model, images, dataset.train_labels.to(self.device),
-                                             config.batch_size, config.optimizer, config.patience)
+        vectorised = config.trainer == "vectorised" or (config.trainer == "auto" and self.device.type == "cuda")
+        chosen = VectorisedTrainer if vectorised else PlainTrainer
+        self.trainer: Trainer = trainer or chosen(self.model, images, dataset.train_labels.to(self.device),
+                                                  config.batch_size, config.optimizer, config.patience)
         self.sizes = partition.sizes
         self.client_indices = [torch.from_numpy(partition.client_indices(c)).to(self.device)
                                for c in range(partition.num_clients)]
@@ -115,8 +117,10 @@ class Simulation:
         self.dispatch_counts = np.zeros(partition.num_clients, dtype=np.int64)
         self.outstanding: dict[tuple, Job] = {}  # dispatched, not yet taken by the server
         self.starts: dict[int, State] = {}  # global states that outstanding jobs start from
-        # Not checkpointed: derived, or empty at every checkpoint.
+        # Updates already trained for outstanding jobs: checkpointed too, so a resumed run trains
+        # the same jobs together as an uninterrupted one (a batch's numerics may depend on its members).
         self.results: dict[tuple, LocalResult] = {}
+        # Not checkpointed: derived, or empty at every checkpoint.
         self.buffer: list[tuple[Job, LocalResult]] = []
         self.in_flight = np.zeros(partition.num_clients, dtype=np.int64)
         self.clients: set[asyncio.Task] = set()
@@ -286,6 +290,7 @@ class Simulation:
             "wall_seconds": self.elapsed(), "started_at": self.started_at, "global_state": self.global_state, "starts": self.starts,
             "rng": self.rng.bit_generator.state, "dispatch_counts": self.dispatch_counts.tolist(),
             "outstanding": [dataclasses.asdict(job) for job in self.outstanding.values()],
+            "results": [{"key": list(key), **dataclasses.asdict(result)} for key, result in self.results.items()],
             "logs": {"metrics": self.metrics.text(), "events": self.events.text(), "timings": self.timings.text()},
         }
         save_torch(self.out / "checkpoint.pt", checkpoint)
@@ -306,6 +311,7 @@ class Simulation:
         self.dispatch_counts = np.array(checkpoint["dispatch_counts"], dtype=np.int64)
         jobs = [Job(**{**job, "lrs": tuple(job["lrs"])}) for job in checkpoint["outstanding"]]
         self.outstanding = {job.key: job for job in jobs}
+        self.results = {tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]}
         print(f"resuming {self.out} from its checkpoint at round {self.version}", flush=True)
         return checkpoint["logs"]
 

@@ -1,18 +1,21 @@
 """Local training of clients behind one small interface: a list of tasks in, a list of results out.
 
 `PlainTrainer` trains one client after another with an ordinary model and optimizer;
-it is the reference that faster trainers must agree with. Every task carries all it
-depends on (start state, data indices, learning rates, shuffle seed), so a result never
-depends on when or beside which other tasks it was trained.
+it is the reference. `VectorisedTrainer` trains all the tasks it is given as one batch
+(torch.func: `functional_call` + `vmap` + `grad` over stacked per-client parameters,
+BatchNorm buffers and Adam state) and must agree with it. Every task carries all it
+depends on (start state, data indices, learning rates, shuffle seed).
 """
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import torch
 from torch import nn
+from torch.func import functional_call, grad_and_value, vmap
 from torch.nn import functional as F
 
 from asyncfl.algorithms import State
@@ -95,6 +98,104 @@ class PlainTrainer:
                 break
         state = {key: value.detach().clone() for key, value in model.state_dict().items()}
         return LocalResult(state, epoch_loss, epochs_run)
+
+
+ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults
+
+
+class VectorisedTrainer:
+    """All tasks in one batch: per-client parameters, buffers and optimizer state stacked on a leading axis.
+
+    Clients step together. At each step the clients that still have a batch are grouped by
+    that batch's size (every full batch is one group; a client's last, smaller batch may form
+    another), so every client sees exactly the batches the plain trainer would, BatchNorm
+    statistics included, with no padding. Clients whose epochs ran out, or that stopped
+    early, simply drop out of the groups.
+    """
+
+    def __init__(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int,
+                 optimizer: str, patience: int):
+        self.model, self.images, self.labels = model, images, labels
+        self.batch_size, self.optimizer, self.patience = batch_size, optimizer, patience
+        self.parameter_names = [name for name, _ in model.named_parameters()]
+        self.buffer_names = [name for name, _ in model.named_buffers()]
+        self.step_group = vmap(grad_and_value(self.batch_loss, has_aux=True))
+
+    def batch_loss(self, parameters: State, buffers: State, images: torch.Tensor, labels: torch.Tensor):
+        """One client's minibatch loss; BatchNorm updates `buffers` in place, returned as aux."""
+        loss = F.nll_loss(functional_call(self.model, (parameters, buffers), (images,)), labels)
+        return loss, buffers
+
+    def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
+        self.model.train()
+        parameters, buffers = stack_states(tasks, self.parameter_names), stack_states(tasks, self.buffer_names)
+        moments = {n: (torch.zeros_like(p), torch.zeros_like(p)) for n, p in parameters.items()}
+        steps = torch.zeros(len(tasks), dtype=torch.float64, device=self.images.device)
+        orders = [epoch_permutations(task) for task in tasks]
+        sizes = [len(task.indices) for task in tasks]
+        stopping = [EarlyStopping(self.patience) for _ in tasks]
+        running = list(range(len(tasks)))
+        losses, epochs_run = [math.nan] * len(tasks), [0] * len(tasks)
+        for epoch in range(max(len(task.lrs) for task in tasks)):
+            running = [c for c in running if epoch < len(tasks[c].lrs)]
+            if not running:
+                break
+            totals = torch.zeros(len(tasks), dtype=torch.float64, device=self.images.device)
+            for start in range(0, max(sizes[c] for c in running), self.batch_size):
+                groups = defaultdict(list)
+                for c in running:
+                    if start < sizes[c]:
+                        groups[min(self.batch_size, sizes[c] - start)].append(c)
+                for size, members in groups.items():
+                    batch = torch.stack([orders[c][epoch][start : start + size] for c in members])
+                    lrs = torch.tensor([tasks[c].lrs[epoch] for c in members], dtype=torch.float64, device=batch.device)
+                    loss = self.step(members, batch, lrs, parameters, buffers, moments, steps)
+                    totals[members] += loss.double() * size
+            for c in running:
+                losses[c], epochs_run[c] = (totals[c] / sizes[c]).item(), epoch + 1
+            running = [c for c in running if math.isfinite(losses[c]) and not stopping[c].should_stop(losses[c])]
+        return [LocalResult({**{n: parameters[n][c].clone() for n in parameters},
+                             **{n: buffers[n][c].clone() for n in buffers}}, losses[c], epochs_run[c])
+                for c in range(len(tasks))]
+
+    @torch.no_grad()
+    def step(self, members: list[int], batch: torch.Tensor, lrs: torch.Tensor, parameters: State, buffers: State,
+             moments: dict[str, tuple[torch.Tensor, torch.Tensor]], steps: torch.Tensor) -> torch.Tensor:
+        """One optimizer step for the clients in `members`, each on its own minibatch; returns their losses."""
+        index = torch.tensor(members, device=batch.device)
+        group_parameters = {n: p[index] for n, p in parameters.items()}
+        group_buffers = {n: b[index] for n, b in buffers.items()}
+        with torch.enable_grad():
+            grads, (loss, new_buffers) = self.step_group(group_parameters, group_buffers, self.images[batch],
+                                                         self.labels[batch])
+        for name, buffer in new_buffers.items():
+            buffers[name][index] = buffer
+        if self.optimizer == "sgd":
+            for name, p in group_parameters.items():
+                parameters[name][index] = p - per_client(lrs, p) * grads[name]
+            return loss
+        steps[index] += 1
+        beta1, beta2 = ADAM_BETAS
+        t = steps[index]
+        step_size, correction2 = lrs / (1 - beta1**t), (1 - beta2**t).sqrt()
+        for name, p in group_parameters.items():
+            m, v = (state[index] for state in moments[name])
+            m.lerp_(grads[name], 1 - beta1)
+            v.mul_(beta2).addcmul_(grads[name], grads[name], value=1 - beta2)
+            denominator = v.sqrt() / per_client(correction2, v) + ADAM_EPS
+            parameters[name][index] = p - per_client(step_size, p) * m / denominator
+            moments[name][0][index], moments[name][1][index] = m, v
+        return loss
+
+
+def stack_states(tasks: list[LocalTask], names: list[str]) -> State:
+    """Each entry of the tasks' start states stacked along a new leading client axis."""
+    return {name: torch.stack([task.start_state[name] for task in tasks]) for name in names}
+
+
+def per_client(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """A per-client scalar shaped to broadcast over that client's slice of a stacked tensor."""
+    return values.view(-1, *([1] * (like.dim() - 1))).to(like.dtype)
 
 
 @torch.no_grad()
