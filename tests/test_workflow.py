@@ -1,30 +1,19 @@
 """The Snakemake workflow, through real snakemake: plan, lint, format, schema errors, the quick config end to end."""
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
-from pathlib import Path
 
 import pytest
 import yaml
 
 from asyncfl.layout import figure_titles
+from conftest import ENV, REPO, snakemake
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-# Rules call `python -m asyncfl`: this interpreter's environment first, as `make` arranges.
-ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 OFFLINE = {**ENV, "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}
-
-
-def snakemake(*args: str, workdir: Path | None = None, env=ENV) -> subprocess.CompletedProcess:
-    where = ["--directory", str(workdir)] if workdir else []
-    return subprocess.run([*SNAKEMAKE, "-s", str(REPO / "Snakefile"), *where, *args], cwd=REPO,
-                          capture_output=True, text=True, env=env, timeout=1200)
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -85,11 +74,9 @@ def test_a_failed_rule_shows_its_log(tmp_path):
     assert "asyncfl data: error: mnist: download failed" in output  # the log's content, shown by snakemake
 
 
-def test_quick_config_end_to_end(tmp_path):
+def test_quick_config_end_to_end(quick_local_run):
     """Every figure, the report and the archive from real snakemake; a second run has nothing to do."""
-    config = str(REPO / "config/quick.yaml")
-    first = snakemake("--cores", "2", "--configfile", config, workdir=tmp_path)
-    assert first.returncode == 0, first.stderr[-3000:]
+    tmp_path, config = quick_local_run, str(REPO / "config/quick.yaml")
     quick = yaml.safe_load((REPO / "config/quick.yaml").read_text())
     for name in quick["experiments"]:
         for figure in figure_titles(quick["reference_J"]):

@@ -90,6 +90,10 @@ def cmd_train(args: argparse.Namespace) -> None:
     overrides = {"algorithm": args.algorithm, "model": args.model, "clients_per_round": args.clients_per_round,
                  "rounds": args.rounds, "local_epochs": args.local_epochs, "seed": args.seed}
     config = load_config(args.config, args.settings, overrides)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)  # the job's CPUs, and the same reduction order everywhere
     partition = load_partition(args.partition)
     dataset = load_dataset(args.dataset, args.root)
     summary = Simulation(config, dataset, partition, args.out, sha256(args.partition)).run()
@@ -188,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--settings", type=json_mapping, default={},
                        help="JSON object of settings, over --config and under the options above")
     train.add_argument("--out", type=Path, required=True, help="run folder: metrics.csv, events.csv, model.pt, run.json")
+    train.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     train.set_defaults(run=cmd_train)
 
     figures = commands.add_parser("figures", help="draw an experiment's figures (PNG and PDF) from its CSVs")

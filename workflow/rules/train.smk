@@ -31,4 +31,4 @@ rule train:
         ASYNCFL
         + " train --dataset {params.dataset} --root {params.root:q} --partition {input.partition}"
         " --algorithm {wildcards.algorithm} --clients-per-round {wildcards.J} --seed {wildcards.seed}"
-        " --settings {params.settings:q} --out {params.out} > {log} 2>&1"
+        " --settings {params.settings:q} --threads {threads} --out {params.out} > {log} 2>&1"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# A real single-node SLURM cluster on localhost for the tests (Debian 12, SLURM 22.05, root, no systemd).
+#   tests/slurm/cluster.sh start   install if needed, configure, start munged, slurmctld, slurmd; wait for idle
+#   tests/slurm/cluster.sh stop    stop the daemons started here, by their PID files
+# The node offers two fake GPUs (gres on /dev/null and /dev/zero), one per core, so two training jobs run
+# at a time: a job sees CUDA_VISIBLE_DEVICES=0 or 1 and no CUDA device, and trains on the CPU.
+set -euo pipefail
+
+STATE=/var/lib/asyncfl-slurm
+PIDS=(/run/slurmd.pid /run/slurmctld.pid /run/munge/munged.pid)
+
+start() {
+  if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge >/dev/null
+  fi
+  local host cpus memory
+  host=$(hostname -s)
+  cpus=$(nproc)
+  memory=$(( $(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo) - 2048 ))
+  mkdir -p /etc/slurm "$STATE/ctld" "$STATE/d" /var/log/slurm /run/munge
+  cat > /etc/slurm/slurm.conf <<CONF
+ClusterName=asyncfl
+SlurmctldHost=$host(127.0.0.1)
+SlurmUser=root
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+GresTypes=gpu
+MinJobAge=600
+ReturnToService=2
+StateSaveLocation=$STATE/ctld
+SlurmdSpoolDir=$STATE/d
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+NodeName=localhost NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory Gres=gpu:2 State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+CONF
+  cat > /etc/slurm/gres.conf <<CONF
+AutoDetect=off
+NodeName=localhost Name=gpu File=/dev/null
+NodeName=localhost Name=gpu File=/dev/zero
+CONF
+  [ -s /etc/munge/munge.key ] || { dd if=/dev/urandom bs=1 count=1024 of=/etc/munge/munge.key 2>/dev/null; }
+  chown munge:munge /etc/munge/munge.key /run/munge
+  chmod 400 /etc/munge/munge.key
+  runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid
+  slurmctld -c -i
+  slurmd
+  for _ in $(seq 60); do
+    if [ "$(sinfo -h -o %T 2>/dev/null)" = "idle" ]; then
+      echo "SLURM cluster up: $(sinfo -h -o '%P %N %c CPUs %m MB %G %T')"
+      return 0
+    fi
+    sleep 1
+  done
+  echo "SLURM node did not become idle: $(sinfo 2>&1)" >&2
+  tail -n 20 /var/log/slurm/slurmctld.log /var/log/slurm/slurmd.log >&2
+  return 1
+}
+
+stop() {
+  for pidfile in "${PIDS[@]}"; do
+    if [ -s "$pidfile" ]; then
+      kill "$(cat "$pidfile")" 2>/dev/null || true
+      rm -f "$pidfile"
+    fi
+  done
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac
