@@ -83,7 +83,7 @@ def test_a_cancelled_training_job_resumes_from_its_checkpoint(tmp_path):
     config.write_text(yaml.safe_dump(settings))
 
     local = tmp_path / "local"
-    straight = snakemake("--cores", "1", "--configfile", str(config), f"{RUN}/model.pt", workdir=local)
+    straight = snakemake(f"{RUN}/model.pt", "--cores", "1", "--configfile", str(config), workdir=local)
     assert straight.returncode == 0, (straight.stdout + straight.stderr)[-3000:]
 
     cluster = tmp_path / "cluster"
