@@ -113,7 +113,7 @@ def test_offline_without_copy_is_one_clear_line(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert "Traceback" not in result.stderr
     assert lines[-1].startswith("asyncfl data: error: fashion-mnist: download failed")
-    assert f"train-images-idx3-ubyte.gz" in lines[-1] and str(tmp_path / "FashionMNIST" / "raw") in lines[-1]
+    assert "train-images-idx3-ubyte.gz" in lines[-1] and str(tmp_path / "FashionMNIST" / "raw") in lines[-1]
 
 
 class Tripwire:
