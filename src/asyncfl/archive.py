@@ -17,7 +17,7 @@ import tarfile
 from pathlib import Path
 
 from asyncfl.errors import InputError
-from asyncfl.files import atomic_path, write_json
+from asyncfl.files import atomic_path, sha256, write_json
 
 PACKAGES = ("asyncfl", "torch", "torchvision", "numpy", "pandas", "seaborn", "matplotlib", "snakemake", "scikit-learn")
 
@@ -39,7 +39,7 @@ def build_archive(members: dict[str, Path], tarball: Path) -> dict[str, str]:
 
 def write_checksums(path: Path, tarball: Path, members: dict[str, str]) -> None:
     """SHA256SUMS in `sha256sum -c` format: the tarball, then every member."""
-    lines = [f"{hashlib.sha256(Path(tarball).read_bytes()).hexdigest()}  {Path(tarball).name}"]
+    lines = [f"{sha256(tarball)}  {Path(tarball).name}"]
     lines += [f"{digest}  {name}" for name, digest in members.items()]
     with atomic_path(path) as tmp:
         tmp.write_text("\n".join(lines) + "\n")

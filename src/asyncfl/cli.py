@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from asyncfl.config import ALGORITHMS, load_config
+from asyncfl.config import ALGORITHMS, CHOICES, load_config
 from asyncfl.data import DATASET_NAMES, default_root, load_dataset
 from asyncfl.errors import InputError
-from asyncfl.files import write_json
+from asyncfl.files import sha256, write_json
 from asyncfl.partition import dirichlet_partition, label_entropy, load_partition, partition_stats, save_partition
 
 SHOWN_CLIENTS = 20
@@ -85,7 +85,7 @@ def cmd_partition(args: argparse.Namespace) -> None:
 
 def cmd_train(args: argparse.Namespace) -> None:
     """Run one federated training (or resume it from its checkpoint) and write its outputs."""
-    from asyncfl.engine import Simulation, sha256
+    from asyncfl.engine import Simulation
 
     overrides = {"algorithm": args.algorithm, "model": args.model, "clients_per_round": args.clients_per_round,
                  "rounds": args.rounds, "local_epochs": args.local_epochs, "seed": args.seed}
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_dataset_arguments(train)
     train.add_argument("--partition", type=Path, required=True, help="FILE.npz from asyncfl partition")
     train.add_argument("--algorithm", choices=ALGORITHMS)
-    train.add_argument("--model", choices=("cnn", "resnet20"))
+    train.add_argument("--model", choices=CHOICES["model"])
     train.add_argument("--clients-per-round", type=int, metavar="J")
     train.add_argument("--rounds", type=int, metavar="R")
     train.add_argument("--local-epochs", type=int, metavar="I")
@@ -218,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.set_defaults(run=cmd_fetch_record)
 
     bench = commands.add_parser("bench", help="training speed: reference loop, plain and vectorised trainers")
-    bench.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    bench.add_argument("--device", choices=CHOICES["device"], default="auto")
     bench.add_argument("--quick", action="store_true", help="smaller data, one repeat: under a minute on a CPU")
     bench.add_argument("--json", type=Path, help="also write the results as JSON")
     bench.set_defaults(run=cmd_bench)

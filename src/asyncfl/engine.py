@@ -17,7 +17,6 @@ aggregation, so a killed run resumes to byte-identical outputs.
 
 import asyncio
 import dataclasses
-import hashlib
 import math
 import platform
 import time
@@ -43,7 +42,7 @@ from asyncfl.config import TrainConfig, config_dict
 from asyncfl.data import Dataset, normalize
 from asyncfl.delays import ClientSystem
 from asyncfl.errors import InputError
-from asyncfl.files import save_torch, write_json
+from asyncfl.files import save_torch, sha256, write_json
 from asyncfl.metrics import EVENTS_COLUMNS, METRICS_COLUMNS, TIMINGS_COLUMNS, CsvLog, Progress
 from asyncfl.models import build_model
 from asyncfl.partition import Partition
@@ -80,10 +79,6 @@ def choose_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise InputError("device cuda requested but no CUDA device is available; use device: auto or cpu")
     return torch.device("cuda" if name != "cpu" and torch.cuda.is_available() else "cpu")
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 class Simulation:

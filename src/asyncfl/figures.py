@@ -98,7 +98,7 @@ def client_selection(ax, events: pd.DataFrame, clients: int) -> None:
     counts = (events.groupby(["algorithm", "seed"]).client.value_counts()
               .unstack(fill_value=0).reindex(columns=range(clients), fill_value=0)
               .stack().rename("updates").reset_index())
-    order = [a for a in ALGORITHM_COLOURS if a in set(counts.algorithm)]
+    order = present_algorithms(counts)
     sns.barplot(counts, x="client", y="updates", hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS,
                 errorbar=BAND, ax=ax)
     ax.set(xlabel="Client", ylabel="Updates aggregated (count)")
@@ -113,7 +113,7 @@ def participation_sweep(ax, afl: pd.DataFrame) -> None:
 
 
 def by_algorithm(ax, data: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str) -> None:
-    order = [a for a in ALGORITHM_COLOURS if a in set(data.algorithm)]
+    order = present_algorithms(data)
     sns.lineplot(data, x=x, y=y, hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS, errorbar=BAND, ax=ax)
     ax.set(xlabel=xlabel, ylabel=ylabel)
     relabel_algorithms(ax)
@@ -143,7 +143,7 @@ def on_time_grid(metrics: pd.DataFrame, points: int = 100) -> pd.DataFrame:
 
 def staleness_distribution(ax, events: pd.DataFrame) -> None:
     data = events[events.algorithm != "sync"]
-    order = [a for a in ALGORITHM_COLOURS if a in set(data.algorithm)]
+    order = present_algorithms(data)
     sns.histplot(data, x="staleness", hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS, discrete=True,
                  stat="probability", common_norm=False, multiple="dodge", shrink=0.8, ax=ax)
     ax.set(xlabel="Staleness τ (versions behind at aggregation)", ylabel="Fraction of updates")
@@ -165,7 +165,7 @@ def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
     target = 0.9 * last.groupby("algorithm").test_accuracy.mean().max()
     reached = evaluated[evaluated.test_accuracy >= target].groupby(["algorithm", "seed"]).virtual_time.min()
     times = reached.reindex(last.set_index(["algorithm", "seed"]).index).rename("time").reset_index()
-    order = [a for a in ALGORITHM_COLOURS if a in set(last.algorithm)]
+    order = present_algorithms(last)
     for ax, data, y, label in ((axes[0], last, "test_accuracy", "Final test accuracy"),
                                (axes[1], times, "time", f"Virtual time to reach\n{target:.0%} test accuracy (s)")):
         sns.barplot(data, x="algorithm", y=y, order=order, hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS,
@@ -177,6 +177,11 @@ def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
         if algorithm in never:
             axes[1].annotate(f"{never[algorithm]} run(s)\nnever\nreached it", (position, 0), ha="center", va="bottom",
                              fontsize="x-small")
+
+
+def present_algorithms(data: pd.DataFrame) -> list[str]:
+    """The algorithms in `data`, in the one order (and colour) every figure uses."""
+    return [a for a in ALGORITHM_COLOURS if a in set(data.algorithm)]
 
 
 def relabel_algorithms(ax) -> None:

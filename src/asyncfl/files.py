@@ -1,5 +1,6 @@
 """Atomic, byte-reproducible file writes: a killed job never leaves a half-written output."""
 
+import hashlib
 import io
 import json
 import os
@@ -51,3 +52,8 @@ def save_torch(path: Path, obj: Any) -> None:
     torch.save(obj, buffer)
     with atomic_path(path) as tmp:
         tmp.write_bytes(buffer.getvalue())
+
+
+def sha256(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
