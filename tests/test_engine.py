@@ -147,6 +147,23 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() != (tmp_path / "c" / name).read_bytes(), name
 
 
+def test_speed_knobs_are_deterministic_and_change_the_numbers(tmp_path):
+    settings = dict(algorithm="afl", clients_per_round=2, rounds=4, local_epochs=2, seed=1)
+    knobs = dict(precision="bf16", channels_last=True)
+    run(tmp_path, name="a", **settings, **knobs)
+    run(tmp_path, name="b", **settings, **knobs)
+    run(tmp_path, name="fp32", **settings)
+    for name in ("metrics.csv", "model.pt"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+        assert (tmp_path / "a" / name).read_bytes() != (tmp_path / "fp32" / name).read_bytes(), name
+
+
+def test_tf32_on_the_cpu_is_refused(tmp_path):
+    config = make_config({"precision": "tf32", "device": "cpu", "clients_per_round": 2})
+    with pytest.raises(InputError, match="precision tf32 is a CUDA format"):
+        Simulation(config, tiny_dataset(24), contiguous_partition([8, 8, 8]), tmp_path)
+
+
 def test_afl_and_sync_of_one_seed_share_client_delays(tmp_path):
     _, afl, _ = run(tmp_path, name="afl", algorithm="afl", clients_per_round=2, rounds=3, seed=5)
     _, sync, _ = run(tmp_path, name="sync", algorithm="sync", clients_per_round=2, rounds=3, seed=5)
@@ -187,6 +204,7 @@ def test_partition_of_another_dataset_is_refused(tmp_path):
     ("server_lr: -1", "server_lr must be a finite number > 0"),
     ("local_epoch: 3", "unknown key 'local_epoch'"),
     ("rounds: ten", "rounds must be int"),
+    ("precision: fp16", "precision must be one of fp32, tf32, bf16"),
 ])
 def test_bad_config_is_one_line(tmp_path, line, message):
     config = tmp_path / "bad.yaml"

@@ -1,6 +1,6 @@
 """`asyncfl bench`: local-training speed of a reference-style loop, the plain and the vectorised trainer.
 
-All three train the same clients on the same random tensors (speed does not depend on
+All of them (and the device's default trainer once more, with its speed knobs) train the same clients on the same random tensors (speed does not depend on
 the values) in one process. The reference loop is what the paper's public code does:
 a DataLoader over a TensorDataset per client, clients one after another, the optimizer
 created anew every epoch. A round is J clients × I epochs. The engine's own cost (event
@@ -8,9 +8,11 @@ loop, sampling, aggregation) is measured apart, with a trainer that does no work
 """
 
 import contextlib
+import copy
 import io
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +25,7 @@ from asyncfl.config import make_config
 from asyncfl.data import Dataset, DatasetInfo
 from asyncfl.models import build_model
 from asyncfl.partition import Partition
-from asyncfl.training import LocalResult, LocalTask, PlainTrainer, VectorisedTrainer
+from asyncfl.training import LocalResult, LocalTask, Numerics, PlainTrainer, VectorisedTrainer
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,9 @@ class Case:
 
 def cases(quick: bool) -> list[Case]:
     """(a) the paper's models, C = 10, J = 5; (b) many small clients. --quick shrinks the data, not the shapes."""
-    per_client = 600 if quick else 6000
     return [
-        Case("cnn-28x28", "cnn", (1, 28, 28), 10, 5, per_client, 64),
-        Case("resnet20-32x32", "resnet20", (3, 32, 32), 10, 5, per_client // (3 if quick else 1), 64),
+        Case("cnn-28x28", "cnn", (1, 28, 28), 10, 5, 400 if quick else 6000, 64),
+        Case("resnet20-32x32", "resnet20", (3, 32, 32), 10, 5, 128 if quick else 6000, 64),
         Case("cnn-many-small", "cnn", (1, 28, 28), 1000, 50, 50, 10),
     ]
 
@@ -64,24 +65,58 @@ def reference_round(model, start, images, labels, clients, epochs, batch_size, d
                 optimizer.step()
 
 
-def timed(run, device: torch.device, repeats: int) -> tuple[float, float]:
-    """Median seconds of `repeats` runs after one warm-up, and peak memory in MiB."""
-    run()
+def fast_numerics(model: torch.nn.Module, device: torch.device) -> tuple[str, Numerics]:
+    """The default trainer of the device with the speed knobs that suit it, for the knobs' row.
+
+    CPU: the plain trainer with bf16 autocast and NHWC (oneDNN's fastest path here). CUDA: the
+    vectorised trainer with bf16, or TF32 where BatchNorm rules bf16 out under vmap; NCHW, because
+    vmap has no channels-last rule for the pooling layer and would fall back to a per-client loop.
+    """
+    if device.type != "cuda":
+        return "plain", Numerics("bf16", channels_last=True)
+    has_batchnorm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+    return "vectorised", Numerics("tf32" if has_batchnorm else "bf16")
+
+
+def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+
+
+def timed(runs: dict[str, Callable[[], object]], device: torch.device,
+          repeats: int) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Seconds of each run and its peak memory in MiB. Repeats are interleaved (A B C A B C …) after
+    one warm-up of each, so that a machine whose speed drifts (shared or throttled CPUs) biases none."""
+    for run in runs.values():
         run()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        seconds.append(time.perf_counter() - start)
+    seconds, peaks = {name: [] for name in runs}, {name: 0.0 for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            synchronize(device)
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            start = time.perf_counter()
+            run()
+            synchronize(device)
+            seconds[name].append(time.perf_counter() - start)
+            peaks[name] = max(peaks[name], peak_memory_mib(device))
+    return seconds, peaks
+
+
+def peak_memory_mib(device: torch.device) -> float:
+    """Peak device memory since the last reset on CUDA; on the CPU the process's peak resident size so far."""
     if device.type == "cuda":
-        peak = torch.cuda.max_memory_allocated() / 2**20
-    else:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # process peak so far
-    return float(np.median(seconds)), peak
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def matmul_tflops(device: torch.device) -> float:
+    """The device's fp32 (IEEE) matrix-multiply rate: the ceiling the trainers' TFLOP/s are read against."""
+    Numerics().apply_globally()
+    n = 8192 if device.type == "cuda" else 2048
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    best = min(timed({"matmul": lambda: a @ b}, device, repeats=3)[0]["matmul"])
+    return 2 * n**3 / best / 1e12
 
 
 def flops_per_sample(model, shape, device) -> float:
@@ -106,26 +141,35 @@ def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
     labels = torch.randint(0, 10, (n,), device=device)
     clients = [torch.arange(c * case.samples, (c + 1) * case.samples, device=device) for c in range(case.per_round)]
     tasks = [LocalTask(start, idx, (1e-3,) * case.epochs, (0, 3, c, 0)) for c, idx in enumerate(clients)]
-    trainers = {
-        "reference loop": lambda: reference_round(model, start, images, labels, clients, case.epochs,
-                                                  case.batch_size, device),
-        "plain": lambda: PlainTrainer(model, images, labels, case.batch_size, "adam", 10).train(tasks),
-        "vectorised": lambda: VectorisedTrainer(model, images, labels, case.batch_size, "adam", 10).train(tasks),
-    }
     flops = flops_per_sample(model, case.shape, device) * n * case.epochs
-    rows, reference = [], None
-    for name, run in trainers.items():
-        seconds, peak = timed(run, device, repeats)
-        reference = reference or seconds
-        rows.append({
-            "case": case.name, "trainer": name, "device": str(device), "clients": case.clients,
-            "clients_per_round": case.per_round, "samples_per_client": case.samples, "batch_size": case.batch_size,
-            "local_epochs": case.epochs, "seconds_per_round": round(seconds, 4),
-            "samples_per_second": round(n * case.epochs / seconds, 1), "speedup": round(reference / seconds, 2),
-            "peak_memory_mib": round(peak, 1),
-            "tflops": round(flops / seconds / 1e12, 3) if device.type == "cuda" else None,
-        })
-    return rows
+    fast_trainer, fast = fast_numerics(model, device)
+    trainers = {
+        "plain": PlainTrainer(model, images, labels, case.batch_size, "adam", 10),
+        "vectorised": VectorisedTrainer(model, images, labels, case.batch_size, "adam", 10),
+        f"{fast_trainer} {fast.precision}{' nhwc' if fast.channels_last else ''}":
+            (PlainTrainer if fast_trainer == "plain" else VectorisedTrainer)(
+                copy.deepcopy(model), images, labels, case.batch_size, "adam", 10, fast),
+    }
+
+    def with_numerics(numerics: Numerics, train: Callable[[], object]) -> Callable[[], object]:
+        return lambda: (numerics.apply_globally(), train())
+
+    runs = {"reference loop": with_numerics(Numerics(), lambda: reference_round(
+        model, start, images, labels, clients, case.epochs, case.batch_size, device))}
+    runs.update({name: with_numerics(trainer.numerics, lambda trainer=trainer: trainer.train(tasks))
+                 for name, trainer in trainers.items()})
+    all_seconds, peaks = timed(runs, device, repeats)
+    seconds = {name: float(np.median(values)) for name, values in all_seconds.items()}
+    Numerics().apply_globally()
+    return [{
+        "case": case.name, "trainer": name, "device": str(device), "clients": case.clients,
+        "clients_per_round": case.per_round, "samples_per_client": case.samples, "batch_size": case.batch_size,
+        "local_epochs": case.epochs, "seconds_per_round": round(value, 4),
+        "samples_per_second": round(n * case.epochs / value, 1),
+        "speedup": round(seconds["reference loop"] / value, 2),
+        "peak_memory_mib": round(peaks[name], 1),  # CUDA: of this trainer; CPU: of the process so far
+        "tflops": round(flops / value / 1e12, 4),
+    } for name, value in seconds.items()]
 
 
 class NullTrainer:

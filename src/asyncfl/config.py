@@ -59,6 +59,9 @@ class TrainConfig:
     # reference); auto: vectorised on CUDA, plain on CPU, where vmap's grouped convolutions are slower
     # than one client's convolutions (asyncfl bench: 0.7x on 2 cores)
     trainer: str = "auto"
+    # optional speed knobs (training.Numerics): bf16 autocast, tf32 (CUDA only), NHWC memory layout
+    precision: str = "fp32"
+    channels_last: bool = False
 
     @property
     def concurrency_or_default(self) -> int:
@@ -83,6 +86,7 @@ CHOICES = {
     "latency_distribution": DISTRIBUTIONS,
     "device": ("auto", "cpu", "cuda"),
     "trainer": ("auto", "vectorised", "plain"),
+    "precision": ("fp32", "tf32", "bf16"),
 }
 POSITIVE = ("clients_per_round", "rounds", "local_epochs", "batch_size", "gamma0", "server_lr", "eval_every",
             "checkpoint_every", "patience", "concurrency", "buffer_size", "max_virtual_time")

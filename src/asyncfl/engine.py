@@ -46,7 +46,7 @@ from asyncfl.files import save_torch, sha256, write_json
 from asyncfl.metrics import EVENTS_COLUMNS, METRICS_COLUMNS, TIMINGS_COLUMNS, CsvLog, Progress
 from asyncfl.models import build_model
 from asyncfl.partition import Partition
-from asyncfl.training import LocalResult, LocalTask, PlainTrainer, Trainer, VectorisedTrainer, evaluate
+from asyncfl.training import LocalResult, LocalTask, Numerics, PlainTrainer, Trainer, VectorisedTrainer, evaluate
 
 SAMPLING_STREAM, SHUFFLE_STREAM = 2, 3
 CHECKPOINT_FORMAT = 1
@@ -96,10 +96,14 @@ class Simulation:
         images = normalize(dataset.train_images.to(self.device), dataset.info)
         self.test_images = normalize(dataset.test_images.to(self.device), dataset.info)
         self.test_labels = dataset.test_labels.to(self.device)
+        if config.precision == "tf32" and self.device.type != "cuda":
+            raise InputError("precision tf32 is a CUDA format and this run is on the CPU; use fp32 or bf16")
+        numerics = Numerics(config.precision, config.channels_last)
+        numerics.apply_globally()
         vectorised = config.trainer == "vectorised" or (config.trainer == "auto" and self.device.type == "cuda")
         chosen = VectorisedTrainer if vectorised else PlainTrainer
         self.trainer: Trainer = trainer or chosen(self.model, images, dataset.train_labels.to(self.device),
-                                                  config.batch_size, config.optimizer, config.patience)
+                                                  config.batch_size, config.optimizer, config.patience, numerics)
         self.sizes = partition.sizes
         self.client_indices = [torch.from_numpy(partition.client_indices(c)).to(self.device)
                                for c in range(partition.num_clients)]

@@ -7,6 +7,7 @@ BatchNorm buffers and Adam state) and must agree with it. Every task carries all
 depends on (start state, data indices, learning rates, shuffle seed).
 """
 
+import contextlib
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from torch.func import functional_call, grad_and_value, vmap
 from torch.nn import functional as F
 
 from asyncfl.algorithms import State
+from asyncfl.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,46 @@ class LocalResult:
 
 class Trainer(Protocol):
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]: ...
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """Optional speed knobs for the forward and backward passes; the defaults are plain IEEE fp32.
+
+    `precision`: fp32, tf32 (CUDA matmuls and convolutions in TensorFloat-32) or bf16 (autocast:
+    activations in bfloat16, parameters, optimizer state and BatchNorm statistics stay fp32).
+    `channels_last`: NHWC images and weights, the layout that oneDNN and cuDNN convolve fastest.
+    Every setting is deterministic; the non-default ones change the numbers, not the run-to-run identity.
+    """
+
+    precision: str = "fp32"
+    channels_last: bool = False
+
+    def apply_globally(self) -> None:
+        """TF32 is a process-wide switch: off unless asked for (cuDNN convolutions default to TF32)."""
+        mode = "tf32" if self.precision == "tf32" else "ieee"
+        torch.backends.cuda.matmul.fp32_precision = mode
+        torch.backends.cudnn.conv.fp32_precision = mode
+
+    def autocast(self, device: torch.device) -> contextlib.AbstractContextManager:
+        if self.precision != "bf16":
+            return contextlib.nullcontext()
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+
+    def layout(self, images: torch.Tensor) -> torch.Tensor:
+        """A batch of images (N×C×H×W, or clients×N×C×H×W) in the chosen memory layout.
+
+        A stacked batch is stored N, H, W, clients, C: the reshape that vmap's convolution rule
+        makes into N × (clients·C) × H × W is then a view, and NHWC (channels_last) already.
+        """
+        if not self.channels_last:
+            return images
+        if images.dim() == 5:
+            return images.permute(1, 3, 4, 0, 2).contiguous().permute(3, 0, 4, 1, 2)
+        return images.contiguous(memory_format=torch.channels_last)
+
+    def prepare(self, model: nn.Module) -> nn.Module:
+        return model.to(memory_format=torch.channels_last) if self.channels_last else model
 
 
 def epoch_permutations(task: LocalTask) -> list[torch.Tensor]:
@@ -69,9 +111,9 @@ class PlainTrainer:
     """One client at a time, minibatch Adam/SGD over data already on the device."""
 
     def __init__(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int,
-                 optimizer: str, patience: int):
-        self.model, self.images, self.labels = model, images, labels
-        self.batch_size, self.optimizer, self.patience = batch_size, optimizer, patience
+                 optimizer: str, patience: int, numerics: Numerics = Numerics()):
+        self.model, self.images, self.labels = numerics.prepare(model), images, labels
+        self.batch_size, self.optimizer, self.patience, self.numerics = batch_size, optimizer, patience, numerics
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
         return [self.train_one(task) for task in tasks]
@@ -88,7 +130,9 @@ class PlainTrainer:
                 group["lr"] = lr
             total = torch.zeros((), dtype=torch.float64, device=order.device)
             for batch in order.split(self.batch_size):
-                loss = F.nll_loss(model(self.images[batch]), self.labels[batch])
+                with self.numerics.autocast(order.device):
+                    log_probabilities = model(self.numerics.layout(self.images[batch]))
+                loss = F.nll_loss(log_probabilities.float(), self.labels[batch])
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
@@ -114,17 +158,22 @@ class VectorisedTrainer:
     """
 
     def __init__(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int,
-                 optimizer: str, patience: int):
-        self.model, self.images, self.labels = model, images, labels
-        self.batch_size, self.optimizer, self.patience = batch_size, optimizer, patience
+                 optimizer: str, patience: int, numerics: Numerics = Numerics()):
+        if numerics.precision == "bf16" and any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+            raise InputError("precision bf16 with the vectorised trainer needs a model without BatchNorm (vmap's "
+                             "batch-norm rule cannot mix bf16 activations with fp32 statistics); use trainer: plain "
+                             "or precision fp32/tf32")
+        self.model, self.images, self.labels = numerics.prepare(model), images, labels
+        self.batch_size, self.optimizer, self.patience, self.numerics = batch_size, optimizer, patience, numerics
         self.parameter_names = [name for name, _ in model.named_parameters()]
         self.buffer_names = [name for name, _ in model.named_buffers()]
         self.step_group = vmap(grad_and_value(self.batch_loss, has_aux=True))
 
     def batch_loss(self, parameters: State, buffers: State, images: torch.Tensor, labels: torch.Tensor):
         """One client's minibatch loss; BatchNorm updates `buffers` in place, returned as aux."""
-        loss = F.nll_loss(functional_call(self.model, (parameters, buffers), (images,)), labels)
-        return loss, buffers
+        with self.numerics.autocast(images.device):
+            log_probabilities = functional_call(self.model, (parameters, buffers), (images,))
+        return F.nll_loss(log_probabilities.float(), labels), buffers
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
         self.model.train()
@@ -166,7 +215,8 @@ class VectorisedTrainer:
         group_parameters = {n: p[index] for n, p in parameters.items()}
         group_buffers = {n: b[index] for n, b in buffers.items()}
         with torch.enable_grad():
-            grads, (loss, new_buffers) = self.step_group(group_parameters, group_buffers, self.images[batch],
+            grads, (loss, new_buffers) = self.step_group(group_parameters, group_buffers,
+                                                         self.numerics.layout(self.images[batch]),
                                                          self.labels[batch])
         for name, buffer in new_buffers.items():
             buffers[name][index] = buffer
