@@ -155,6 +155,10 @@ class VectorisedTrainer:
     another), so every client sees exactly the batches the plain trainer would, BatchNorm
     statistics included, with no padding. Clients whose epochs ran out, or that stopped
     early, simply drop out of the groups.
+
+    Parameters and Adam moments live in flat clients × P matrices (the named parameters are
+    views into them), so an optimizer step is a handful of whole-matrix operations whatever
+    the model's depth, and a step in which every client takes part gathers and scatters nothing.
     """
 
     def __init__(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int,
@@ -165,7 +169,7 @@ class VectorisedTrainer:
                              "or precision fp32/tf32")
         self.model, self.images, self.labels = numerics.prepare(model), images, labels
         self.batch_size, self.optimizer, self.patience, self.numerics = batch_size, optimizer, patience, numerics
-        self.parameter_names = [name for name, _ in model.named_parameters()]
+        self.shapes = {name: p.shape for name, p in model.named_parameters()}
         self.buffer_names = [name for name, _ in model.named_buffers()]
         self.step_group = vmap(grad_and_value(self.batch_loss, has_aux=True))
 
@@ -175,11 +179,22 @@ class VectorisedTrainer:
             log_probabilities = functional_call(self.model, (parameters, buffers), (images,))
         return F.nll_loss(log_probabilities.float(), labels), buffers
 
+    def flatten(self, states: list[State]) -> torch.Tensor:
+        """The states' parameters as one clients × P matrix, in `self.shapes` order."""
+        return torch.stack([torch.cat([state[name].reshape(-1) for name in self.shapes]) for state in states])
+
+    def unflatten(self, flat: torch.Tensor) -> State:
+        """Named views into the rows of a clients × P matrix (no copy)."""
+        chunks = flat.split([shape.numel() for shape in self.shapes.values()], dim=1)
+        return {name: chunk.view(len(flat), *shape) for (name, shape), chunk in zip(self.shapes.items(), chunks)}
+
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
         self.model.train()
-        parameters, buffers = stack_states(tasks, self.parameter_names), stack_states(tasks, self.buffer_names)
-        moments = {n: (torch.zeros_like(p), torch.zeros_like(p)) for n, p in parameters.items()}
-        steps = torch.zeros(len(tasks), dtype=torch.float64, device=self.images.device)
+        device = self.images.device
+        flat = self.flatten([task.start_state for task in tasks])
+        buffers = stack_states(tasks, self.buffer_names)
+        moments = (torch.zeros_like(flat), torch.zeros_like(flat))
+        steps = torch.zeros(len(tasks), dtype=torch.float64, device=device)
         orders = [epoch_permutations(task) for task in tasks]
         sizes = [len(task.indices) for task in tasks]
         stopping = [EarlyStopping(self.patience) for _ in tasks]
@@ -189,53 +204,71 @@ class VectorisedTrainer:
             running = [c for c in running if epoch < len(tasks[c].lrs)]
             if not running:
                 break
-            totals = torch.zeros(len(tasks), dtype=torch.float64, device=self.images.device)
+            longest = max(sizes)
+            order = torch.stack([F.pad(orders[c][min(epoch, len(orders[c]) - 1)], (0, longest - sizes[c]))
+                                 for c in range(len(tasks))])  # clients × longest, padding never read
+            lrs = torch.tensor([task.lrs[min(epoch, len(task.lrs) - 1)] for task in tasks], dtype=torch.float64,
+                               device=device)
+            totals = torch.zeros(len(tasks), dtype=torch.float64, device=device)
             for start in range(0, max(sizes[c] for c in running), self.batch_size):
                 groups = defaultdict(list)
                 for c in running:
                     if start < sizes[c]:
                         groups[min(self.batch_size, sizes[c] - start)].append(c)
                 for size, members in groups.items():
-                    batch = torch.stack([orders[c][epoch][start : start + size] for c in members])
-                    lrs = torch.tensor([tasks[c].lrs[epoch] for c in members], dtype=torch.float64, device=batch.device)
-                    loss = self.step(members, batch, lrs, parameters, buffers, moments, steps)
-                    totals[members] += loss.double() * size
-            for c in running:
-                losses[c], epochs_run[c] = (totals[c] / sizes[c]).item(), epoch + 1
+                    rows = None if len(members) == len(tasks) else torch.tensor(members, device=device)
+                    loss = self.step(rows, order[take(rows)][:, start : start + size], lrs[take(rows)], flat,
+                                     buffers, moments, steps)
+                    totals[take(rows)] += loss.double() * size
+            for c, total in zip(running, totals[running].tolist()):
+                losses[c], epochs_run[c] = total / sizes[c], epoch + 1
             running = [c for c in running if math.isfinite(losses[c]) and not stopping[c].should_stop(losses[c])]
+        parameters = self.unflatten(flat)
         return [LocalResult({**{n: parameters[n][c].clone() for n in parameters},
                              **{n: buffers[n][c].clone() for n in buffers}}, losses[c], epochs_run[c])
                 for c in range(len(tasks))]
 
     @torch.no_grad()
-    def step(self, members: list[int], batch: torch.Tensor, lrs: torch.Tensor, parameters: State, buffers: State,
-             moments: dict[str, tuple[torch.Tensor, torch.Tensor]], steps: torch.Tensor) -> torch.Tensor:
-        """One optimizer step for the clients in `members`, each on its own minibatch; returns their losses."""
-        index = torch.tensor(members, device=batch.device)
-        group_parameters = {n: p[index] for n, p in parameters.items()}
-        group_buffers = {n: b[index] for n, b in buffers.items()}
+    def step(self, rows: torch.Tensor | None, batch: torch.Tensor, lrs: torch.Tensor, flat: torch.Tensor,
+             buffers: State, moments: tuple[torch.Tensor, torch.Tensor], steps: torch.Tensor) -> torch.Tensor:
+        """One optimizer step for the clients in `rows` (None: all), each on its own minibatch; their losses."""
+        parameters = flat[take(rows)]
         with torch.enable_grad():
-            grads, (loss, new_buffers) = self.step_group(group_parameters, group_buffers,
-                                                         self.numerics.layout(self.images[batch]),
-                                                         self.labels[batch])
+            grads, (loss, new_buffers) = self.step_group(
+                self.unflatten(parameters), {n: b[take(rows)] for n, b in buffers.items()},
+                self.numerics.layout(self.images[batch]), self.labels[batch])
         for name, buffer in new_buffers.items():
-            buffers[name][index] = buffer
+            put(buffers[name], rows, buffer)
+        grad = torch.cat([grads[name].flatten(1) for name in self.shapes], dim=1)
         if self.optimizer == "sgd":
-            for name, p in group_parameters.items():
-                parameters[name][index] = p - per_client(lrs, p) * grads[name]
+            put(flat, rows, parameters - per_client(lrs, flat) * grad)
             return loss
-        steps[index] += 1
+        steps[take(rows)] += 1
         beta1, beta2 = ADAM_BETAS
-        t = steps[index]
+        t = steps[take(rows)]
         step_size, correction2 = lrs / (1 - beta1**t), (1 - beta2**t).sqrt()
-        for name, p in group_parameters.items():
-            m, v = (state[index] for state in moments[name])
-            m.lerp_(grads[name], 1 - beta1)
-            v.mul_(beta2).addcmul_(grads[name], grads[name], value=1 - beta2)
-            denominator = v.sqrt() / per_client(correction2, v) + ADAM_EPS
-            parameters[name][index] = p - per_client(step_size, p) * m / denominator
-            moments[name][0][index], moments[name][1][index] = m, v
+        m, v = (state[take(rows)] for state in moments)
+        m.lerp_(grad, 1 - beta1)
+        v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denominator = v.sqrt() / per_client(correction2, v) + ADAM_EPS
+        put(flat, rows, parameters - per_client(step_size, flat) * m / denominator)
+        put(moments[0], rows, m)
+        put(moments[1], rows, v)
         return loss
+
+
+def take(rows: torch.Tensor | None) -> torch.Tensor | slice:
+    """An index for the clients in `rows`; all of them (a view, no copy) when None."""
+    return slice(None) if rows is None else rows
+
+
+def put(target: torch.Tensor, rows: torch.Tensor | None, value: torch.Tensor) -> None:
+    """Write `value` back to the clients' rows of `target` (nothing to do when it is already a view of them)."""
+    if rows is None:
+        if value.data_ptr() != target.data_ptr():
+            target.copy_(value)
+    else:
+        target[rows] = value
 
 
 def stack_states(tasks: list[LocalTask], names: list[str]) -> State:
