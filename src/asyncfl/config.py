@@ -56,8 +56,8 @@ class TrainConfig:
     checkpoint_every: int = 10  # rounds between checkpoints
     device: str = "auto"  # auto | cpu | cuda
     # vectorised: the clients in flight train as one batch (torch.func); plain: one after another (the
-    # reference); auto: vectorised on CUDA, plain on CPU, where vmap's grouped convolutions are slower
-    # than one client's convolutions (asyncfl bench: 0.7x on 2 cores)
+    # reference); auto: vectorised on CUDA, plain on CPU, where oneDNN runs vmap's grouped convolutions
+    # slower than one client's plain ones (asyncfl bench, README "Speed")
     trainer: str = "auto"
     # optional speed knobs (training.Numerics): bf16 autocast, tf32 (CUDA only), NHWC memory layout
     precision: str = "fp32"

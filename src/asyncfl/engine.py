@@ -18,6 +18,7 @@ aggregation, so a killed run resumes to byte-identical outputs.
 import asyncio
 import dataclasses
 import math
+import os
 import platform
 import time
 from dataclasses import dataclass
@@ -90,6 +91,8 @@ class Simulation:
         self.config, self.out = config, Path(out)
         self.device = choose_device(config.device)
         self.identity = {"config": config_dict(config), "dataset": dataset.info.name, "partition_sha256": partition_sha256}
+        # cuBLAS repeats its sums only with a fixed workspace, read when its first handle is made (CUDA)
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.manual_seed(config.seed)
         self.model = build_model(config.model, dataset.info).to(self.device)
