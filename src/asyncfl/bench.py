@@ -1,7 +1,7 @@
 """`asyncfl bench`: local-training speed of a reference-style loop, the plain and the vectorised trainer.
 
-All of them (and the device's default trainer once more, with its speed knobs) train the same clients on the same random tensors (speed does not depend on
-the values) in one process. The reference loop is what the paper's public code does:
+All of them (and the device's default trainer once more, with its speed knobs) train the
+same clients on the same random tensors (speed does not depend on the values) in one process. The reference loop is what the paper's public code does:
 a DataLoader over a TensorDataset per client, clients one after another, the optimizer
 created anew every epoch. A round is J clients × I epochs. The engine's own cost (event
 loop, sampling, aggregation) is measured apart, with a trainer that does no work.
@@ -23,7 +23,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from asyncfl.config import make_config
 from asyncfl.data import Dataset, DatasetInfo
-from asyncfl.models import build_model
+from asyncfl.models import build_model, has_batchnorm
 from asyncfl.partition import Partition
 from asyncfl.training import LocalResult, LocalTask, Numerics, PlainTrainer, VectorisedTrainer
 
@@ -74,8 +74,7 @@ def fast_numerics(model: torch.nn.Module, device: torch.device) -> tuple[str, Nu
     """
     if device.type != "cuda":
         return "plain", Numerics("bf16", channels_last=True)
-    has_batchnorm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
-    return "vectorised", Numerics("tf32" if has_batchnorm else "bf16")
+    return "vectorised", Numerics("tf32" if has_batchnorm(model) else "bf16")
 
 
 def synchronize(device: torch.device) -> None:

@@ -75,6 +75,11 @@ class ResNet20(nn.Module):
 MODELS = {"cnn": CNN, "resnet20": ResNet20}
 
 
+def has_batchnorm(model: nn.Module) -> bool:
+    """Whether the model keeps BatchNorm statistics (which rule out bf16 under vmap)."""
+    return any(isinstance(module, nn.modules.batchnorm._BatchNorm) for module in model.modules())
+
+
 def build_model(name: str, info: DatasetInfo) -> nn.Module:
     """A fresh model shaped for the dataset: its input channels and its number of classes."""
     if name not in MODELS:

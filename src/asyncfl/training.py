@@ -21,6 +21,7 @@ from torch.nn import functional as F
 
 from asyncfl.algorithms import State
 from asyncfl.errors import InputError
+from asyncfl.models import has_batchnorm
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ class VectorisedTrainer:
 
     def __init__(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int,
                  optimizer: str, patience: int, numerics: Numerics = Numerics()):
-        if numerics.precision == "bf16" and any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+        if numerics.precision == "bf16" and has_batchnorm(model):
             raise InputError("precision bf16 with the vectorised trainer needs a model without BatchNorm (vmap's "
                              "batch-norm rule cannot mix bf16 activations with fp32 statistics); use trainer: plain "
                              "or precision fp32/tf32")
