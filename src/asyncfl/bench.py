@@ -69,8 +69,8 @@ def fast_numerics(model: torch.nn.Module, device: torch.device) -> tuple[str, Nu
     """The default trainer of the device with the speed knobs that suit it, for the knobs' row.
 
     CPU: the plain trainer with bf16 autocast and NHWC (oneDNN's fastest path here). CUDA: the
-    vectorised trainer with bf16, or TF32 where BatchNorm rules bf16 out under vmap; NCHW, because
-    vmap has no channels-last rule for the pooling layer and would fall back to a per-client loop.
+    vectorised trainer with bf16, or TF32 where BatchNorm rules bf16 out under vmap; NCHW, since
+    NHWC for cuDNN's grouped convolutions is not measured yet (no GPU was at hand).
     """
     if device.type != "cuda":
         return "plain", Numerics("bf16", channels_last=True)

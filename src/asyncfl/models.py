@@ -24,7 +24,7 @@ class CNN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for conv in self.convs:
             x = F.relu(conv(x))
-        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        x = x.mean(dim=(2, 3))  # global average pool; unlike adaptive_avg_pool2d, vmap-able in NHWC
         return F.log_softmax(self.head(x), dim=1)
 
 
@@ -68,7 +68,7 @@ class ResNet20(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.blocks(self.stem(x))
-        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        x = x.mean(dim=(2, 3))  # global average pool; unlike adaptive_avg_pool2d, vmap-able in NHWC
         return F.log_softmax(self.head(x), dim=1)
 
 
