@@ -1,9 +1,10 @@
 """`asyncfl bench`: local-training speed of a reference-style loop, the plain and the vectorised trainer.
 
 All of them (and the device's default trainer once more, with its speed knobs) train the
-same clients on the same random tensors (speed does not depend on the values) in one process. The reference loop is what the paper's public code does:
-a DataLoader over a TensorDataset per client, clients one after another, the optimizer
-created anew every epoch. A round is J clients × I epochs. The engine's own cost (event
+same clients on the same random tensors (speed does not depend on the values) in one
+process. The reference loop is what the paper's public code does: a DataLoader over a
+TensorDataset per client, clients one after another, the optimizer created anew every
+epoch. A round is J clients × I epochs. The engine's own cost (event
 loop, sampling, aggregation) is measured apart, with a trainer that does no work.
 """
 
@@ -110,7 +111,7 @@ def peak_memory_mib(device: torch.device) -> float:
 
 
 def matmul_tflops(device: torch.device) -> float:
-    """The device's fp32 (IEEE) matrix-multiply rate: the ceiling the trainers' TFLOP/s are read against."""
+    """The device's fp32 (IEEE) matrix-multiply rate: the yardstick for the trainers' TFLOP/s."""
     Numerics().apply_globally()
     n = 8192 if device.type == "cuda" else 2048
     a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
