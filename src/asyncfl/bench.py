@@ -26,7 +26,7 @@ from asyncfl.config import make_config
 from asyncfl.data import Dataset, DatasetInfo
 from asyncfl.models import build_model, has_batchnorm
 from asyncfl.partition import Partition
-from asyncfl.training import LocalResult, LocalTask, Numerics, PlainTrainer, VectorisedTrainer
+from asyncfl.training import LocalResult, LocalTask, Numerics, PlainTrainer, VectorisedTrainer, trainer_class
 
 
 @dataclass(frozen=True)
@@ -69,13 +69,14 @@ def reference_round(model, start, images, labels, clients, epochs, batch_size, d
 def fast_numerics(model: torch.nn.Module, device: torch.device) -> tuple[str, Numerics]:
     """The default trainer of the device with the speed knobs that suit it, for the knobs' row.
 
-    CPU: the plain trainer with bf16 autocast and NHWC (oneDNN's fastest path here). CUDA: the
-    vectorised trainer with bf16, or TF32 where BatchNorm rules bf16 out under vmap; NCHW, since
-    NHWC for cuDNN's grouped convolutions is not measured yet (no GPU was at hand).
+    CPU (plain): bf16 autocast and NHWC, oneDNN's fastest path here. CUDA (vectorised): bf16, or
+    TF32 where BatchNorm rules bf16 out under vmap; NCHW, since NHWC for cuDNN's grouped
+    convolutions is not measured yet (no GPU was at hand).
     """
-    if device.type != "cuda":
-        return "plain", Numerics("bf16", channels_last=True)
-    return "vectorised", Numerics("tf32" if has_batchnorm(model) else "bf16")
+    name = "vectorised" if trainer_class("auto", device) is VectorisedTrainer else "plain"
+    if name == "plain":
+        return name, Numerics("bf16", channels_last=True)
+    return name, Numerics("tf32" if has_batchnorm(model) else "bf16")
 
 
 def synchronize(device: torch.device) -> None:
@@ -147,8 +148,8 @@ def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
         "plain": PlainTrainer(model, images, labels, case.batch_size, "adam", 10),
         "vectorised": VectorisedTrainer(model, images, labels, case.batch_size, "adam", 10),
         f"{fast_trainer} {fast.precision}{' nhwc' if fast.channels_last else ''}":
-            (PlainTrainer if fast_trainer == "plain" else VectorisedTrainer)(
-                copy.deepcopy(model), images, labels, case.batch_size, "adam", 10, fast),
+            trainer_class(fast_trainer, device)(copy.deepcopy(model), images, labels, case.batch_size, "adam", 10,
+                                                fast),
     }
 
     def with_numerics(numerics: Numerics, train: Callable[[], object]) -> Callable[[], object]:

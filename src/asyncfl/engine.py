@@ -47,7 +47,7 @@ from asyncfl.files import save_torch, sha256, write_json
 from asyncfl.metrics import EVENTS_COLUMNS, METRICS_COLUMNS, TIMINGS_COLUMNS, CsvLog, Progress
 from asyncfl.models import build_model
 from asyncfl.partition import Partition
-from asyncfl.training import LocalResult, LocalTask, Numerics, PlainTrainer, Trainer, VectorisedTrainer, evaluate
+from asyncfl.training import LocalResult, LocalTask, Numerics, Trainer, evaluate, trainer_class
 
 SAMPLING_STREAM, SHUFFLE_STREAM = 2, 3
 CHECKPOINT_FORMAT = 1
@@ -103,8 +103,7 @@ class Simulation:
             raise InputError("precision tf32 is a CUDA format and this run is on the CPU; use fp32 or bf16")
         numerics = Numerics(config.precision, config.channels_last)
         numerics.apply_globally()
-        vectorised = config.trainer == "vectorised" or (config.trainer == "auto" and self.device.type == "cuda")
-        chosen = VectorisedTrainer if vectorised else PlainTrainer
+        chosen = trainer_class(config.trainer, self.device)
         self.trainer: Trainer = trainer or chosen(self.model, images, dataset.train_labels.to(self.device),
                                                   config.batch_size, config.optimizer, config.patience, numerics)
         self.sizes = partition.sizes

@@ -258,6 +258,14 @@ class VectorisedTrainer:
         return loss
 
 
+def trainer_class(name: str, device: torch.device) -> type[PlainTrainer] | type[VectorisedTrainer]:
+    """`trainer: auto` is vectorised on CUDA and plain on the CPU, where oneDNN runs vmap's grouped
+    convolutions slower than one client's plain ones (asyncfl bench)."""
+    if name == "auto":
+        name = "vectorised" if device.type == "cuda" else "plain"
+    return VectorisedTrainer if name == "vectorised" else PlainTrainer
+
+
 def take(rows: torch.Tensor | None) -> torch.Tensor | slice:
     """An index for the clients in `rows`; all of them (a view, no copy) when None."""
     return slice(None) if rows is None else rows
