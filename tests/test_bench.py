@@ -10,7 +10,7 @@ import torch
 from asyncfl.bench import Case, bench_case, engine_overhead, fast_numerics, format_table
 from asyncfl.data import DatasetInfo
 from asyncfl.models import build_model
-from asyncfl.training import Numerics
+from asyncfl.numerics import Numerics
 
 
 def test_every_trainer_is_timed_on_the_same_round():

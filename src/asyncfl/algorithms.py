@@ -1,4 +1,5 @@
-"""Staleness functions and the server's aggregation rules, as pure functions on state dicts (SPEC §7).
+"""Staleness functions and the server's aggregation rules, as pure functions on state dicts
+(README "Training").
 
 Floating-point entries (parameters and BatchNorm running statistics) combine linearly,
 accumulated in float64. Integer entries (BatchNorm's num_batches_tracked) cannot be

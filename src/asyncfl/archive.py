@@ -7,19 +7,19 @@ and the same SHA256SUMS.
 
 import gzip
 import hashlib
-import importlib.metadata
 import io
 import json
-import os
 import platform
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
+import yaml
+
 from asyncfl.errors import InputError
 from asyncfl.files import atomic_path, sha256, write_json
-
-PACKAGES = ("asyncfl", "torch", "torchvision", "numpy", "pandas", "seaborn", "matplotlib", "snakemake", "scikit-learn")
+from asyncfl.provenance import git, machine, package_versions
 
 
 def build_archive(members: dict[str, Path], tarball: Path) -> dict[str, str]:
@@ -48,18 +48,12 @@ def write_checksums(path: Path, tarball: Path, members: dict[str, str]) -> None:
 def provenance(runs: list[Path], command: str) -> dict:
     """Where and with what the results were made: git commit, packages, hardware, times, command line."""
     summaries = [json.loads(Path(r).read_text()) for r in runs]
-    versions = {}
-    for package in PACKAGES:
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = None
     return {
         "git_commit": git("rev-parse", "HEAD"),
         "git_dirty": bool(git("status", "--porcelain")),
-        "packages": versions,
+        "packages": package_versions(),
         "python": platform.python_version(),
-        "hardware": {"machine": platform.machine(), "processor": platform.processor(), "cpus": os.cpu_count(),
+        "hardware": {**machine(),
                      "run_devices": sorted({s.get("device", "?") for s in summaries}),
                      "run_hosts": sorted({s.get("hostname", "?") for s in summaries})},
         "runs": len(summaries),
@@ -89,13 +83,6 @@ def zenodo_metadata(settings: dict) -> dict:
     return metadata
 
 
-def git(*args: str) -> str | None:
-    try:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def archive_results(files: list[Path], configs: list[Path], base: Path, out: Path, settings: dict,
                     command: str) -> Path:
     """Everything `asyncfl archive` writes into `out`: results under their paths relative to `base`,
@@ -111,3 +98,23 @@ def archive_results(files: list[Path], configs: list[Path], base: Path, out: Pat
     write_json(Path(out) / "provenance.json", provenance([f for f in files if Path(f).name == "run.json"], command))
     write_json(Path(out) / ".zenodo.json", zenodo_metadata(settings))
     return tarball
+
+
+def archive_from_configs(files: list[Path], configs: list[Path], base: Path, out: Path, command: str) -> Path:
+    """`asyncfl archive`: the metadata comes from the workflow configs' `archive` sections."""
+    settings: dict = {}
+    for path in configs:
+        settings.update(yaml.safe_load(Path(path).read_text()).get("archive", {}))
+    return archive_results(files, configs, base, out, settings, command)
+
+
+def fetch_record(record: str, out: Path) -> None:
+    """Download a published Zenodo record with zenodo_get, which checks every file's MD5."""
+    zenodo_get = shutil.which("zenodo_get")
+    if zenodo_get is None:
+        raise InputError("zenodo_get not found; pip install zenodo-get")
+    result = subprocess.run([zenodo_get, "--record", record, "--output-dir", str(out), "--md5", "--verbosity", "1"],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()[-1]
+        raise InputError(f"zenodo record {record} could not be fetched ({reason}); offline? run it on a login node")

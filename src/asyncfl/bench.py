@@ -12,9 +12,11 @@ import contextlib
 import copy
 import io
 import resource
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -25,8 +27,11 @@ from torch.utils.flop_counter import FlopCounterMode
 from asyncfl.config import make_config
 from asyncfl.data import Dataset, DatasetInfo
 from asyncfl.models import build_model, has_batchnorm
+from asyncfl.numerics import Numerics
 from asyncfl.partition import Partition
-from asyncfl.training import LocalResult, LocalTask, Numerics, PlainTrainer, VectorisedTrainer, trainer_class
+from asyncfl.runtime import choose_device, trainer_class, trainer_name
+from asyncfl.training import LocalResult, LocalTask, PlainTrainer
+from asyncfl.vectorised import VectorisedTrainer
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ def fast_numerics(model: torch.nn.Module, device: torch.device) -> tuple[str, Nu
     TF32 where BatchNorm rules bf16 out under vmap; NCHW, since NHWC for cuDNN's grouped
     convolutions is not measured yet (no GPU was at hand).
     """
-    name = "vectorised" if trainer_class("auto", device) is VectorisedTrainer else "plain"
+    name = trainer_name("auto", device)
     if name == "plain":
         return name, Numerics("bf16", channels_last=True)
     return name, Numerics("tf32" if has_batchnorm(model) else "bf16")
@@ -180,7 +185,7 @@ class NullTrainer:
         return [LocalResult(task.start_state, 0.0, 1) for task in tasks]
 
 
-def engine_overhead(clients: int, per_round: int, rounds: int, out) -> dict:
+def engine_overhead(clients: int, per_round: int, rounds: int, out: Path) -> dict:
     """Arrivals per second of the event loop, sampling and aggregation for `clients` clients, cnn-sized state."""
     from asyncfl.engine import Simulation
 
@@ -209,3 +214,24 @@ def format_table(rows: list[dict]) -> str:
     lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
     lines += ["  ".join(str(r[c]).ljust(widths[c]) for c in columns) for r in rows]
     return "\n".join(lines)
+
+
+def run_bench(device_name: str, quick: bool, report: Callable[[str], None] = print) -> dict:
+    """The whole benchmark: every case × trainer, then the engine's share of the fastest cnn round.
+
+    `report` gets each part as it is measured (the full run takes minutes); the JSON-ready result is returned.
+    """
+    device = choose_device(device_name)
+    peak = matmul_tflops(device)
+    report(f"{device}: an fp32 matrix multiply runs at {peak:.3f} TFLOP/s here (to read the tflops column against)")
+    rows = [row for case in cases(quick) for row in bench_case(case, device, repeats=1 if quick else 3)]
+    report(format_table(rows))
+    with tempfile.TemporaryDirectory() as scratch:
+        engine = engine_overhead(1000 if quick else 10_000, 100, 5 if quick else 20, Path(scratch))
+    fastest_cnn_round = min(r["seconds_per_round"] for r in rows if r["case"] == "cnn-28x28")
+    engine["share_of_cnn_round"] = round(engine["seconds_per_round"] / fastest_cnn_round, 4)
+    report(f"engine: {engine['arrivals_per_second']} arrivals/s with {engine['clients']} clients and J = "
+           f"{engine['clients_per_round']} ({engine['seconds_per_round']} s per round, "
+           f"{engine['share_of_cnn_round']:.1%} of the fastest cnn-28x28 round above)")
+    return {"device": str(device), "torch": torch.__version__, "quick": quick, "matmul_fp32_tflops": round(peak, 4),
+            "trainers": rows, "engine": engine}

@@ -2,22 +2,17 @@
 
 import argparse
 import json
-import shutil
-import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
-from asyncfl.config import ALGORITHMS, CHOICES, load_config
-from asyncfl.data import DATASET_NAMES, default_root, load_dataset
+from asyncfl.archive import archive_from_configs, fetch_record
+from asyncfl.config import load_config
+from asyncfl.data import prepare_dataset
 from asyncfl.errors import InputError
-from asyncfl.files import sha256, write_json
-from asyncfl.partition import dirichlet_partition, label_entropy, load_partition, partition_stats, save_partition
-
-SHOWN_CLIENTS = 20
+from asyncfl.files import write_json
+from asyncfl.names import ALGORITHMS, DATASETS, DEVICES, MODELS
+from asyncfl.partition import make_partition
 
 DATA_HELP = """\
 Files asyncfl looks for under --root (torchvision's layout, or the archives directly in --root):
@@ -40,63 +35,29 @@ def json_mapping(text: str) -> dict:
 
 
 def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True, choices=DATASET_NAMES)
+    parser.add_argument("--dataset", required=True, choices=DATASETS)
     parser.add_argument("--root", type=Path, help="dataset folder (default: resources/data/DATASET)")
 
 
 def cmd_data(args: argparse.Namespace) -> None:
     """Download if needed, verify and summarise a dataset."""
-    root = args.root or default_root(args.dataset)
-    dataset = load_dataset(args.dataset, root, download=True)
-    info = dataset.info
-    train_per_class = np.bincount(dataset.train_labels.numpy(), minlength=info.num_classes)
-    print(f"{info.name}: ready in {root if info.name != 'digits' else 'scikit-learn'} (checksums verified)")
-    print(f"  train {len(dataset.train_labels)}  test {len(dataset.test_labels)}  "
-          f"images {info.channels}×{info.size[0]}×{info.size[1]}  classes {info.num_classes}")
-    print(f"  train samples per class: {' '.join(str(c) for c in train_per_class)}")
-    if args.summary:
-        write_json(args.summary, {"dataset": info.name, "root": str(root), "train": len(dataset.train_labels),
-                                  "test": len(dataset.test_labels), "classes": list(info.classes),
-                                  "train_per_class": train_per_class.tolist(), "checksums_verified": True})
+    print("\n".join(prepare_dataset(args.dataset, args.root, args.summary)))
 
 
 def cmd_partition(args: argparse.Namespace) -> None:
     """Dirichlet-partition a training set; write FILE.npz and FILE.json; print per-client stats."""
-    labels = load_dataset(args.dataset, args.root).train_labels.numpy()
-    num_classes = int(labels.max()) + 1
-    start = time.perf_counter()
-    partition, redraws = dirichlet_partition(labels, args.dataset, args.clients, args.alpha, args.seed, args.min_size)
-    seconds = time.perf_counter() - start
-    stats = partition_stats(partition, labels, num_classes, args.alpha, args.seed, args.min_size)
-    save_partition(args.out, partition, stats)
-    counts = np.array(stats["class_counts"])
-    entropy = label_entropy(counts)
-    print(f"{args.dataset}: {len(labels)} samples into {args.clients} clients (alpha={args.alpha}, seed={args.seed}) "
-          f"in {seconds:.3f} s, {redraws} redraws → {args.out}")
-    print(f"{'client':>6} {'samples':>7} {'entropy':>7}  per-class counts")
-    for client in range(min(args.clients, SHOWN_CLIENTS)):
-        print(f"{client:>6} {partition.sizes[client]:>7} {entropy[client]:>7.2f}  {' '.join(map(str, counts[client]))}")
-    if args.clients > SHOWN_CLIENTS:
-        print(f"   … {args.clients - SHOWN_CLIENTS} more clients in {Path(args.out).with_suffix('.json')}")
-    sizes = partition.sizes
-    print(f"sizes min/median/max {sizes.min()}/{int(np.median(sizes))}/{sizes.max()}, "
-          f"mean label entropy {entropy.mean():.3f} bits (uniform: {np.log2(num_classes):.3f})")
+    print("\n".join(make_partition(args.dataset, args.root, args.clients, args.alpha, args.seed, args.min_size,
+                                    args.out)))
 
 
 def cmd_train(args: argparse.Namespace) -> None:
     """Run one federated training (or resume it from its checkpoint) and write its outputs."""
-    from asyncfl.engine import Simulation
+    from asyncfl.runs import train_run
 
     overrides = {"algorithm": args.algorithm, "model": args.model, "clients_per_round": args.clients_per_round,
                  "rounds": args.rounds, "local_epochs": args.local_epochs, "seed": args.seed}
     config = load_config(args.config, args.settings, overrides)
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)  # the job's CPUs, and the same reduction order everywhere
-    partition = load_partition(args.partition)
-    dataset = load_dataset(args.dataset, args.root)
-    summary = Simulation(config, dataset, partition, args.out, sha256(args.partition)).run()
+    summary = train_run(config, args.dataset, args.root, args.partition, args.out, args.threads)
     print(f"{config.algorithm}: {summary['rounds_completed']} rounds ({summary['stop_reason']}), "
           f"virtual time {summary['virtual_time']:.1f} s, wall {summary['wall_seconds']:.1f} s → {args.out}")
 
@@ -111,54 +72,23 @@ def cmd_figures(args: argparse.Namespace) -> None:
 
 def cmd_archive(args: argparse.Namespace) -> None:
     """Pack results into a reproducible tarball with checksums, provenance and Zenodo metadata."""
-    import yaml
-
-    from asyncfl.archive import archive_results
-
-    settings = {}
-    for path in args.config:
-        settings.update(yaml.safe_load(Path(path).read_text()).get("archive", {}))
-    tarball = archive_results(args.files, args.config, args.base, args.out, settings, args.command)
+    tarball = archive_from_configs(args.files, args.config, args.base, args.out, args.command_line)
     print(f"{len(args.files) + len(args.config)} files → {tarball}")
 
 
 def cmd_fetch_record(args: argparse.Namespace) -> None:
     """Download a published Zenodo record with zenodo_get, which checks every file's MD5."""
-    zenodo_get = shutil.which("zenodo_get")
-    if zenodo_get is None:
-        raise InputError("zenodo_get not found; pip install zenodo-get")
-    result = subprocess.run([zenodo_get, "--record", args.record, "--output-dir", str(args.out), "--md5",
-                             "--verbosity", "1"], capture_output=True, text=True)
-    if result.returncode != 0:
-        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()[-1]
-        raise InputError(f"zenodo record {args.record} could not be fetched ({reason}); offline? run it on a login node")
+    fetch_record(args.record, args.out)
     print(f"zenodo record {args.record} → {args.out} (MD5s verified)")
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
     """Training speed: reference-style loop vs plain vs vectorised trainer, and the engine's own cost."""
-    import tempfile
+    from asyncfl.bench import run_bench
 
-    import torch
-
-    from asyncfl.bench import bench_case, cases, engine_overhead, format_table, matmul_tflops
-    from asyncfl.engine import choose_device
-
-    device = choose_device(args.device)
-    peak = matmul_tflops(device)
-    print(f"{device}: an fp32 matrix multiply runs at {peak:.3f} TFLOP/s here (to read the tflops column against)")
-    rows = [row for case in cases(args.quick) for row in bench_case(case, device, repeats=1 if args.quick else 3)]
-    print(format_table(rows))
-    with tempfile.TemporaryDirectory() as scratch:
-        engine = engine_overhead(1000 if args.quick else 10_000, 100, 5 if args.quick else 20, Path(scratch))
-    fastest_cnn_round = min(r["seconds_per_round"] for r in rows if r["case"] == "cnn-28x28")
-    engine["share_of_cnn_round"] = round(engine["seconds_per_round"] / fastest_cnn_round, 4)
-    print(f"engine: {engine['arrivals_per_second']} arrivals/s with {engine['clients']} clients and J = "
-          f"{engine['clients_per_round']} ({engine['seconds_per_round']} s per round, "
-          f"{engine['share_of_cnn_round']:.1%} of the fastest cnn-28x28 round above)")
+    result = run_bench(args.device, args.quick)
     if args.json:
-        write_json(args.json, {"device": str(device), "torch": torch.__version__, "quick": args.quick,
-                               "matmul_fp32_tflops": round(peak, 4), "trainers": rows, "engine": engine})
+        write_json(args.json, result)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_dataset_arguments(train)
     train.add_argument("--partition", type=Path, required=True, help="FILE.npz from asyncfl partition")
     train.add_argument("--algorithm", choices=ALGORITHMS)
-    train.add_argument("--model", choices=CHOICES["model"])
+    train.add_argument("--model", choices=MODELS)
     train.add_argument("--clients-per-round", type=int, metavar="J")
     train.add_argument("--rounds", type=int, metavar="R")
     train.add_argument("--local-epochs", type=int, metavar="I")
@@ -210,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     archive.add_argument("--config", type=Path, nargs="+", required=True,
                          help="workflow config files: packed too, their `archive` section gives the metadata")
     archive.add_argument("--base", type=Path, default=Path("."), help="member names are relative to this")
-    archive.add_argument("--command", default="", help="the command line that produced the results")
+    archive.add_argument("--command", dest="command_line", default="",
+                         help="the command line that produced the results")
     archive.add_argument("--out", type=Path, required=True)
     archive.set_defaults(run=cmd_archive)
 
@@ -220,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.set_defaults(run=cmd_fetch_record)
 
     bench = commands.add_parser("bench", help="training speed: reference loop, plain and vectorised trainers")
-    bench.add_argument("--device", choices=CHOICES["device"], default="auto")
+    bench.add_argument("--device", choices=DEVICES, default="auto")
     bench.add_argument("--quick", action="store_true", help="smaller data, one repeat: under a minute on a CPU")
     bench.add_argument("--json", type=Path, help="also write the results as JSON")
     bench.set_defaults(run=cmd_bench)

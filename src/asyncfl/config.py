@@ -11,8 +11,8 @@ from typing import Any
 import yaml
 
 from asyncfl.errors import InputError
+from asyncfl.names import ALGORITHMS, DEVICES, MODELS, OPTIMIZERS, PRECISIONS, TRAINERS
 
-ALGORITHMS = ("afl", "sync", "fedasync", "fedbuff")
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
 DISTRIBUTIONS = ("lognormal", "constant")
 
@@ -59,7 +59,7 @@ class TrainConfig:
     # reference); auto: vectorised on CUDA, plain on CPU, where oneDNN runs vmap's grouped convolutions
     # slower than one client's plain ones (asyncfl bench, README "Speed")
     trainer: str = "auto"
-    # optional speed knobs (training.Numerics): bf16 autocast, tf32 (CUDA only), NHWC memory layout
+    # optional speed knobs (numerics.Numerics): bf16 autocast, tf32 (CUDA only), NHWC memory layout
     precision: str = "fp32"
     channels_last: bool = False
 
@@ -67,26 +67,19 @@ class TrainConfig:
     def concurrency_or_default(self) -> int:
         return self.concurrency or self.clients_per_round
 
-    @property
-    def arrivals_per_round(self) -> int:
-        """K: arrivals the server collects before it aggregates."""
-        return {"fedasync": 1, "fedbuff": self.buffer_size or self.clients_per_round}.get(
-            self.algorithm, self.clients_per_round
-        )
-
 
 CHOICES = {
-    "algorithm": ALGORITHMS,
-    "model": ("cnn", "resnet20"),
-    "optimizer": ("adam", "sgd"),
+    "algorithm": tuple(ALGORITHMS),
+    "model": tuple(MODELS),
+    "optimizer": OPTIMIZERS,
     "lr_time": ("round", "epoch"),
     "lr_delay": ("duration", "latency"),
     "staleness": STALENESS_FUNCTIONS,
     "speed_distribution": DISTRIBUTIONS,
     "latency_distribution": DISTRIBUTIONS,
-    "device": ("auto", "cpu", "cuda"),
-    "trainer": ("auto", "vectorised", "plain"),
-    "precision": ("fp32", "tf32", "bf16"),
+    "device": DEVICES,
+    "trainer": TRAINERS,
+    "precision": PRECISIONS,
 }
 POSITIVE = ("clients_per_round", "rounds", "local_epochs", "batch_size", "gamma0", "server_lr", "eval_every",
             "checkpoint_every", "patience", "concurrency", "buffer_size", "max_virtual_time")

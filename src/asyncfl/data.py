@@ -18,6 +18,8 @@ import numpy as np
 import torch
 
 from asyncfl.errors import InputError
+from asyncfl.files import write_json
+from asyncfl.names import DATASETS
 from asyncfl.vision import torchvision
 
 datasets = torchvision.datasets
@@ -76,7 +78,6 @@ IDX_CONTENT_MD5 = {
         "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
     },
 }
-DATASET_NAMES = ("mnist", "fashion-mnist", "cifar10", "digits")
 DIGITS_TEST_FRACTION = 0.2
 
 
@@ -93,8 +94,8 @@ def load_dataset(name: str, root: Path | None = None, download: bool = False) ->
     (e.g. Debian's /usr/share/datasets/fashion-mnist). Every file is MD5-checked
     against torchvision's published sums before it is read.
     """
-    if name not in DATASET_NAMES:
-        raise InputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}")
+    if name not in DATASETS:
+        raise InputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
     if name == "digits":
         return load_digits()
     root = Path(root) if root is not None else default_root(name)
@@ -247,3 +248,21 @@ def run_download(name: str, what_where: str, fetch: Callable[[], object]) -> Non
         raise InputError(
             f"{name}: download failed ({reason}); offline? put {what_where}, or point --root at an existing copy"
         ) from None
+
+
+def prepare_dataset(name: str, root: Path | None, summary: Path | None = None) -> list[str]:
+    """`asyncfl data`: download when needed, verify, and describe a dataset (also as JSON to `summary`)."""
+    root = root or default_root(name)
+    dataset = load_dataset(name, root, download=True)
+    info = dataset.info
+    train_per_class = np.bincount(dataset.train_labels.numpy(), minlength=info.num_classes)
+    if summary:
+        write_json(summary, {"dataset": info.name, "root": str(root), "train": len(dataset.train_labels),
+                             "test": len(dataset.test_labels), "classes": list(info.classes),
+                             "train_per_class": train_per_class.tolist(), "checksums_verified": True})
+    return [
+        f"{info.name}: ready in {root if info.name != 'digits' else 'scikit-learn'} (checksums verified)",
+        f"  train {len(dataset.train_labels)}  test {len(dataset.test_labels)}  "
+        f"images {info.channels}×{info.size[0]}×{info.size[1]}  classes {info.num_classes}",
+        f"  train samples per class: {' '.join(str(c) for c in train_per_class)}",
+    ]

@@ -1,4 +1,5 @@
-"""The client system model: per-client compute speed and network latency, drawn once per run (SPEC §7).
+"""The client system model: per-client compute speed and network latency, drawn once per run
+(README "Training").
 
 The draws depend only on the seed and the number of clients, never on the algorithm,
 so afl and sync runs of one seed see the same clients (paired comparison). One

@@ -1,4 +1,5 @@
-"""The paper's figures and the ones a reader needs beside them, drawn with seaborn from the CSVs only (SPEC §9).
+"""The paper's figures and the ones a reader needs beside them, drawn with seaborn from the CSVs only
+(README "Outputs").
 
 Runs are found under RUNS/{algorithm}/J{J}/seed{seed}/. Curves are means over seeds
 with a ±1 standard-deviation band where there are several seeds. Every algorithm and
@@ -20,9 +21,9 @@ import seaborn as sns  # noqa: E402
 
 from asyncfl.errors import InputError  # noqa: E402
 from asyncfl.layout import RUN_DIR, figure_titles  # noqa: E402
+from asyncfl.names import ALGORITHMS  # noqa: E402
 
-ALGORITHM_COLOURS = dict(zip(("afl", "sync", "fedasync", "fedbuff"), sns.color_palette("colorblind", 4)))
-ALGORITHM_NAMES = {"afl": "AFL", "sync": "Sync FL (FedAvg)", "fedasync": "FedAsync", "fedbuff": "FedBuff"}
+ALGORITHM_COLOURS = dict(zip(ALGORITHMS, sns.color_palette("colorblind", len(ALGORITHMS))))
 J_VALUES = range(1, 21)
 J_COLOURS = dict(zip(J_VALUES, sns.color_palette("viridis", 8) * 3))  # J = 3..8 spread over the map
 SERVER_LOSS = "Server loss\n(mean client training NLL)"
@@ -171,7 +172,7 @@ def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
         sns.barplot(data, x="algorithm", y=y, order=order, hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS,
                     errorbar=BAND, ax=ax, legend=False)
         ax.set(xlabel="", ylabel=label)
-        ax.set_xticks(range(len(order)), [ALGORITHM_NAMES[a] for a in order], rotation=20)
+        ax.set_xticks(range(len(order)), [ALGORITHMS[a] for a in order], rotation=20)
     never = times[times.time.isna()].groupby("algorithm").size()
     for position, algorithm in enumerate(order):
         if algorithm in never:
@@ -189,5 +190,5 @@ def relabel_algorithms(ax) -> None:
     if legend is None:
         return
     for text in legend.get_texts():
-        text.set_text(ALGORITHM_NAMES.get(text.get_text(), text.get_text()))
+        text.set_text(ALGORITHMS.get(text.get_text(), text.get_text()))
     legend.set_title(None)

@@ -1,4 +1,5 @@
-"""What a run records (SPEC §8): append-only CSV logs that a resumed run restores from its checkpoint.
+"""What a run records (README "Training"): append-only CSV logs that a resumed run restores from its
+checkpoint, the rows that go into them, and the progress shown while it runs.
 
 Numbers are written with Python's shortest round-trip repr, so equal runs give equal bytes.
 Wall-clock seconds differ between equal runs, so they live in their own file
@@ -9,6 +10,8 @@ import csv
 import io
 import math
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
@@ -67,3 +70,67 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """One server aggregation, as the logs record it: the round's jobs and what became of each."""
+
+    version: int  # the global version this aggregation created (the round number)
+    now: float  # virtual time of the aggregation
+    clients: Sequence[int]
+    dispatch_versions: Sequence[int]
+    dispatch_times: Sequence[float]
+    arrival_times: Sequence[float]
+    stalenesses: Sequence[int]  # τ = version at aggregation − version at dispatch
+    lrs: Sequence[float]  # each job's learning rate of its first local epoch
+    sizes: Sequence[int]
+    train_losses: Sequence[float]
+    epochs_run: Sequence[int]
+    coefficients: Sequence[float]  # each update's coefficient in the new global model
+    update_norm: float
+    test_loss: float | None
+    test_accuracy: float | None
+
+    @property
+    def train_loss(self) -> float:
+        """The paper's "server loss": the n-weighted mean last-epoch training loss of the aggregated clients."""
+        return sum(n * loss for n, loss in zip(self.sizes, self.train_losses)) / sum(self.sizes)
+
+    def metrics_row(self) -> dict:
+        taus = self.stalenesses
+        return {
+            "round": self.version, "virtual_time": self.now, "train_loss": self.train_loss,
+            "test_loss": self.test_loss, "test_accuracy": self.test_accuracy,
+            "mean_staleness": sum(taus) / len(taus), "max_staleness": max(taus),
+            "update_norm": self.update_norm, "lr": sum(self.lrs) / len(self.lrs),
+        }
+
+    def event_rows(self) -> list[dict]:
+        columns = zip(self.clients, self.dispatch_versions, self.dispatch_times, self.arrival_times,
+                      self.stalenesses, self.coefficients, self.lrs, self.epochs_run, self.sizes, self.train_losses)
+        return [dict(zip(EVENTS_COLUMNS[1:], row), round=self.version) for row in columns]
+
+
+class RunLogs:
+    """The three CSV logs of a run folder and its progress display."""
+
+    def __init__(self, out: Path, resumed: dict[str, str] | None, rounds: int, start_round: int):
+        resumed = resumed or {}
+        self.metrics = CsvLog(out / "metrics.csv", METRICS_COLUMNS, resumed.get("metrics"))
+        self.events = CsvLog(out / "events.csv", EVENTS_COLUMNS, resumed.get("events"))
+        self.timings = CsvLog(out / "timings.csv", TIMINGS_COLUMNS, resumed.get("timings"))
+        self.progress = Progress(rounds, start_round)
+
+    def record(self, aggregation: Aggregation, wall_seconds: float) -> None:
+        self.metrics.append([aggregation.metrics_row()])
+        self.events.append(aggregation.event_rows())
+        self.timings.append([{"round": aggregation.version, "wall_seconds": wall_seconds}])
+        self.progress.update(aggregation.version, aggregation.now, aggregation.train_loss, aggregation.test_accuracy)
+
+    def texts(self) -> dict[str, str]:
+        """What a checkpoint keeps of the logs."""
+        return {"metrics": self.metrics.text(), "events": self.events.text(), "timings": self.timings.text()}
+
+    def close(self) -> None:
+        self.progress.close()

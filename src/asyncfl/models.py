@@ -6,6 +6,7 @@ from torch.nn import functional as F
 
 from asyncfl.data import DatasetInfo
 from asyncfl.errors import InputError
+from asyncfl.names import MODELS as MODEL_NAMES
 
 
 class CNN(nn.Module):
@@ -73,11 +74,19 @@ class ResNet20(nn.Module):
 
 
 MODELS = {"cnn": CNN, "resnet20": ResNet20}
+if set(MODELS) != set(MODEL_NAMES):  # names.MODELS and this table must list the same models
+    raise ImportError(f"models {sorted(MODELS)} do not match names.MODELS {sorted(MODEL_NAMES)}")
 
 
 def has_batchnorm(model: nn.Module) -> bool:
     """Whether the model keeps BatchNorm statistics (which rule out bf16 under vmap)."""
     return any(isinstance(module, nn.modules.batchnorm._BatchNorm) for module in model.modules())
+
+
+def uses_batchnorm(name: str) -> bool:
+    """Whether the named model keeps BatchNorm statistics, found without allocating its weights."""
+    with torch.device("meta"):
+        return has_batchnorm(MODELS[name](3, 10))
 
 
 def build_model(name: str, info: DatasetInfo) -> nn.Module:

@@ -1,15 +1,17 @@
-"""Dirichlet label-skew partitions of a training set into clients (SPEC §5).
+"""Dirichlet label-skew partitions of a training set into clients (README "Partitions").
 
 For each class k a share vector p_k ~ Dir(α·1_C) splits that class's (shuffled)
 indices among the C clients; every sample goes to exactly one client. All of it is
 vectorised NumPy driven by one explicit Generator, so equal inputs give equal bytes.
 """
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from asyncfl.data import load_dataset
 from asyncfl.errors import InputError
 from asyncfl.files import write_json, write_npz
 
@@ -132,3 +134,30 @@ def load_partition(path: Path) -> Partition:
     if offsets[0] != 0 or offsets[-1] != len(partition.indices) or np.any(np.diff(offsets) < 0):
         raise InputError(f"partition file {path} is inconsistent (offsets do not cover indices); make it again")
     return partition
+
+
+SHOWN_CLIENTS = 20
+
+
+def make_partition(dataset: str, root: Path | None, clients: int, alpha: float, seed: int, min_size: int,
+                   out: Path) -> list[str]:
+    """`asyncfl partition`: partition a training set, write FILE.npz and FILE.json, describe the result."""
+    labels = load_dataset(dataset, root).train_labels.numpy()
+    num_classes = int(labels.max()) + 1
+    start = time.perf_counter()
+    partition, redraws = dirichlet_partition(labels, dataset, clients, alpha, seed, min_size)
+    seconds = time.perf_counter() - start
+    stats = partition_stats(partition, labels, num_classes, alpha, seed, min_size)
+    save_partition(out, partition, stats)
+    counts = np.array(stats["class_counts"])
+    entropy, sizes = label_entropy(counts), partition.sizes
+    lines = [f"{dataset}: {len(labels)} samples into {clients} clients (alpha={alpha}, seed={seed}) "
+             f"in {seconds:.3f} s, {redraws} redraws → {out}",
+             f"{'client':>6} {'samples':>7} {'entropy':>7}  per-class counts"]
+    lines += [f"{c:>6} {sizes[c]:>7} {entropy[c]:>7.2f}  {' '.join(map(str, counts[c]))}"
+              for c in range(min(clients, SHOWN_CLIENTS))]
+    if clients > SHOWN_CLIENTS:
+        lines.append(f"   … {clients - SHOWN_CLIENTS} more clients in {Path(out).with_suffix('.json')}")
+    lines.append(f"sizes min/median/max {sizes.min()}/{int(np.median(sizes))}/{sizes.max()}, "
+                 f"mean label entropy {entropy.mean():.3f} bits (uniform: {np.log2(num_classes):.3f})")
+    return lines

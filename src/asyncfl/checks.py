@@ -1,0 +1,46 @@
+"""Every check of a run's settings against its data, device and trainer, made before any tensor work.
+
+`config.make_config` checks each setting on its own (types, ranges, choices); what can only be
+judged against the data or the machine is here, one clear line each, naming the key and the fix.
+"""
+
+import numpy as np
+import torch
+
+from asyncfl.config import TrainConfig
+from asyncfl.data import Dataset
+from asyncfl.errors import InputError
+from asyncfl.models import uses_batchnorm
+from asyncfl.partition import Partition
+from asyncfl.runtime import trainer_name
+from asyncfl.strategies import make_strategy
+
+
+def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, device: torch.device) -> None:
+    """Raise InputError for the first setting that cannot work with this data on this device."""
+    if partition.dataset != dataset.info.name or partition.offsets[-1] != len(dataset.train_labels):
+        raise InputError(
+            f"the partition was made for {partition.dataset} ({partition.offsets[-1]} samples), "
+            f"not {dataset.info.name} ({len(dataset.train_labels)}); make one with asyncfl partition"
+        )
+    clients = partition.num_clients
+    if not config.replacement and config.clients_per_round > clients:
+        raise InputError(
+            f"clients_per_round (J) = {config.clients_per_round} exceeds the {clients} clients of "
+            "the partition; lower J or set replacement: true"
+        )
+    make_strategy(config).check(clients)
+    if np.any(partition.sizes == 0):
+        raise InputError("the partition has clients without samples; make it with --min-size 1 or more")
+    if config.precision == "tf32" and device.type != "cuda":
+        raise InputError("precision tf32 is a CUDA format and this run is on the CPU; use fp32 or bf16")
+    if (
+        config.precision == "bf16"
+        and trainer_name(config.trainer, device) == "vectorised"
+        and uses_batchnorm(config.model)
+    ):
+        raise InputError(
+            "precision bf16 with the vectorised trainer needs a model without BatchNorm (vmap's "
+            "batch-norm rule cannot mix bf16 activations with fp32 statistics); use trainer: plain "
+            "or precision fp32/tf32"
+        )

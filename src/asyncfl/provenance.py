@@ -1,0 +1,44 @@
+"""Where and with what results were made: one source for run.json and the archive's provenance.json."""
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+
+import numpy as np
+import torch
+
+import asyncfl
+
+PACKAGES = ("asyncfl", "torch", "torchvision", "numpy", "pandas", "seaborn", "matplotlib", "snakemake", "scikit-learn")
+
+
+def run_environment(device: torch.device) -> dict:
+    """What run.json records of the process that trained: versions, device, host."""
+    return {
+        "asyncfl_version": asyncfl.__version__,
+        "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__},
+        "device": str(device),
+        "hostname": platform.node(),
+    }
+
+
+def package_versions() -> dict[str, str | None]:
+    versions = {}
+    for package in PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def machine() -> dict:
+    return {"machine": platform.machine(), "processor": platform.processor(), "cpus": os.cpu_count()}
+
+
+def git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None

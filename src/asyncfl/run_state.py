@@ -1,0 +1,110 @@
+"""A run's state between two events, and its checkpoint: what a killed run needs to resume to the same bytes.
+
+A checkpoint is written at an aggregation (every `checkpoint_every` rounds) with `torch.save`
+and read back with `weights_only=True`: tensors, numbers, strings and lists only, nothing that
+unpickling could run.
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from asyncfl.algorithms import State
+from asyncfl.errors import InputError
+from asyncfl.files import save_torch
+from asyncfl.training import LocalResult
+
+CHECKPOINT_FORMAT = 2
+SAMPLING_STREAM = 2  # the seed's random stream that draws clients
+
+
+@dataclass(frozen=True)
+class Job:
+    """One dispatch of one client."""
+
+    client: int
+    dispatch_index: int  # how many times this client was dispatched before: keys its random streams
+    version: int  # global version the client starts from
+    dispatch_time: float
+    arrival_time: float
+    lrs: tuple[float, ...]  # learning rate per local epoch
+
+    @property
+    def key(self) -> tuple[float, int, int]:
+        """Arrival order; ties in time go to the lower client id, then the earlier dispatch."""
+        return (self.arrival_time, self.client, self.dispatch_index)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class RunState:
+    """Everything that changes during a run and that a checkpoint holds."""
+
+    global_state: State
+    rng: np.random.Generator  # draws the clients to dispatch
+    dispatch_counts: np.ndarray  # per client: dispatches so far
+    version: int = 0  # global model version = aggregations so far
+    now: float = 0.0  # virtual time
+    wall_seconds: float = 0.0  # wall-clock seconds spent before the last resume
+    started_at: str = field(default_factory=utc_now)
+    starts: dict[int, State] = field(default_factory=dict)  # global states that outstanding jobs start from
+    outstanding: dict[tuple, Job] = field(default_factory=dict)  # dispatched, not yet taken by the server
+    # Updates already trained for outstanding jobs: kept, so a resumed run trains the same jobs
+    # together as an uninterrupted one (a batch's numerics may depend on its members).
+    results: dict[tuple, LocalResult] = field(default_factory=dict)
+
+    @classmethod
+    def fresh(cls, global_state: State, seed: int, clients: int) -> "RunState":
+        return cls(global_state, np.random.default_rng([seed, SAMPLING_STREAM]), np.zeros(clients, dtype=np.int64))
+
+
+def save_checkpoint(path: Path, identity: dict, state: RunState, logs: dict[str, str]) -> None:
+    """Write the state and the logs' text so far, atomically."""
+    save_torch(path, {
+        "format": CHECKPOINT_FORMAT, "identity": identity, "version": state.version, "now": state.now,
+        "wall_seconds": state.wall_seconds, "started_at": state.started_at, "global_state": state.global_state,
+        "starts": state.starts, "rng": state.rng.bit_generator.state, "dispatch_counts": state.dispatch_counts.tolist(),
+        "outstanding": [dataclasses.asdict(job) for job in state.outstanding.values()],
+        "results": [{"key": list(key), **dataclasses.asdict(result)} for key, result in state.results.items()],
+        "logs": logs,
+    })
+
+
+def load_checkpoint(path: Path, identity: dict, device: torch.device) -> tuple[RunState, dict[str, str]] | None:
+    """The state and logs of the checkpoint at `path`, or None when there is none."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    unreadable = f"{path} is not a readable asyncfl checkpoint"
+    fix = "delete it to start the run afresh"
+    try:
+        checkpoint = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # torch reports a bad file with many types; none of them is a bug of ours
+        reason = str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
+        raise InputError(f"{unreadable} ({type(error).__name__}: {reason}); {fix}") from None
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
+        raise InputError(f"{unreadable} (another format or version of asyncfl); {fix}")
+    if checkpoint.get("identity") != identity:
+        raise InputError(f"{path} belongs to a run with other settings or data; {fix}, or use another --out")
+    try:
+        rng = np.random.default_rng()
+        rng.bit_generator.state = checkpoint["rng"]
+        state = RunState(
+            global_state=checkpoint["global_state"], rng=rng,
+            dispatch_counts=np.array(checkpoint["dispatch_counts"], dtype=np.int64), version=checkpoint["version"],
+            now=checkpoint["now"], wall_seconds=checkpoint["wall_seconds"], started_at=checkpoint["started_at"],
+            starts=checkpoint["starts"],
+            outstanding={job.key: job for job in (Job(**{**j, "lrs": tuple(j["lrs"])}) for j in checkpoint["outstanding"])},
+            results={tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]},
+        )
+        logs = {name: str(checkpoint["logs"][name]) for name in ("metrics", "events", "timings")}
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(f"{unreadable} (missing or malformed entry {error}); {fix}") from None
+    return state, logs
