@@ -16,8 +16,11 @@ from asyncfl.algorithms import (
 
 
 def state(w, running_mean, batches):
-    return {"w": torch.tensor(w, dtype=torch.float32), "bn.running_mean": torch.tensor(running_mean),
-            "bn.num_batches_tracked": torch.tensor(batches)}
+    return {
+        "w": torch.tensor(w, dtype=torch.float32),
+        "bn.running_mean": torch.tensor(running_mean),
+        "bn.num_batches_tracked": torch.tensor(batches),
+    }
 
 
 @pytest.mark.parametrize("tau,expected", [(0, 1.0), (1, 1 / 1.5), (2, 0.5), (6, 0.25)])

@@ -27,8 +27,10 @@ def test_every_trainer_is_timed_on_the_same_round():
 
 
 def test_fast_numerics_per_device():
-    cnn, resnet = (build_model(name, DatasetInfo("t", tuple("0123456789"), 3, (8, 8), (0.0,) * 3, (1.0,) * 3, 255.0))
-                   for name in ("cnn", "resnet20"))
+    cnn, resnet = (
+        build_model(name, DatasetInfo("t", tuple("0123456789"), 3, (8, 8), (0.0,) * 3, (1.0,) * 3, 255.0))
+        for name in ("cnn", "resnet20")
+    )
     assert fast_numerics(cnn, torch.device("cpu")) == ("plain", Numerics("bf16", channels_last=True))
     assert fast_numerics(cnn, torch.device("cuda")) == ("vectorised", Numerics("bf16"))
     assert fast_numerics(resnet, torch.device("cuda")) == ("vectorised", Numerics("tf32"))  # BatchNorm: no bf16 vmap
@@ -43,9 +45,11 @@ def test_quick_bench_command_writes_json(tmp_path):
     report = json.loads(out.read_text())
     assert report["quick"] and report["device"] == "cpu" and report["matmul_fp32_tflops"] > 0
     assert {(r["case"], r["trainer"]) for r in report["trainers"]} == {
-        (case, trainer) for case in ("cnn-28x28", "resnet20-32x32", "cnn-many-small")
-        for trainer in ("reference loop", "plain", "vectorised", "plain bf16 nhwc")}
-    assert report["engine"]["clients"] == 1000 and 0 < report["engine"]["share_of_cnn_round"]
+        (case, trainer)
+        for case in ("cnn-28x28", "resnet20-32x32", "cnn-many-small")
+        for trainer in ("reference loop", "plain", "vectorised", "plain bf16 nhwc")
+    }
+    assert report["engine"]["clients"] == 1000 and report["engine"]["share_of_cnn_round"] > 0
     assert "cnn-many-small" in result.stdout and "arrivals/s" in result.stdout
 
 

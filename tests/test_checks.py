@@ -3,39 +3,54 @@
 import numpy as np
 import pytest
 import torch
-from test_engine import contiguous_partition, tiny_dataset
 
 from asyncfl.checks import check_run
 from asyncfl.config import make_config
 from asyncfl.errors import InputError
 from asyncfl.partition import Partition
+from test_engine import contiguous_partition, tiny_dataset
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")  # check_run only reads the device's type
 
 
-@pytest.mark.parametrize("settings,device,message", [
-    ({"clients_per_round": 4}, CPU, "clients_per_round \\(J\\) = 4 exceeds the 3 clients"),
-    ({"algorithm": "afl", "clients_per_round": 2, "concurrency": 5}, CPU,
-     "concurrency \\(M\\) = 5 exceeds the 3 clients"),
-    ({"algorithm": "fedbuff", "clients_per_round": 2, "concurrency": 4}, CPU, "concurrency \\(M\\) = 4"),
-    ({"precision": "tf32", "clients_per_round": 2}, CPU, "precision tf32 is a CUDA format"),
-    ({"precision": "bf16", "model": "resnet20", "clients_per_round": 2}, CUDA,
-     "bf16 with the vectorised trainer needs a model without BatchNorm"),
-    ({"precision": "bf16", "model": "resnet20", "trainer": "vectorised", "clients_per_round": 2}, CPU,
-     "bf16 with the vectorised trainer needs a model without BatchNorm"),
-])
+@pytest.mark.parametrize(
+    "settings,device,message",
+    [
+        ({"clients_per_round": 4}, CPU, "clients_per_round \\(J\\) = 4 exceeds the 3 clients"),
+        (
+            {"algorithm": "afl", "clients_per_round": 2, "concurrency": 5},
+            CPU,
+            "concurrency \\(M\\) = 5 exceeds the 3 clients",
+        ),
+        ({"algorithm": "fedbuff", "clients_per_round": 2, "concurrency": 4}, CPU, "concurrency \\(M\\) = 4"),
+        ({"precision": "tf32", "clients_per_round": 2}, CPU, "precision tf32 is a CUDA format"),
+        (
+            {"precision": "bf16", "model": "resnet20", "clients_per_round": 2},
+            CUDA,
+            "bf16 with the vectorised trainer needs a model without BatchNorm",
+        ),
+        (
+            {"precision": "bf16", "model": "resnet20", "trainer": "vectorised", "clients_per_round": 2},
+            CPU,
+            "bf16 with the vectorised trainer needs a model without BatchNorm",
+        ),
+    ],
+)
 def test_settings_that_cannot_work_are_refused(settings, device, message):
     with pytest.raises(InputError, match=message):
         check_run(make_config(settings), tiny_dataset(24), contiguous_partition([8, 8, 8]), device)
 
 
-@pytest.mark.parametrize("settings,device", [
-    ({"clients_per_round": 4, "replacement": True}, CPU),  # with replacement J may exceed C
-    ({"algorithm": "sync", "clients_per_round": 3, "concurrency": 5}, CPU),  # M does not apply to sync
-    ({"precision": "bf16", "model": "resnet20", "clients_per_round": 2}, CPU),  # auto is plain on the CPU
-    ({"precision": "bf16", "clients_per_round": 2, "trainer": "vectorised"}, CUDA),  # the cnn has no BatchNorm
-    ({"precision": "tf32", "clients_per_round": 2}, CUDA),
-])
+@pytest.mark.parametrize(
+    "settings,device",
+    [
+        ({"clients_per_round": 4, "replacement": True}, CPU),  # with replacement J may exceed C
+        ({"algorithm": "sync", "clients_per_round": 3, "concurrency": 5}, CPU),  # M does not apply to sync
+        ({"precision": "bf16", "model": "resnet20", "clients_per_round": 2}, CPU),  # auto is plain on the CPU
+        ({"precision": "bf16", "clients_per_round": 2, "trainer": "vectorised"}, CUDA),  # the cnn has no BatchNorm
+        ({"precision": "tf32", "clients_per_round": 2}, CUDA),
+    ],
+)
 def test_settings_that_work_pass(settings, device):
     check_run(make_config(settings), tiny_dataset(24), contiguous_partition([8, 8, 8]), device)
 

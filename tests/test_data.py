@@ -1,4 +1,4 @@
-"""Datasets: small files in the real IDX and CIFAR formats through torchvision's code, digits, Debian's Fashion-MNIST."""
+"""Datasets: small IDX and CIFAR files read through torchvision's code, digits, Debian's Fashion-MNIST."""
 
 import gzip
 import hashlib
@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from asyncfl import data
+from asyncfl.cli import main
 from asyncfl.data import IDX_CONTENT_MD5, datasets, load_dataset, normalize
 from asyncfl.errors import InputError
 from conftest import skip_unless
@@ -88,6 +89,21 @@ def test_truncated_archive_is_reported_and_kept(tiny_mnist):
     assert archive.read_bytes() == truncated  # never deleted or overwritten
 
 
+@pytest.mark.parametrize("offsets", [(100,), (5000,), (3,)], ids=["byte100", "byte5000", "header3"])
+def test_gzip_corruption_is_one_line_from_the_command(tiny_mnist, capsys, offsets):
+    """Flipped bytes that gzip's zlib layer reports (not only truncation): the CLI's one error line."""
+    root, _ = tiny_mnist
+    archive = root / "MNIST" / "raw" / "train-images-idx3-ubyte.gz"
+    content = bytearray(archive.read_bytes())
+    for offset in offsets:
+        content[offset] ^= 0xFF
+    archive.write_bytes(bytes(content))
+    assert main(["data", "--dataset", "mnist", "--root", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("asyncfl data: error: ") and len(err.strip().splitlines()) == 1, err
+    assert "train-images-idx3-ubyte.gz is corrupt or truncated" in err
+
+
 def test_altered_extracted_file_is_reported(tiny_mnist):
     root, contents = tiny_mnist
     raw = root / "MNIST" / "raw"
@@ -107,7 +123,10 @@ def test_missing_files_without_download_say_what_to_run(tmp_path):
 def test_offline_without_copy_is_one_clear_line(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "asyncfl", "data", "--dataset", "fashion-mnist", "--root", str(tmp_path)],
-        capture_output=True, text=True, env=OFFLINE, timeout=300,
+        capture_output=True,
+        text=True,
+        env=OFFLINE,
+        timeout=300,
     )
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
@@ -182,7 +201,9 @@ def test_digits_split_is_stratified_and_deterministic():
     first, second = load_dataset("digits"), load_dataset("digits")
     assert torch.equal(first.train_images, second.train_images) and torch.equal(first.test_labels, second.test_labels)
     assert (len(first.train_labels), len(first.test_labels)) == (1437, 360)
-    test_share = torch.bincount(first.test_labels) / (torch.bincount(first.test_labels) + torch.bincount(first.train_labels))
+    test_share = torch.bincount(first.test_labels) / (
+        torch.bincount(first.test_labels) + torch.bincount(first.train_labels)
+    )
     assert torch.allclose(test_share, torch.full((10,), 0.2), atol=0.01)
     assert first.train_images.shape[1:] == (1, 8, 8) and first.info.pixel_max == 16.0
 
@@ -206,4 +227,6 @@ def test_real_fashion_mnist_from_debian():
     assert torch.bincount(dataset.train_labels).tolist() == [6000] * 10
     assert torch.bincount(dataset.test_labels).tolist() == [1000] * 10
     assert dataset.info.classes[0] == "T-shirt/top"
-    assert data.NORMALISATION["fashion-mnist"][0][0] == pytest.approx(dataset.train_images.float().mean().item() / 255, abs=1e-3)
+    assert data.NORMALISATION["fashion-mnist"][0][0] == pytest.approx(
+        dataset.train_images.float().mean().item() / 255, abs=1e-3
+    )

@@ -15,11 +15,15 @@ import torch
 from asyncfl.config import make_config
 from asyncfl.data import Dataset, DatasetInfo, load_dataset
 from asyncfl.engine import Simulation, TrainingDiverged
-from asyncfl.errors import InputError
-from asyncfl.partition import Partition, dirichlet_partition, save_partition, partition_stats
+from asyncfl.partition import Partition, dirichlet_partition, partition_stats, save_partition
 
-FIXED_CLIENTS = dict(speed_distribution="constant", latency_distribution="constant", latency_median=0.0,
-                     seconds_per_sample=0.25, local_epochs=1)
+FIXED_CLIENTS = dict(
+    speed_distribution="constant",
+    latency_distribution="constant",
+    latency_median=0.0,
+    seconds_per_sample=0.25,
+    local_epochs=1,
+)
 
 
 def tiny_dataset(n: int, seed: int = 0) -> Dataset:
@@ -54,10 +58,27 @@ def test_hand_built_three_client_schedule(tmp_path):
     arrived, so the schedule is fixed: fast client 0 returns every second and is re-dispatched
     with the newest model; slow clients arrive stale. Ties in time go to the lower client id.
     """
-    metrics, events, summary = run(tmp_path, algorithm="afl", clients_per_round=2, concurrency=3, rounds=4,
-                                   staleness="polynomial", staleness_a=0.5, **FIXED_CLIENTS)
-    table = [(int(e["round"]), int(e["client"]), int(e["dispatch_version"]), float(e["dispatch_time"]),
-              float(e["arrival_time"]), int(e["staleness"])) for e in events]
+    metrics, events, summary = run(
+        tmp_path,
+        algorithm="afl",
+        clients_per_round=2,
+        concurrency=3,
+        rounds=4,
+        staleness="polynomial",
+        staleness_a=0.5,
+        **FIXED_CLIENTS,
+    )
+    table = [
+        (
+            int(e["round"]),
+            int(e["client"]),
+            int(e["dispatch_version"]),
+            float(e["dispatch_time"]),
+            float(e["arrival_time"]),
+            int(e["staleness"]),
+        )
+        for e in events
+    ]
     assert table == [
         # round, client, dispatch version, dispatch time, arrival time, staleness
         (1, 0, 0, 0.0, 1.0, 0),
@@ -106,27 +127,46 @@ def test_sampling_with_replacement_counts_repeated_clients(tmp_path):
 
 
 def test_fedasync_aggregates_every_arrival_with_fresh_alpha(tmp_path):
-    metrics, events, _ = run(tmp_path, algorithm="fedasync", clients_per_round=2, concurrency=3, rounds=6,
-                             fedasync_alpha=0.6, staleness="inverse", staleness_a=1.0, **FIXED_CLIENTS)
+    metrics, events, _ = run(
+        tmp_path,
+        algorithm="fedasync",
+        clients_per_round=2,
+        concurrency=3,
+        rounds=6,
+        fedasync_alpha=0.6,
+        staleness="inverse",
+        staleness_a=1.0,
+        **FIXED_CLIENTS,
+    )
     assert [int(e["round"]) for e in events] == [1, 2, 3, 4, 5, 6]
     for e in events:
         assert float(e["weight"]) == pytest.approx(0.6 / (1 + int(e["staleness"])))
 
 
 def test_fedbuff_buffers_k_arrivals(tmp_path):
-    _, events, _ = run(tmp_path, algorithm="fedbuff", clients_per_round=2, concurrency=3, buffer_size=3, rounds=3,
-                       server_lr=1.5, **FIXED_CLIENTS)
+    _, events, _ = run(
+        tmp_path,
+        algorithm="fedbuff",
+        clients_per_round=2,
+        concurrency=3,
+        buffer_size=3,
+        rounds=3,
+        server_lr=1.5,
+        **FIXED_CLIENTS,
+    )
     assert [int(e["round"]) for e in events] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
     for e in events:  # η_g·s(τ)/K with the default s = 1/√(1+τ)
         assert float(e["weight"]) == pytest.approx(1.5 / (1 + int(e["staleness"])) ** 0.5 / 3)
 
 
 def test_kappa_and_max_virtual_time_stop_the_run(tmp_path):
-    metrics, _, summary = run(tmp_path, name="kappa", algorithm="afl", clients_per_round=2, rounds=50, kappa=1e6,
-                              **FIXED_CLIENTS)
+    metrics, _, summary = run(
+        tmp_path, name="kappa", algorithm="afl", clients_per_round=2, rounds=50, kappa=1e6, **FIXED_CLIENTS
+    )
     assert len(metrics) == 1 and summary["stop_reason"] == "kappa"
-    metrics, _, summary = run(tmp_path, name="time", algorithm="sync", clients_per_round=2, rounds=50,
-                              max_virtual_time=7.0, **FIXED_CLIENTS)
+    metrics, _, summary = run(
+        tmp_path, name="time", algorithm="sync", clients_per_round=2, rounds=50, max_virtual_time=7.0, **FIXED_CLIENTS
+    )
     assert summary["stop_reason"] == "max_virtual_time" and float(metrics[-1]["virtual_time"]) >= 7.0
     assert float(metrics[-2]["virtual_time"]) < 7.0
 
@@ -170,28 +210,55 @@ def test_afl_and_sync_of_one_seed_share_client_delays(tmp_path):
 def test_nan_loss_stops_with_round_and_client_and_keeps_rows(tmp_path):
     dataset = tiny_dataset(24)
     dataset.train_images[8:16] = 255  # client 1's images are normalised to a constant
-    config = make_config({"algorithm": "sync", "clients_per_round": 3, "rounds": 5, "batch_size": 4,
-                          "optimizer": "sgd", "gamma0": 1e12, **FIXED_CLIENTS})
+    config = make_config(
+        {
+            "algorithm": "sync",
+            "clients_per_round": 3,
+            "rounds": 5,
+            "batch_size": 4,
+            "optimizer": "sgd",
+            "gamma0": 1e12,
+            **FIXED_CLIENTS,
+        }
+    )
     with pytest.raises(TrainingDiverged, match=r"round \d+, client \d: training loss is (nan|inf)"):
         Simulation(config, dataset, contiguous_partition([8, 8, 8]), tmp_path / "nan").run()
     assert (tmp_path / "nan" / "metrics.csv").read_text().startswith("round,virtual_time")
 
 
-@pytest.mark.parametrize("line,message", [
-    ("algorithm: fedprox", "algorithm must be one of afl, sync, fedasync, fedbuff"),
-    ("gamma0: 0", "gamma0 must be a finite number > 0"),
-    ("server_lr: -1", "server_lr must be a finite number > 0"),
-    ("local_epoch: 3", "unknown key 'local_epoch'"),
-    ("rounds: ten", "rounds must be int"),
-    ("precision: fp16", "precision must be one of fp32, tf32, bf16"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("algorithm: fedprox", "algorithm must be one of afl, sync, fedasync, fedbuff"),
+        ("gamma0: 0", "gamma0 must be a finite number > 0"),
+        ("server_lr: -1", "server_lr must be a finite number > 0"),
+        ("local_epoch: 3", "unknown key 'local_epoch'"),
+        ("rounds: ten", "rounds must be int"),
+        ("precision: fp16", "precision must be one of fp32, tf32, bf16"),
+    ],
+)
 def test_bad_config_is_one_line(tmp_path, line, message):
     config = tmp_path / "bad.yaml"
     config.write_text(line + "\n")
     partition = tmp_path / "p.npz"
-    result = subprocess.run([sys.executable, "-m", "asyncfl", "train", "--dataset", "digits", "--partition",
-                             str(partition), "--config", str(config), "--out", str(tmp_path / "out")],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "asyncfl",
+            "train",
+            "--dataset",
+            "digits",
+            "--partition",
+            str(partition),
+            "--config",
+            str(config),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
 
@@ -206,21 +273,38 @@ def digits_partition(tmp_path_factory) -> Path:
 
 
 def train_command(partition: Path, out: Path, config: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "asyncfl", "train", "--dataset", "digits", "--partition", str(partition),
-            "--config", str(config), "--out", str(out), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "asyncfl",
+        "train",
+        "--dataset",
+        "digits",
+        "--partition",
+        str(partition),
+        "--config",
+        str(config),
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 @pytest.mark.parametrize("trainer", ["plain", "vectorised"])
 def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition, trainer):
     config = tmp_path / "config.yaml"
-    config.write_text("algorithm: afl\nclients_per_round: 5\nrounds: 40\nlocal_epochs: 2\ncheckpoint_every: 3\n"
-                      f"gamma0: 0.01\njitter_sigma: 0.2\ntrainer: {trainer}\n")
-    straight = subprocess.run(train_command(digits_partition, tmp_path / "straight", config), capture_output=True,
-                              text=True)
+    config.write_text(
+        "algorithm: afl\nclients_per_round: 5\nrounds: 40\nlocal_epochs: 2\ncheckpoint_every: 3\n"
+        f"gamma0: 0.01\njitter_sigma: 0.2\ntrainer: {trainer}\n"
+    )
+    straight = subprocess.run(
+        train_command(digits_partition, tmp_path / "straight", config), capture_output=True, text=True
+    )
     assert straight.returncode == 0, straight.stderr
     killed_out = tmp_path / "killed"
-    process = subprocess.Popen(train_command(digits_partition, killed_out, config), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        train_command(digits_partition, killed_out, config), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 300
     while not (killed_out / "checkpoint.pt").exists() or len(read_csv(killed_out / "metrics.csv")) < 10:
         assert process.poll() is None and time.monotonic() < deadline, "run ended before it could be killed"
@@ -251,8 +335,16 @@ def test_it_learns_digits(tmp_path, digits_partition, algorithm):
     """C = 10, α = 0.5, J = 5: from chance (10 classes) to ≥ 80% test accuracy."""
     from asyncfl.partition import load_partition
 
-    config = make_config({"algorithm": algorithm, "clients_per_round": 5, "rounds": 50, "local_epochs": 5,
-                          "gamma0": 0.01, "eval_every": 5})
+    config = make_config(
+        {
+            "algorithm": algorithm,
+            "clients_per_round": 5,
+            "rounds": 50,
+            "local_epochs": 5,
+            "gamma0": 0.01,
+            "eval_every": 5,
+        }
+    )
     Simulation(config, load_dataset("digits"), load_partition(digits_partition), tmp_path / algorithm).run()
     accuracy = [float(m["test_accuracy"]) for m in read_csv(tmp_path / algorithm / "metrics.csv") if m["test_accuracy"]]
     assert accuracy[0] < 0.7 and accuracy[-1] >= 0.8, accuracy
@@ -263,11 +355,23 @@ def test_vectorised_and_plain_runs_agree(tmp_path, digits_partition):
 
     metrics = {}
     for trainer in ("plain", "vectorised"):
-        config = make_config({"algorithm": "afl", "clients_per_round": 5, "rounds": 8, "local_epochs": 2,
-                              "gamma0": 0.01, "trainer": trainer, "optimizer": "sgd"})
+        config = make_config(
+            {
+                "algorithm": "afl",
+                "clients_per_round": 5,
+                "rounds": 8,
+                "local_epochs": 2,
+                "gamma0": 0.01,
+                "trainer": trainer,
+                "optimizer": "sgd",
+            }
+        )
         Simulation(config, load_dataset("digits"), load_partition(digits_partition), tmp_path / trainer).run()
         metrics[trainer] = read_csv(tmp_path / trainer / "metrics.csv")
-    for plain, vectorised in zip(metrics["plain"], metrics["vectorised"]):
-        assert plain["virtual_time"] == vectorised["virtual_time"] and plain["max_staleness"] == vectorised["max_staleness"]
+    for plain, vectorised in zip(metrics["plain"], metrics["vectorised"], strict=True):
+        assert (
+            plain["virtual_time"] == vectorised["virtual_time"]
+            and plain["max_staleness"] == vectorised["max_staleness"]
+        )
         assert float(vectorised["train_loss"]) == pytest.approx(float(plain["train_loss"]), rel=1e-4)
         assert float(vectorised["test_accuracy"]) == pytest.approx(float(plain["test_accuracy"]), abs=0.01)

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
-from training_cases import make_case
 
 from asyncfl.evaluation import evaluate
+from training_cases import make_case
 
 
 def test_evaluate_counts_correct_predictions():

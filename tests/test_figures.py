@@ -9,12 +9,16 @@ from asyncfl.figures import draw_figures
 from asyncfl.layout import figure_titles
 
 METRICS = "round,virtual_time,train_loss,test_loss,test_accuracy,mean_staleness,max_staleness,update_norm,lr\n"
-EVENTS = "round,client,dispatch_version,dispatch_time,arrival_time,staleness,weight,lr,epochs_run,n_samples,train_loss\n"
+EVENTS = (
+    "round,client,dispatch_version,dispatch_time,arrival_time,staleness,weight,lr,epochs_run,n_samples,train_loss\n"
+)
 
 
 def write_run(folder, speed: float, seed: int):
     folder.mkdir(parents=True)
-    rows = [f"{r},{r * speed},{2 / r},{2.2 / r},{min(0.95, 0.1 * r + 0.01 * seed)},0.5,1,0.1,0.001" for r in range(1, 11)]
+    rows = [
+        f"{r},{r * speed},{2 / r},{2.2 / r},{min(0.95, 0.1 * r + 0.01 * seed)},0.5,1,0.1,0.001" for r in range(1, 11)
+    ]
     (folder / "metrics.csv").write_text(METRICS + "\n".join(rows) + "\n")
     events = [f"{r},{(r + c) % 4},{r - 1},0.0,1.0,{c % 2},0.5,0.001,1,10,0.5" for r in range(1, 11) for c in range(2)]
     (folder / "events.csv").write_text(EVENTS + "\n".join(events) + "\n")
@@ -25,7 +29,13 @@ def runs(tmp_path):
     for seed in (0, 1):
         for algorithm, J, speed in [("afl", 3, 1.0), ("afl", 5, 1.0), ("sync", 5, 2.0), ("fedbuff", 5, 1.2)]:
             write_run(tmp_path / "runs" / algorithm / f"J{J}" / f"seed{seed}", speed, seed)
-    stats = {"dataset": "tiny", "clients": 4, "alpha": 0.5, "seed": 0, "class_counts": [[5, 5], [1, 9], [9, 1], [0, 10]]}
+    stats = {
+        "dataset": "tiny",
+        "clients": 4,
+        "alpha": 0.5,
+        "seed": 0,
+        "class_counts": [[5, 5], [1, 9], [9, 1], [0, 10]],
+    }
     (tmp_path / "stats.json").write_text(json.dumps(stats))
     return tmp_path
 

@@ -10,7 +10,15 @@ from asyncfl.models import build_model
 
 
 def info(channels: int, size: int, num_classes: int = 10) -> DatasetInfo:
-    return DatasetInfo("test", tuple(map(str, range(num_classes))), channels, (size, size), (0.5,) * channels, (0.25,) * channels, 255.0)
+    return DatasetInfo(
+        "test",
+        tuple(map(str, range(num_classes))),
+        channels,
+        (size, size),
+        (0.5,) * channels,
+        (0.25,) * channels,
+        255.0,
+    )
 
 
 def count(model: torch.nn.Module) -> int:

@@ -41,7 +41,9 @@ def test_every_index_exactly_once(clients, alpha):
 
 def test_smaller_alpha_means_more_label_skew():
     entropy = {
-        alpha: np.mean([label_entropy(class_counts(partition(alpha=alpha, seed=s), LABELS, 10)).mean() for s in range(3)])
+        alpha: np.mean(
+            [label_entropy(class_counts(partition(alpha=alpha, seed=s), LABELS, 10)).mean() for s in range(3)]
+        )
         for alpha in (0.1, 0.5, 10)
     }
     assert entropy[0.1] < entropy[0.5] < entropy[10] < np.log2(10)
@@ -112,10 +114,27 @@ def test_cli_writes_byte_identical_files(tmp_path, capsys):
 
 def test_cli_error_is_one_line_without_traceback(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "asyncfl", "partition", "--dataset", "digits", "--clients", "0",
-         "--alpha", "0.5", "--seed", "0", "--out", str(tmp_path / "p.npz")],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "asyncfl",
+            "partition",
+            "--dataset",
+            "digits",
+            "--clients",
+            "2000",
+            "--alpha",
+            "0.5",
+            "--seed",
+            "0",
+            "--out",
+            str(tmp_path / "p.npz"),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 1
-    assert result.stderr == "asyncfl partition: error: clients must be at least 1 (got 0)\n"
+    assert result.stderr == (
+        "asyncfl partition: error: 2000 clients exceed the 1437 training samples of digits; use at most 1437 clients\n"
+    )
     assert not (tmp_path / "p.npz").exists()

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ENV, REPO, skip_unless, snakemake
 from asyncfl.layout import figure_titles
+from conftest import ENV, REPO, skip_unless, snakemake
 
 SLURM_PROFILE = ["--profile", str(REPO / "profiles/slurm"), "--workflow-profile", str(REPO / "tests/slurm/profile")]
 
@@ -88,12 +88,24 @@ def test_a_cancelled_training_job_resumes_from_its_checkpoint(tmp_path):
 
     cluster = tmp_path / "cluster"
     cluster.mkdir()
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(cluster),
-               *SLURM_PROFILE, "--configfile", str(config)]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(cluster),
+        *SLURM_PROFILE,
+        "--configfile",
+        str(config),
+    ]
     workflow = subprocess.Popen(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     metrics = cluster / RUN / "metrics.csv"
     deadline = time.monotonic() + 400
-    while not ((cluster / RUN / "checkpoint.pt").exists() and metrics.exists() and metrics.read_text().count("\n") > 10):
+    while not (
+        (cluster / RUN / "checkpoint.pt").exists() and metrics.exists() and metrics.read_text().count("\n") > 10
+    ):
         assert workflow.poll() is None and time.monotonic() < deadline, "training ended before it could be cancelled"
         time.sleep(0.2)
     jobs = subprocess.run(["squeue", "-h", "-o", "%i %k"], capture_output=True, text=True).stdout.split("\n")

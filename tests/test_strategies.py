@@ -17,14 +17,17 @@ def test_registry_matches_the_names_table():
     assert list(STRATEGIES) == list(ALGORITHMS)
 
 
-@pytest.mark.parametrize("settings,K,first,after_plain,after_aggregated", [
-    ({"algorithm": "afl", "clients_per_round": 3}, 3, 3, 1, 1),
-    ({"algorithm": "afl", "clients_per_round": 3, "concurrency": 5}, 3, 5, 1, 1),
-    ({"algorithm": "sync", "clients_per_round": 3, "concurrency": 5}, 3, 3, 0, 3),
-    ({"algorithm": "fedasync", "clients_per_round": 3}, 1, 3, 1, 1),
-    ({"algorithm": "fedbuff", "clients_per_round": 3}, 3, 3, 1, 1),
-    ({"algorithm": "fedbuff", "clients_per_round": 3, "buffer_size": 4}, 4, 3, 1, 1),
-])
+@pytest.mark.parametrize(
+    "settings,K,first,after_plain,after_aggregated",
+    [
+        ({"algorithm": "afl", "clients_per_round": 3}, 3, 3, 1, 1),
+        ({"algorithm": "afl", "clients_per_round": 3, "concurrency": 5}, 3, 5, 1, 1),
+        ({"algorithm": "sync", "clients_per_round": 3, "concurrency": 5}, 3, 3, 0, 3),
+        ({"algorithm": "fedasync", "clients_per_round": 3}, 1, 3, 1, 1),
+        ({"algorithm": "fedbuff", "clients_per_round": 3}, 3, 3, 1, 1),
+        ({"algorithm": "fedbuff", "clients_per_round": 3, "buffer_size": 4}, 4, 3, 1, 1),
+    ],
+)
 def test_round_shape_of_each_algorithm(settings, K, first, after_plain, after_aggregated):
     strategy = make_strategy(make_config(settings))
     assert strategy.arrivals_per_round == K

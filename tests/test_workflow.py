@@ -40,17 +40,30 @@ def test_lint_is_clean():
 
 
 def test_snakefmt_is_clean():
-    result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow"], cwd=REPO,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow"], cwd=REPO, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("edit,message", [
-    (lambda c: c["experiments"]["digits_cnn"].update(rounds_per_epoch=3), "'rounds_per_epoch' was unexpected"),
-    (lambda c: c.update(reference_J="five"), "'five' is not of type 'integer'"),
-    (lambda c: c["experiments"]["digits_cnn"]["train"].update(gama0=0.1), "unknown key 'gama0'"),
-    (lambda c: c["experiments"]["digits_cnn"]["train"].update(patience=1.5), "patience must be int"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda c: c["experiments"]["digits_cnn"].update(rounds_per_epoch=3), "'rounds_per_epoch' was unexpected"),
+        (lambda c: c.update(reference_J="five"), "'five' is not of type 'integer'"),
+        (lambda c: c["experiments"]["digits_cnn"]["train"].update(gama0=0.1), "unknown key 'gama0'"),
+        (lambda c: c["experiments"]["digits_cnn"]["train"].update(patience=1.5), "patience must be int"),
+        (lambda c: c["experiments"]["digits_cnn"].update(dataset="mnsit"), "digits_cnn.dataset: unknown name 'mnsit'"),
+        (
+            lambda c: c["experiments"]["digits_cnn"].update(participation=[2, 3]),
+            "participation [2, 3] lacks reference_J = 5",
+        ),
+        (
+            lambda c: c["experiments"]["digits_cnn"]["train"].update(seed=7),
+            "digits_cnn.train.seed is set by the workflow",
+        ),
+    ],
+)
 def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
     config = yaml.safe_load((REPO / "config/quick.yaml").read_text())
     edit(config)
@@ -66,8 +79,9 @@ def test_a_failed_rule_shows_its_log(tmp_path):
     config["experiments"] = {"offline": {**config["experiments"]["digits_cnn"], "dataset": "mnist"}}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    result = snakemake("resources/data/mnist/prepared.json", "--cores", "1", "--configfile", str(path),
-                       workdir=tmp_path, env=OFFLINE)
+    result = snakemake(
+        "resources/data/mnist/prepared.json", "--cores", "1", "--configfile", str(path), workdir=tmp_path, env=OFFLINE
+    )
     assert result.returncode != 0
     output = result.stdout + result.stderr
     assert "logs/prepare_data/mnist.log" in output

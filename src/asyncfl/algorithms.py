@@ -46,17 +46,18 @@ def linear_combination(terms: list[tuple[float, State]]) -> State:
     return result
 
 
-def staleness_aware_average(global_state: State, states: list[State], sizes: list[int], weights: list[float],
-                            mixing: float) -> tuple[State, list[float]]:
+def staleness_aware_average(
+    global_state: State, states: list[State], sizes: list[int], weights: list[float], mixing: float
+) -> tuple[State, list[float]]:
     """afl (and sync, with s ≡ 1, β = 1): θ ← (1−β)θ + β·Σ w_c θ_c / Σ w_c, w_c = n_c·s(τ_c).
 
     Returns the new state and each client's coefficient β·w_c/Σw.
     """
-    raw = [n * s for n, s in zip(sizes, weights)]
+    raw = [n * s for n, s in zip(sizes, weights, strict=True)]
     total = sum(raw)
     coefficients = [mixing * w / total for w in raw]
     terms = [(1.0 - mixing, global_state)] if mixing < 1 else []
-    return linear_combination(terms + list(zip(coefficients, states))), coefficients
+    return linear_combination(terms + list(zip(coefficients, states, strict=True))), coefficients
 
 
 def fedasync_update(global_state: State, state: State, alpha: float, weight: float) -> tuple[State, float]:
@@ -65,12 +66,13 @@ def fedasync_update(global_state: State, state: State, alpha: float, weight: flo
     return linear_combination([(1.0 - alpha_t, global_state), (alpha_t, state)]), alpha_t
 
 
-def fedbuff_update(global_state: State, states: list[State], starts: list[State], weights: list[float],
-                   server_lr: float) -> tuple[State, list[float]]:
+def fedbuff_update(
+    global_state: State, states: list[State], starts: list[State], weights: list[float], server_lr: float
+) -> tuple[State, list[float]]:
     """FedBuff: θ ← θ + η_g · Σ s(τ_c)·(θ_c − θ_start,c) / K."""
     coefficients = [server_lr * s / len(states) for s in weights]
     terms = [(1.0, global_state)]
-    for coefficient, state, start in zip(coefficients, states, starts):
+    for coefficient, state, start in zip(coefficients, states, starts, strict=True):
         terms += [(coefficient, state), (-coefficient, start)]
     return linear_combination(terms), coefficients
 

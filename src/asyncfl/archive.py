@@ -53,9 +53,11 @@ def provenance(runs: list[Path], command: str) -> dict:
         "git_dirty": bool(git("status", "--porcelain")),
         "packages": package_versions(),
         "python": platform.python_version(),
-        "hardware": {**machine(),
-                     "run_devices": sorted({s.get("device", "?") for s in summaries}),
-                     "run_hosts": sorted({s.get("hostname", "?") for s in summaries})},
+        "hardware": {
+            **machine(),
+            "run_devices": sorted({s.get("device", "?") for s in summaries}),
+            "run_hosts": sorted({s.get("hostname", "?") for s in summaries}),
+        },
         "runs": len(summaries),
         "started_at": min((s["started_at"] for s in summaries), default=None),
         "finished_at": max((s["finished_at"] for s in summaries), default=None),
@@ -83,8 +85,9 @@ def zenodo_metadata(settings: dict) -> dict:
     return metadata
 
 
-def archive_results(files: list[Path], configs: list[Path], base: Path, out: Path, settings: dict,
-                    command: str) -> Path:
+def archive_results(
+    files: list[Path], configs: list[Path], base: Path, out: Path, settings: dict, command: str
+) -> Path:
     """Everything `asyncfl archive` writes into `out`: results under their paths relative to `base`,
     config files under config/."""
     missing = [str(f) for f in [*files, *configs] if not Path(f).is_file()]
@@ -113,8 +116,11 @@ def fetch_record(record: str, out: Path) -> None:
     zenodo_get = shutil.which("zenodo_get")
     if zenodo_get is None:
         raise InputError("zenodo_get not found; pip install zenodo-get")
-    result = subprocess.run([zenodo_get, "--record", record, "--output-dir", str(out), "--md5", "--verbosity", "1"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [zenodo_get, "--record", record, "--output-dir", str(out), "--md5", "--verbosity", "1"],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()[-1]
         raise InputError(f"zenodo record {record} could not be fetched ({reason}); offline? run it on a login node")

@@ -60,8 +60,9 @@ def reference_round(model, start, images, labels, clients, epochs, batch_size, d
     for indices in clients:
         model.load_state_dict(start)
         model.train()
-        loader = DataLoader(TensorDataset(images[indices].cpu(), labels[indices].cpu()), batch_size=batch_size,
-                            shuffle=True)
+        loader = DataLoader(
+            TensorDataset(images[indices].cpu(), labels[indices].cpu()), batch_size=batch_size, shuffle=True
+        )
         for _ in range(epochs):
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
             for x, y in loader:
@@ -89,8 +90,9 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def timed(runs: dict[str, Callable[[], object]], device: torch.device,
-          repeats: int) -> tuple[dict[str, list[float]], dict[str, float]]:
+def timed(
+    runs: dict[str, Callable[[], object]], device: torch.device, repeats: int
+) -> tuple[dict[str, list[float]], dict[str, float]]:
     """Seconds of each run and its peak memory in MiB. Repeats are interleaved (A B C A B C …) after
     one warm-up of each, so that a machine whose speed drifts (shared or throttled CPUs) biases none."""
     for run in runs.values():
@@ -138,8 +140,9 @@ def flops_per_sample(model, shape, device) -> float:
 def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
     torch.manual_seed(0)
     channels, height, width = case.shape
-    info = DatasetInfo(case.name, tuple(map(str, range(10))), channels, (height, width), (0.0,) * channels,
-                       (1.0,) * channels, 255.0)
+    info = DatasetInfo(
+        case.name, tuple(map(str, range(10))), channels, (height, width), (0.0,) * channels, (1.0,) * channels, 255.0
+    )
     model = build_model(case.model, info).to(device)
     start = {k: v.detach().clone() for k, v in model.state_dict().items()}
     n = case.per_round * case.samples  # only the clients of one round need data
@@ -152,30 +155,47 @@ def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
     trainers = {
         "plain": PlainTrainer(model, images, labels, case.batch_size, "adam", 10),
         "vectorised": VectorisedTrainer(model, images, labels, case.batch_size, "adam", 10),
-        f"{fast_trainer} {fast.precision}{' nhwc' if fast.channels_last else ''}":
-            trainer_class(fast_trainer, device)(copy.deepcopy(model), images, labels, case.batch_size, "adam", 10,
-                                                fast),
+        f"{fast_trainer} {fast.precision}{' nhwc' if fast.channels_last else ''}": trainer_class(fast_trainer, device)(
+            copy.deepcopy(model), images, labels, case.batch_size, "adam", 10, fast
+        ),
     }
 
     def with_numerics(numerics: Numerics, train: Callable[[], object]) -> Callable[[], object]:
         return lambda: (numerics.apply_globally(), train())
 
-    runs = {"reference loop": with_numerics(Numerics(), lambda: reference_round(
-        model, start, images, labels, clients, case.epochs, case.batch_size, device))}
-    runs.update({name: with_numerics(trainer.numerics, lambda trainer=trainer: trainer.train(tasks))
-                 for name, trainer in trainers.items()})
+    runs = {
+        "reference loop": with_numerics(
+            Numerics(),
+            lambda: reference_round(model, start, images, labels, clients, case.epochs, case.batch_size, device),
+        )
+    }
+    runs.update(
+        {
+            name: with_numerics(trainer.numerics, lambda trainer=trainer: trainer.train(tasks))
+            for name, trainer in trainers.items()
+        }
+    )
     all_seconds, peaks = timed(runs, device, repeats)
     seconds = {name: float(np.median(values)) for name, values in all_seconds.items()}
     Numerics().apply_globally()
-    return [{
-        "case": case.name, "trainer": name, "device": str(device), "clients": case.clients,
-        "clients_per_round": case.per_round, "samples_per_client": case.samples, "batch_size": case.batch_size,
-        "local_epochs": case.epochs, "seconds_per_round": round(value, 4),
-        "samples_per_second": round(n * case.epochs / value, 1),
-        "speedup": round(seconds["reference loop"] / value, 2),
-        "peak_memory_mib": round(peaks[name], 1),  # CUDA: of this trainer; CPU: of the process so far
-        "tflops": round(flops / value / 1e12, 4),
-    } for name, value in seconds.items()]
+    return [
+        {
+            "case": case.name,
+            "trainer": name,
+            "device": str(device),
+            "clients": case.clients,
+            "clients_per_round": case.per_round,
+            "samples_per_client": case.samples,
+            "batch_size": case.batch_size,
+            "local_epochs": case.epochs,
+            "seconds_per_round": round(value, 4),
+            "samples_per_second": round(n * case.epochs / value, 1),
+            "speedup": round(seconds["reference loop"] / value, 2),
+            "peak_memory_mib": round(peaks[name], 1),  # CUDA: of this trainer; CPU: of the process so far
+            "tflops": round(flops / value / 1e12, 4),
+        }
+        for name, value in seconds.items()
+    ]
 
 
 class NullTrainer:
@@ -195,17 +215,31 @@ def engine_overhead(clients: int, per_round: int, rounds: int, out: Path) -> dic
     labels = torch.arange(n) % 10
     dataset = Dataset(images, labels, images[:10], labels[:10], info)
     partition = Partition(np.arange(n, dtype=np.int64), np.arange(0, n + 1, 2, dtype=np.int64), "engine")
-    config = make_config({"algorithm": "afl", "clients_per_round": per_round, "rounds": rounds, "local_epochs": 1,
-                          "eval_every": rounds, "checkpoint_every": rounds, "device": "cpu"})
+    config = make_config(
+        {
+            "algorithm": "afl",
+            "clients_per_round": per_round,
+            "rounds": rounds,
+            "local_epochs": 1,
+            "eval_every": rounds,
+            "checkpoint_every": rounds,
+            "device": "cpu",
+        }
+    )
     simulation = Simulation(config, dataset, partition, out, trainer=NullTrainer())
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
         simulation.run()
     seconds = time.perf_counter() - start
     arrivals = rounds * per_round
-    return {"clients": clients, "clients_per_round": per_round, "rounds": rounds, "seconds": round(seconds, 3),
-            "arrivals_per_second": round(arrivals / seconds, 1),
-            "seconds_per_round": round(seconds / rounds, 5)}
+    return {
+        "clients": clients,
+        "clients_per_round": per_round,
+        "rounds": rounds,
+        "seconds": round(seconds, 3),
+        "arrivals_per_second": round(arrivals / seconds, 1),
+        "seconds_per_round": round(seconds / rounds, 5),
+    }
 
 
 def format_table(rows: list[dict]) -> str:
@@ -230,8 +264,16 @@ def run_bench(device_name: str, quick: bool, report: Callable[[str], None] = pri
         engine = engine_overhead(1000 if quick else 10_000, 100, 5 if quick else 20, Path(scratch))
     fastest_cnn_round = min(r["seconds_per_round"] for r in rows if r["case"] == "cnn-28x28")
     engine["share_of_cnn_round"] = round(engine["seconds_per_round"] / fastest_cnn_round, 4)
-    report(f"engine: {engine['arrivals_per_second']} arrivals/s with {engine['clients']} clients and J = "
-           f"{engine['clients_per_round']} ({engine['seconds_per_round']} s per round, "
-           f"{engine['share_of_cnn_round']:.1%} of the fastest cnn-28x28 round above)")
-    return {"device": str(device), "torch": torch.__version__, "quick": quick, "matmul_fp32_tflops": round(peak, 4),
-            "trainers": rows, "engine": engine}
+    report(
+        f"engine: {engine['arrivals_per_second']} arrivals/s with {engine['clients']} clients and J = "
+        f"{engine['clients_per_round']} ({engine['seconds_per_round']} s per round, "
+        f"{engine['share_of_cnn_round']:.1%} of the fastest cnn-28x28 round above)"
+    )
+    return {
+        "device": str(device),
+        "torch": torch.__version__,
+        "quick": quick,
+        "matmul_fp32_tflops": round(peak, 4),
+        "trainers": rows,
+        "engine": engine,
+    }

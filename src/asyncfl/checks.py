@@ -20,8 +20,14 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
     """Raise InputError for the first setting that cannot work with this data on this device."""
     if partition.dataset != dataset.info.name or partition.offsets[-1] != len(dataset.train_labels):
         raise InputError(
-            f"the partition was made for {partition.dataset} ({partition.offsets[-1]} samples), "
+            f"{partition.source} was made for {partition.dataset} ({partition.offsets[-1]} samples), "
             f"not {dataset.info.name} ({len(dataset.train_labels)}); make one with asyncfl partition"
+        )
+    n = len(dataset.train_labels)
+    if len(partition.indices) and (partition.indices.min() < 0 or partition.indices.max() >= n):
+        raise InputError(
+            f"{partition.source} has sample indices outside {dataset.info.name}'s {n} training samples; "
+            "make it again with asyncfl partition"
         )
     clients = partition.num_clients
     if not config.replacement and config.clients_per_round > clients:

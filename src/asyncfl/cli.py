@@ -1,6 +1,7 @@
 """The `asyncfl` command: every pipeline step runs by hand with the same result as under Snakemake."""
 
 import argparse
+import errno
 import json
 import sys
 from collections.abc import Sequence
@@ -34,6 +35,21 @@ def json_mapping(text: str) -> dict:
     return value
 
 
+def at_least(minimum: int):
+    """argparse type: an integer ≥ `minimum`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer ≥ {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
 def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", required=True, choices=DATASETS)
     parser.add_argument("--root", type=Path, help="dataset folder (default: resources/data/DATASET)")
@@ -46,20 +62,38 @@ def cmd_data(args: argparse.Namespace) -> None:
 
 def cmd_partition(args: argparse.Namespace) -> None:
     """Dirichlet-partition a training set; write FILE.npz and FILE.json; print per-client stats."""
-    print("\n".join(make_partition(args.dataset, args.root, args.clients, args.alpha, args.seed, args.min_size,
-                                    args.out)))
+    print(
+        "\n".join(make_partition(args.dataset, args.root, args.clients, args.alpha, args.seed, args.min_size, args.out))
+    )
 
 
 def cmd_train(args: argparse.Namespace) -> None:
     """Run one federated training (or resume it from its checkpoint) and write its outputs."""
     from asyncfl.runs import train_run
 
-    overrides = {"algorithm": args.algorithm, "model": args.model, "clients_per_round": args.clients_per_round,
-                 "rounds": args.rounds, "local_epochs": args.local_epochs, "seed": args.seed}
+    overrides = {
+        "algorithm": args.algorithm,
+        "model": args.model,
+        "clients_per_round": args.clients_per_round,
+        "rounds": args.rounds,
+        "local_epochs": args.local_epochs,
+        "seed": args.seed,
+    }
     config = load_config(args.config, args.settings, overrides)
-    summary = train_run(config, args.dataset, args.root, args.partition, args.out, args.threads)
-    print(f"{config.algorithm}: {summary['rounds_completed']} rounds ({summary['stop_reason']}), "
-          f"virtual time {summary['virtual_time']:.1f} s, wall {summary['wall_seconds']:.1f} s → {args.out}")
+    outcome = train_run(config, args.dataset, args.root, args.partition, args.out, args.threads, args.force)
+    summary = outcome.summary
+    if outcome.moved_to:
+        print(f"--force: the old outputs of {args.out} are in {outcome.moved_to}")
+    if outcome.already_finished:
+        print(
+            f"{args.out}: this run already finished ({summary['rounds_completed']} rounds) and its outputs match "
+            "its run.json; nothing to do (--force trains it again)"
+        )
+        return
+    print(
+        f"{config.algorithm}: {summary['rounds_completed']} rounds ({summary['stop_reason']}), "
+        f"virtual time {summary['virtual_time']:.1f} s, wall {summary['wall_seconds']:.1f} s → {args.out}"
+    )
 
 
 def cmd_figures(args: argparse.Namespace) -> None:
@@ -95,53 +129,75 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asyncfl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    data = commands.add_parser("data", help="prepare a dataset: download when needed, verify",
-                               epilog=DATA_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    data = commands.add_parser(
+        "data",
+        help="prepare a dataset: download when needed, verify",
+        epilog=DATA_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_dataset_arguments(data)
     data.add_argument("--summary", type=Path, help="also write the summary as JSON (the pipeline's marker)")
     data.set_defaults(run=cmd_data)
 
     part = commands.add_parser("partition", help="Dirichlet label-skew partition into clients")
     add_dataset_arguments(part)
-    part.add_argument("--clients", type=int, required=True, help="number of clients C")
+    part.add_argument("--clients", type=at_least(1), required=True, help="number of clients C")
     part.add_argument("--alpha", type=float, required=True, help="Dirichlet concentration (smaller: more skew)")
-    part.add_argument("--seed", type=int, required=True)
-    part.add_argument("--min-size", type=int, default=1, help="fewest samples a client may get (default 1)")
+    part.add_argument("--seed", type=at_least(0), required=True)
+    part.add_argument("--min-size", type=at_least(0), default=1, help="fewest samples a client may get (default 1)")
     part.add_argument("--out", type=Path, required=True, help="FILE.npz (stats go to FILE.json)")
     part.set_defaults(run=cmd_partition)
 
-    train = commands.add_parser("train", help="federated training on a virtual clock (resumes from a checkpoint)",
-                                description="Options not given here come from --config, else the paper's defaults.")
+    train = commands.add_parser(
+        "train",
+        help="federated training on a virtual clock (resumes from a checkpoint)",
+        description="Options not given here come from --config, else the paper's defaults.",
+    )
     add_dataset_arguments(train)
     train.add_argument("--partition", type=Path, required=True, help="FILE.npz from asyncfl partition")
     train.add_argument("--algorithm", choices=ALGORITHMS)
     train.add_argument("--model", choices=MODELS)
-    train.add_argument("--clients-per-round", type=int, metavar="J")
-    train.add_argument("--rounds", type=int, metavar="R")
-    train.add_argument("--local-epochs", type=int, metavar="I")
-    train.add_argument("--seed", type=int)
+    train.add_argument("--clients-per-round", type=at_least(1), metavar="J")
+    train.add_argument("--rounds", type=at_least(1), metavar="R")
+    train.add_argument("--local-epochs", type=at_least(1), metavar="I")
+    train.add_argument("--seed", type=at_least(0))
     train.add_argument("--config", type=Path, help="YAML file with any other settings (see src/asyncfl/config.py)")
-    train.add_argument("--settings", type=json_mapping, default={},
-                       help="JSON object of settings, over --config and under the options above")
-    train.add_argument("--out", type=Path, required=True, help="run folder: metrics.csv, events.csv, model.pt, run.json")
-    train.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
+    train.add_argument(
+        "--settings",
+        type=json_mapping,
+        default={},
+        help="JSON object of settings, over --config and under the options above",
+    )
+    train.add_argument(
+        "--out", type=Path, required=True, help="run folder: metrics.csv, events.csv, model.pt, run.json"
+    )
+    train.add_argument("--threads", type=at_least(1), help="CPU threads for torch (default: torch's choice)")
+    train.add_argument(
+        "--force", action="store_true", help="train again where --out holds a finished run (moved to replaced/)"
+    )
     train.set_defaults(run=cmd_train)
 
     figures = commands.add_parser("figures", help="draw an experiment's figures (PNG and PDF) from its CSVs")
     figures.add_argument("--runs", type=Path, required=True, help="folder with ALGORITHM/JN/seedS/ runs")
     figures.add_argument("--partition-stats", type=Path, required=True, help="FILE.json of a partition")
-    figures.add_argument("--reference-j", type=int, default=5, help="J of the single-J figures (default 5)")
+    figures.add_argument("--reference-j", type=at_least(1), default=5, help="J of the single-J figures (default 5)")
     figures.add_argument("--title", default="", help="experiment name shown in every title")
     figures.add_argument("--out", type=Path, required=True)
     figures.set_defaults(run=cmd_figures)
 
     archive = commands.add_parser("archive", help="tarball, SHA256SUMS, provenance.json and .zenodo.json")
     archive.add_argument("--files", type=Path, nargs="+", required=True, help="files to pack")
-    archive.add_argument("--config", type=Path, nargs="+", required=True,
-                         help="workflow config files: packed too, their `archive` section gives the metadata")
+    archive.add_argument(
+        "--config",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="workflow config files: packed too, their `archive` section gives the metadata",
+    )
     archive.add_argument("--base", type=Path, default=Path("."), help="member names are relative to this")
-    archive.add_argument("--command", dest="command_line", default="",
-                         help="the command line that produced the results")
+    archive.add_argument(
+        "--command", dest="command_line", default="", help="the command line that produced the results"
+    )
     archive.add_argument("--out", type=Path, required=True)
     archive.set_defaults(run=cmd_archive)
 
@@ -165,4 +221,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as error:
         print(f"asyncfl {args.command}: error: {error}", file=sys.stderr)
         return 1
+    except OSError as error:  # the disk, not the code: full, read-only, a file where a folder goes
+        print(f"asyncfl {args.command}: error: {os_error_line(error)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def os_error_line(error: OSError) -> str:
+    """An operating-system error as one line: the file, what went wrong, what to do."""
+    where = f"{error.filename}: " if error.filename else ""
+    fixes = {
+        errno.ENOSPC: "free some space and run the same command again (a training run resumes from its checkpoint)",
+        errno.EDQUOT: "free some quota and run the same command again",
+        errno.EACCES: "choose a path you can write to",
+        errno.EROFS: "choose a path on a writable filesystem",
+        errno.ENOTDIR: "a file stands where a folder must go; choose another path",
+        errno.EEXIST: "a file stands where a folder must go; choose another path",
+    }
+    fix = fixes.get(error.errno, "check the path and run the same command again")
+    return f"{where}{error.strerror or error}; {fix}"

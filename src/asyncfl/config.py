@@ -81,11 +81,48 @@ CHOICES = {
     "trainer": TRAINERS,
     "precision": PRECISIONS,
 }
-POSITIVE = ("clients_per_round", "rounds", "local_epochs", "batch_size", "gamma0", "server_lr", "eval_every",
-            "checkpoint_every", "patience", "concurrency", "buffer_size", "max_virtual_time")
-NON_NEGATIVE = ("alpha_lr", "staleness_a", "staleness_b", "kappa", "speed_sigma", "latency_median", "latency_sigma",
-                "seconds_per_sample", "jitter_sigma")
+POSITIVE = (
+    "clients_per_round",
+    "rounds",
+    "local_epochs",
+    "batch_size",
+    "gamma0",
+    "server_lr",
+    "eval_every",
+    "checkpoint_every",
+    "patience",
+    "concurrency",
+    "buffer_size",
+    "max_virtual_time",
+)
+NON_NEGATIVE = (
+    "alpha_lr",
+    "staleness_a",
+    "staleness_b",
+    "kappa",
+    "speed_sigma",
+    "latency_median",
+    "latency_sigma",
+    "seconds_per_sample",
+    "jitter_sigma",
+)
 UNIT_INTERVAL = ("mixing", "fedasync_alpha")  # (0, 1]
+# Upper bounds far beyond any real experiment: past them a run would exhaust memory, overflow its
+# virtual clock to inf, or never end, instead of failing here with the key named.
+AT_MOST = {
+    "local_epochs": 100_000,
+    "rounds": 100_000_000,
+    "batch_size": 1 << 24,
+    "clients_per_round": 1 << 24,
+    "concurrency": 1 << 24,
+    "buffer_size": 1 << 24,
+    "patience": 100_000,
+    "seconds_per_sample": 1e6,
+    "latency_median": 1e9,
+    "speed_sigma": 10.0,
+    "latency_sigma": 10.0,
+    "jitter_sigma": 10.0,
+}
 
 
 def accepted_types() -> dict[str, set[type]]:
@@ -120,6 +157,12 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
             raise InputError(f"{source}: {key} must be a finite number {rule}, got {value!r}")
         if key in UNIT_INTERVAL and value > 1:
             raise InputError(f"{source}: {key} must be in (0, 1], got {value!r}")
+    for key, most in AT_MOST.items():
+        value = getattr(config, key)
+        if value is not None and value > most:
+            raise InputError(f"{source}: {key} must be ≤ {most:g}, got {value!r}")
+    if config.seed < 0:
+        raise InputError(f"{source}: seed must be an integer ≥ 0, got {config.seed}")
     if config.seconds_per_sample == 0 and config.latency_median == 0:
         raise InputError(f"{source}: seconds_per_sample and latency_median are both 0, so clients would take no time")
     return config

@@ -9,9 +9,11 @@ import gzip
 import hashlib
 import sys
 import tempfile
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NoReturn
 from pathlib import Path
+from typing import NoReturn
 from urllib.error import URLError
 
 import numpy as np
@@ -144,7 +146,9 @@ def load_idx(name: str, root: Path, download: bool) -> Dataset:
     files = {filename: read_idx_file(cls, root, filename, md5) for filename, md5 in cls.resources}
     if None in files.values() and download:
         names = ", ".join(filename for filename, _ in cls.resources)
-        run_download(name, f"{names} into {root / cls.__name__ / 'raw'}", lambda: cls(str(root), train=True, download=True))
+        run_download(
+            name, f"{names} into {root / cls.__name__ / 'raw'}", lambda: cls(str(root), train=True, download=True)
+        )
         files = {filename: read_idx_file(cls, root, filename, md5) for filename, md5 in cls.resources}
     missing = [filename for filename, content in files.items() if content is None]
     if missing:
@@ -163,7 +167,11 @@ def load_idx(name: str, root: Path, download: bool) -> Dataset:
     mean, std = NORMALISATION[name]
     info = DatasetInfo(name, tuple(train.classes), 1, tuple(train.data.shape[1:]), mean, std, 255.0)
     return Dataset(
-        train.data.unsqueeze(1).contiguous(), train.targets.long(), test.data.unsqueeze(1).contiguous(), test.targets.long(), info
+        train.data.unsqueeze(1).contiguous(),
+        train.targets.long(),
+        test.data.unsqueeze(1).contiguous(),
+        test.targets.long(),
+        info,
     )
 
 
@@ -185,7 +193,7 @@ def read_idx_file(cls: type, root: Path, filename: str, archive_md5: str) -> byt
             return gzip.decompress(content)
         try:
             content = gzip.decompress(content)
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):  # zlib reports flipped bytes inside the stream
             raise_corrupt(path)
     if hashlib.md5(content).hexdigest() != IDX_CONTENT_MD5[cls.__name__][name]:
         raise_corrupt(path)
@@ -215,7 +223,11 @@ def load_cifar10(root: Path, download: bool) -> Dataset:
     mean, std = NORMALISATION["cifar10"]
     info = DatasetInfo("cifar10", tuple(train.classes), 3, (32, 32), mean, std, 255.0)
     return Dataset(
-        channels_first(train.data), torch.tensor(train.targets), channels_first(test.data), torch.tensor(test.targets), info
+        channels_first(train.data),
+        torch.tensor(train.targets),
+        channels_first(test.data),
+        torch.tensor(test.targets),
+        info,
     )
 
 
@@ -257,9 +269,18 @@ def prepare_dataset(name: str, root: Path | None, summary: Path | None = None) -
     info = dataset.info
     train_per_class = np.bincount(dataset.train_labels.numpy(), minlength=info.num_classes)
     if summary:
-        write_json(summary, {"dataset": info.name, "root": str(root), "train": len(dataset.train_labels),
-                             "test": len(dataset.test_labels), "classes": list(info.classes),
-                             "train_per_class": train_per_class.tolist(), "checksums_verified": True})
+        write_json(
+            summary,
+            {
+                "dataset": info.name,
+                "root": str(root),
+                "train": len(dataset.train_labels),
+                "test": len(dataset.test_labels),
+                "classes": list(info.classes),
+                "train_per_class": train_per_class.tolist(),
+                "checksums_verified": True,
+            },
+        )
     return [
         f"{info.name}: ready in {root if info.name != 'digits' else 'scikit-learn'} (checksums verified)",
         f"  train {len(dataset.train_labels)}  test {len(dataset.test_labels)}  "

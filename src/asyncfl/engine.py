@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from asyncfl.algorithms import delay_aware_lr, staleness_weight, update_norm
+from asyncfl.algorithms import State, delay_aware_lr, staleness_weight, update_norm
 from asyncfl.checks import check_run
 from asyncfl.clock import run_virtual, sleep_until
-from asyncfl.config import TrainConfig, config_dict
+from asyncfl.config import TrainConfig
 from asyncfl.data import Dataset, normalize
 from asyncfl.delays import ClientSystem
 from asyncfl.errors import InputError
@@ -35,13 +35,21 @@ from asyncfl.metrics import Aggregation, RunLogs
 from asyncfl.models import build_model
 from asyncfl.partition import Partition
 from asyncfl.provenance import run_environment
-from asyncfl.run_state import Job, RunState, load_checkpoint, save_checkpoint, utc_now
+from asyncfl.run_state import (
+    CHECKPOINT,
+    OUTPUTS,
+    Job,
+    RunState,
+    load_checkpoint,
+    run_identity,
+    save_checkpoint,
+    utc_now,
+)
 from asyncfl.runtime import choose_device, make_deterministic, numerics_for, trainer_class
 from asyncfl.strategies import Update, make_strategy
 from asyncfl.training import LocalResult, LocalTask, Trainer
 
 SHUFFLE_STREAM = 3  # the seed's random streams per (client, dispatch) that shuffle local epochs
-OUTPUTS = ("model.pt", "metrics.csv", "events.csv")  # byte-identical for equal runs; hashed in run.json
 
 
 class TrainingDiverged(InputError):
@@ -64,29 +72,48 @@ class RunContext:
     system: ClientSystem
 
 
-def prepare_run(config: TrainConfig, dataset: Dataset, partition: Partition, partition_sha256: str,
-                trainer: Trainer | None) -> RunContext:
+def prepare_run(
+    config: TrainConfig, dataset: Dataset, partition: Partition, partition_sha256: str, trainer: Trainer | None
+) -> RunContext:
     """Check the run, set the process up (device, determinism, numerics) and put the data on the device."""
     device = choose_device(config.device)
     check_run(config, dataset, partition, device)
-    identity = {"config": config_dict(config), "dataset": dataset.info.name, "partition_sha256": partition_sha256}
+    identity = run_identity(config, dataset.info.name, partition_sha256)
     make_deterministic(config.seed)
     model = build_model(config.model, dataset.info).to(device)
     images = normalize(dataset.train_images.to(device), dataset.info)
     test_images = normalize(dataset.test_images.to(device), dataset.info)
     numerics = numerics_for(config)
     trainer = trainer or trainer_class(config.trainer, device)(
-        model, images, dataset.train_labels.to(device), config.batch_size, config.optimizer, config.patience, numerics)
+        model, images, dataset.train_labels.to(device), config.batch_size, config.optimizer, config.patience, numerics
+    )
     indices = [torch.from_numpy(partition.client_indices(c)).to(device) for c in range(partition.num_clients)]
-    return RunContext(config, identity, device, model, test_images, dataset.test_labels.to(device), trainer,
-                      partition.sizes, indices, ClientSystem.draw(config, partition.num_clients))
+    return RunContext(
+        config,
+        identity,
+        device,
+        model,
+        test_images,
+        dataset.test_labels.to(device),
+        trainer,
+        partition.sizes,
+        indices,
+        ClientSystem.draw(config, partition.num_clients),
+    )
 
 
 class Simulation:
     """The event loop of one run: dispatch, serve, aggregate, over a `RunContext` and a `RunState`."""
 
-    def __init__(self, config: TrainConfig, dataset: Dataset, partition: Partition, out: Path,
-                 partition_sha256: str = "", trainer: Trainer | None = None):
+    def __init__(
+        self,
+        config: TrainConfig,
+        dataset: Dataset,
+        partition: Partition,
+        out: Path,
+        partition_sha256: str = "",
+        trainer: Trainer | None = None,
+    ):
         self.context = prepare_run(config, dataset, partition, partition_sha256, trainer)
         self.config, self.sizes, self.out, self.strategy = config, partition.sizes, Path(out), make_strategy(config)
         model_state = {k: v.detach().clone() for k, v in self.context.model.state_dict().items()}
@@ -107,16 +134,9 @@ class Simulation:
         return self.state.rng.choice(np.flatnonzero(self.in_flight == 0), size=count, replace=False)
 
     def dispatch(self, client: int) -> None:
-        config, state = self.config, self.state
-        index = int(state.dispatch_counts[client])
-        state.dispatch_counts[client] += 1
-        duration = self.context.system.duration(config, client, int(self.sizes[client]), index)
-        delay = self.context.system.delay(config, client, duration)
-        clocks = [state.version] * config.local_epochs if config.lr_time == "round" else range(config.local_epochs)
-        lrs = tuple(delay_aware_lr(config.gamma0, t, config.alpha_lr, delay) for t in clocks)
-        job = Job(client, index, state.version, state.now, state.now + duration, lrs)
-        state.starts.setdefault(state.version, state.global_state)
-        state.outstanding[job.key] = job
+        job = next_job(self.config, self.context.system, self.state, client, int(self.sizes[client]))
+        self.state.starts.setdefault(job.version, self.state.global_state)
+        self.state.outstanding[job.key] = job
         self.spawn(job)
 
     def spawn(self, job: Job) -> None:
@@ -135,9 +155,8 @@ class Simulation:
         results = self.state.results
         if job.key not in results:
             pending = [j for j in [job, *self.state.outstanding.values()] if j.key not in results]
-            tasks = [LocalTask(self.state.starts[j.version], self.context.client_indices[j.client], j.lrs,
-                               (self.config.seed, SHUFFLE_STREAM, j.client, j.dispatch_index)) for j in pending]
-            results.update(zip((j.key for j in pending), self.context.trainer.train(tasks)))
+            tasks = [local_task(j, self.state.starts[j.version], self.context, self.config.seed) for j in pending]
+            results.update(zip((j.key for j in pending), self.context.trainer.train(tasks), strict=True))
         return results.pop(job.key)
 
     # ---- the server -----------------------------------------------------------------------------
@@ -155,10 +174,7 @@ class Simulation:
                 del state.outstanding[job.key]
                 self.in_flight[job.client] -= 1
                 result = self.result(job)
-                if not math.isfinite(result.train_loss):
-                    raise TrainingDiverged(
-                        f"round {state.version + 1}, client {job.client}: training loss is {result.train_loss}; "
-                        f"rows up to round {state.version} are kept in {self.out}; lower gamma0 or check the data")
+                check_finite(result, job, state.version, self.out)
                 self.buffer.append((job, result))
                 aggregated = len(self.buffer) == self.strategy.arrivals_per_round
                 if aggregated and self.aggregate(logs):
@@ -168,7 +184,7 @@ class Simulation:
                     self.dispatch(int(client))
                 if aggregated and state.version % self.config.checkpoint_every == 0:
                     snapshot = dataclasses.replace(state, wall_seconds=self.elapsed())
-                    save_checkpoint(self.out / "checkpoint.pt", self.context.identity, snapshot, logs.texts())
+                    save_checkpoint(self.out / CHECKPOINT, self.context.identity, snapshot, logs.texts())
         finally:
             for task in self.clients:
                 task.cancel()
@@ -179,39 +195,22 @@ class Simulation:
         config, state = self.config, self.state
         jobs, results = [job for job, _ in self.buffer], [result for _, result in self.buffer]
         sizes = [int(self.sizes[j.client]) for j in jobs]
-        taus = [state.version - j.version for j in jobs]
-        updates = [Update(r.state, state.starts[j.version], n,
-                          staleness_weight(config.staleness, tau, config.staleness_a, config.staleness_b))
-                   for j, r, n, tau in zip(jobs, results, sizes, taus)]
         old = state.global_state
-        new, coefficients = self.strategy.aggregate(old, updates)
+        new, coefficients = self.strategy.aggregate(old, server_updates(config, state, jobs, results, sizes))
         norm = update_norm(new, old)
+        record = Aggregation.of(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
         state.global_state, state.version = new, state.version + 1
         self.buffer.clear()
         live = {j.version for j in state.outstanding.values()}
         state.starts = {v: start for v, start in state.starts.items() if v in live}
-        self.stop_reason = self.stop_condition(norm)
-        test_loss = test_accuracy = None
+        self.stop_reason = stop_condition(config, state.version, state.now, norm)
         if state.version % config.eval_every == 0 or self.stop_reason:
             context = self.context
-            test_loss, test_accuracy = evaluate(context.model, new, context.test_images, context.test_labels)
-        logs.record(Aggregation(
-            state.version, state.now, [j.client for j in jobs], [j.version for j in jobs],
-            [j.dispatch_time for j in jobs], [j.arrival_time for j in jobs], taus, [j.lrs[0] for j in jobs], sizes,
-            [r.train_loss for r in results], [r.epochs_run for r in results], coefficients, norm, test_loss,
-            test_accuracy), self.elapsed())
+            record.test_loss, record.test_accuracy = evaluate(
+                context.model, new, context.test_images, context.test_labels
+            )
+        logs.record(record, self.elapsed())
         return bool(self.stop_reason)
-
-    def stop_condition(self, norm: float) -> str:
-        """Why the run ends after this aggregation ("" while it goes on)."""
-        config = self.config
-        if self.state.version >= config.rounds:
-            return "rounds"
-        if config.kappa > 0 and norm <= config.kappa:
-            return "kappa"
-        if config.max_virtual_time is not None and self.state.now >= config.max_virtual_time:
-            return "max_virtual_time"
-        return ""
 
     def elapsed(self) -> float:
         """Wall-clock seconds of the whole run so far, resumes included."""
@@ -220,7 +219,7 @@ class Simulation:
     def run(self) -> dict:
         """Run (or resume) to the end; write model.pt and run.json; return run.json's content."""
         self.out.mkdir(parents=True, exist_ok=True)
-        resumed = load_checkpoint(self.out / "checkpoint.pt", self.context.identity, self.context.device)
+        resumed = load_checkpoint(self.out / CHECKPOINT, self.context.identity, self.context.device)
         if resumed:
             self.state = resumed[0]
             print(f"resuming {self.out} from its checkpoint at round {self.state.version}", flush=True)
@@ -230,14 +229,72 @@ class Simulation:
             run_virtual(self.serve(logs), start=self.state.now)
         finally:
             logs.close()
-        save_torch(self.out / "model.pt", self.state.global_state)
-        state = self.state
-        summary = {
-            **self.context.identity, **run_environment(self.context.device), "rounds_completed": state.version,
-            "stop_reason": self.stop_reason, "virtual_time": state.now, "wall_seconds": self.elapsed(),
-            "started_at": state.started_at, "finished_at": utc_now(),
-            "sha256": {name: sha256(self.out / name) for name in OUTPUTS},
-        }
-        write_json(self.out / "run.json", summary)
-        (self.out / "checkpoint.pt").unlink(missing_ok=True)
-        return summary
+        return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed())
+
+
+def next_job(config: TrainConfig, system: ClientSystem, state: RunState, client: int, size: int) -> Job:
+    """The client's next dispatch, now, from the current version: its arrival time and learning rates."""
+    index = int(state.dispatch_counts[client])
+    state.dispatch_counts[client] += 1
+    duration = system.duration(config, client, size, index)
+    delay = system.delay(config, client, duration)
+    clocks = [state.version] * config.local_epochs if config.lr_time == "round" else range(config.local_epochs)
+    lrs = tuple(delay_aware_lr(config.gamma0, t, config.alpha_lr, delay) for t in clocks)
+    return Job(client, index, state.version, state.now, state.now + duration, lrs)
+
+
+def check_finite(result: LocalResult, job: Job, version: int, out: Path) -> None:
+    if not math.isfinite(result.train_loss):
+        raise TrainingDiverged(
+            f"round {version + 1}, client {job.client}: training loss is {result.train_loss}; "
+            f"rows up to round {version} are kept in {out}; lower gamma0 or check the data"
+        )
+
+
+def server_updates(
+    config: TrainConfig, state: RunState, jobs: list[Job], results: list[LocalResult], sizes: list[int]
+) -> list[Update]:
+    """The arrived updates as the strategy combines them, each with its staleness weight s(τ)."""
+    weights = [
+        staleness_weight(config.staleness, state.version - j.version, config.staleness_a, config.staleness_b)
+        for j in jobs
+    ]
+    starts = [state.starts[j.version] for j in jobs]
+    return [Update(*u) for u in zip([r.state for r in results], starts, sizes, weights, strict=True)]
+
+
+def local_task(job: Job, start: State, context: RunContext, seed: int) -> LocalTask:
+    """What the trainer needs of a job: the model it starts from, its samples, rates and shuffle stream."""
+    return LocalTask(
+        start, context.client_indices[job.client], job.lrs, (seed, SHUFFLE_STREAM, job.client, job.dispatch_index)
+    )
+
+
+def stop_condition(config: TrainConfig, version: int, now: float, norm: float) -> str:
+    """Why the run ends after the aggregation that made `version` ("" while it goes on)."""
+    if version >= config.rounds:
+        return "rounds"
+    if config.kappa > 0 and norm <= config.kappa:
+        return "kappa"
+    if config.max_virtual_time is not None and now >= config.max_virtual_time:
+        return "max_virtual_time"
+    return ""
+
+
+def write_outputs(out: Path, context: RunContext, state: RunState, stop_reason: str, wall_seconds: float) -> dict:
+    """The finished run's model.pt and run.json (hashes of the outputs last); the checkpoint goes."""
+    save_torch(out / "model.pt", state.global_state)
+    summary = {
+        **context.identity,
+        **run_environment(context.device),
+        "rounds_completed": state.version,
+        "stop_reason": stop_reason,
+        "virtual_time": state.now,
+        "wall_seconds": wall_seconds,
+        "started_at": state.started_at,
+        "finished_at": utc_now(),
+        "sha256": {name: sha256(out / name) for name in OUTPUTS},
+    }
+    write_json(out / "run.json", summary)
+    (out / CHECKPOINT).unlink(missing_ok=True)
+    return summary

@@ -23,9 +23,9 @@ from asyncfl.errors import InputError  # noqa: E402
 from asyncfl.layout import RUN_DIR, figure_titles  # noqa: E402
 from asyncfl.names import ALGORITHMS  # noqa: E402
 
-ALGORITHM_COLOURS = dict(zip(ALGORITHMS, sns.color_palette("colorblind", len(ALGORITHMS))))
+ALGORITHM_COLOURS = dict(zip(ALGORITHMS, sns.color_palette("colorblind", len(ALGORITHMS)), strict=True))
 J_VALUES = range(1, 21)
-J_COLOURS = dict(zip(J_VALUES, sns.color_palette("viridis", 8) * 3))  # J = 3..8 spread over the map
+J_COLOURS = dict(zip(J_VALUES, sns.color_palette("viridis", 8) * 3, strict=False))  # J = 3..8 spread over the map
 SERVER_LOSS = "Server loss\n(mean client training NLL)"
 ROUND = "Round (server aggregations)"
 VIRTUAL_TIME = "Virtual wall-clock time (s)"
@@ -50,11 +50,12 @@ def load_runs(runs: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def draw_figures(runs: Path, partition_stats: Path, reference_j: int, out: Path, title: str) -> list[Path]:
     """Draw every figure as PNG (300 dpi) and PDF into `out`; return the paths written."""
-    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9,
-                  rc={"legend.fontsize": "small", "legend.framealpha": 0.8})
+    sns.set_theme(
+        context="paper", style="whitegrid", font_scale=0.9, rc={"legend.fontsize": "small", "legend.framealpha": 0.8}
+    )
     metrics, events = load_runs(runs)
     stats = json.loads(Path(partition_stats).read_text())
-    ref_metrics, ref_events = metrics[metrics.J == reference_j], events[events.J == reference_j]
+    ref_metrics, ref_events = metrics[reference_j == metrics.J], events[reference_j == events.J]
     if ref_metrics.empty:
         raise InputError(f"no runs with J = {reference_j} under {runs}; set the reference J to one that was run")
     afl = ref_metrics[ref_metrics.algorithm == "afl"]
@@ -62,8 +63,9 @@ def draw_figures(runs: Path, partition_stats: Path, reference_j: int, out: Path,
         f"server_loss_J{reference_j}": lambda ax: server_loss(ax, afl),
         f"client_selection_J{reference_j}": lambda ax: client_selection(ax, ref_events, stats["clients"]),
         "participation_sweep": lambda ax: participation_sweep(ax, metrics[metrics.algorithm == "afl"]),
-        "afl_vs_sync": lambda ax: by_algorithm(ax, ref_metrics[ref_metrics.algorithm.isin(["afl", "sync"])],
-                                               "round", "train_loss", ROUND, SERVER_LOSS),
+        "afl_vs_sync": lambda ax: by_algorithm(
+            ax, ref_metrics[ref_metrics.algorithm.isin(["afl", "sync"])], "round", "train_loss", ROUND, SERVER_LOSS
+        ),
         "test_metrics_rounds": lambda axes: test_metrics(axes, ref_metrics, "round", ROUND),
         "test_metrics_time": lambda axes: test_metrics(axes, on_time_grid(ref_metrics), "virtual_time", VIRTUAL_TIME),
         "staleness_distribution": lambda ax: staleness_distribution(ax, ref_events),
@@ -89,26 +91,48 @@ def draw_figures(runs: Path, partition_stats: Path, reference_j: int, out: Path,
 
 
 def server_loss(ax, afl: pd.DataFrame) -> None:
-    sns.lineplot(afl, x="round", y="train_loss", color=ALGORITHM_COLOURS["afl"], errorbar=BAND, ax=ax,
-                 label=f"AFL ({afl.seed.nunique()} seed{'s' if afl.seed.nunique() > 1 else ''}, mean ± sd)")
+    sns.lineplot(
+        afl,
+        x="round",
+        y="train_loss",
+        color=ALGORITHM_COLOURS["afl"],
+        errorbar=BAND,
+        ax=ax,
+        label=f"AFL ({afl.seed.nunique()} seed{'s' if afl.seed.nunique() > 1 else ''}, mean ± sd)",
+    )
     ax.set(xlabel=ROUND, ylabel=SERVER_LOSS)
 
 
 def client_selection(ax, events: pd.DataFrame, clients: int) -> None:
     """How many updates each client contributed (mean ± sd over seeds), per algorithm."""
-    counts = (events.groupby(["algorithm", "seed"]).client.value_counts()
-              .unstack(fill_value=0).reindex(columns=range(clients), fill_value=0)
-              .stack().rename("updates").reset_index())
+    counts = (
+        events.groupby(["algorithm", "seed"])
+        .client.value_counts()
+        .unstack(fill_value=0)
+        .reindex(columns=range(clients), fill_value=0)
+        .stack()
+        .rename("updates")
+        .reset_index()
+    )
     order = present_algorithms(counts)
-    sns.barplot(counts, x="client", y="updates", hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS,
-                errorbar=BAND, ax=ax)
+    sns.barplot(
+        counts,
+        x="client",
+        y="updates",
+        hue="algorithm",
+        hue_order=order,
+        palette=ALGORITHM_COLOURS,
+        errorbar=BAND,
+        ax=ax,
+    )
     ax.set(xlabel="Client", ylabel="Updates aggregated (count)")
     relabel_algorithms(ax)
 
 
 def participation_sweep(ax, afl: pd.DataFrame) -> None:
-    sns.lineplot(afl, x="round", y="train_loss", hue="J", palette={j: J_COLOURS[j] for j in afl.J.unique()},
-                 errorbar=BAND, ax=ax)
+    sns.lineplot(
+        afl, x="round", y="train_loss", hue="J", palette={j: J_COLOURS[j] for j in afl.J.unique()}, errorbar=BAND, ax=ax
+    )
     ax.set(xlabel=ROUND, ylabel=SERVER_LOSS)
     ax.legend(title="AFL, J clients per round", fontsize="small", title_fontsize="small")
 
@@ -135,18 +159,36 @@ def on_time_grid(metrics: pd.DataFrame, points: int = 100) -> pd.DataFrame:
         times = runs.groupby("seed").virtual_time
         grid = np.linspace(times.min().max(), times.max().min(), points)  # where every seed has evaluations
         for seed, run in runs.groupby("seed"):
-            frames.append(pd.DataFrame({
-                "algorithm": algorithm, "seed": seed, "virtual_time": grid,
-                "test_accuracy": np.interp(grid, run.virtual_time, run.test_accuracy),
-                "test_loss": np.interp(grid, run.virtual_time, run.test_loss)}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "algorithm": algorithm,
+                        "seed": seed,
+                        "virtual_time": grid,
+                        "test_accuracy": np.interp(grid, run.virtual_time, run.test_accuracy),
+                        "test_loss": np.interp(grid, run.virtual_time, run.test_loss),
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 
 def staleness_distribution(ax, events: pd.DataFrame) -> None:
     data = events[events.algorithm != "sync"]
     order = present_algorithms(data)
-    sns.histplot(data, x="staleness", hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS, discrete=True,
-                 stat="probability", common_norm=False, multiple="dodge", shrink=0.8, ax=ax)
+    sns.histplot(
+        data,
+        x="staleness",
+        hue="algorithm",
+        hue_order=order,
+        palette=ALGORITHM_COLOURS,
+        discrete=True,
+        stat="probability",
+        common_norm=False,
+        multiple="dodge",
+        shrink=0.8,
+        ax=ax,
+    )
     ax.set(xlabel="Staleness τ (versions behind at aggregation)", ylabel="Fraction of updates")
     ax.xaxis.get_major_locator().set_params(integer=True)
     relabel_algorithms(ax)
@@ -154,8 +196,15 @@ def staleness_distribution(ax, events: pd.DataFrame) -> None:
 
 def partition_heatmap(ax, stats: dict) -> None:
     counts = pd.DataFrame(stats["class_counts"]).rename_axis(index="Client", columns="Class")
-    sns.heatmap(counts, cmap="mako_r", annot=stats["clients"] <= 20, fmt="d", annot_kws={"fontsize": 5},
-                cbar_kws={"label": "Training samples"}, ax=ax)
+    sns.heatmap(
+        counts,
+        cmap="mako_r",
+        annot=stats["clients"] <= 20,
+        fmt="d",
+        annot_kws={"fontsize": 5},
+        cbar_kws={"label": "Training samples"},
+        ax=ax,
+    )
     ax.set_title(f"{stats['dataset']}, Dirichlet α = {stats['alpha']}, seed {stats['seed']}", fontsize="small")
 
 
@@ -167,17 +216,34 @@ def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
     reached = evaluated[evaluated.test_accuracy >= target].groupby(["algorithm", "seed"]).virtual_time.min()
     times = reached.reindex(last.set_index(["algorithm", "seed"]).index).rename("time").reset_index()
     order = present_algorithms(last)
-    for ax, data, y, label in ((axes[0], last, "test_accuracy", "Final test accuracy"),
-                               (axes[1], times, "time", f"Virtual time to reach\n{target:.0%} test accuracy (s)")):
-        sns.barplot(data, x="algorithm", y=y, order=order, hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS,
-                    errorbar=BAND, ax=ax, legend=False)
+    for ax, data, y, label in (
+        (axes[0], last, "test_accuracy", "Final test accuracy"),
+        (axes[1], times, "time", f"Virtual time to reach\n{target:.0%} test accuracy (s)"),
+    ):
+        sns.barplot(
+            data,
+            x="algorithm",
+            y=y,
+            order=order,
+            hue="algorithm",
+            hue_order=order,
+            palette=ALGORITHM_COLOURS,
+            errorbar=BAND,
+            ax=ax,
+            legend=False,
+        )
         ax.set(xlabel="", ylabel=label)
         ax.set_xticks(range(len(order)), [ALGORITHMS[a] for a in order], rotation=20)
     never = times[times.time.isna()].groupby("algorithm").size()
     for position, algorithm in enumerate(order):
         if algorithm in never:
-            axes[1].annotate(f"{never[algorithm]} run(s)\nnever\nreached it", (position, 0), ha="center", va="bottom",
-                             fontsize="x-small")
+            axes[1].annotate(
+                f"{never[algorithm]} run(s)\nnever\nreached it",
+                (position, 0),
+                ha="center",
+                va="bottom",
+                fontsize="x-small",
+            )
 
 
 def present_algorithms(data: pd.DataFrame) -> list[str]:

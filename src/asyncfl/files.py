@@ -27,8 +27,32 @@ def atomic_path(path: Path) -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as error:  # name the file the user asked for, not its temporary sibling
+        raise OSError(error.errno, error.strerror, str(path)) from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def append_text(path: Path, text: str, start: bool = False) -> None:
+    """Append `text` to a log file (or start it with `text`) whole or not at all: a failed write
+    (a full disk) is cut back to the previous end, so no torn line stays behind."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if start else os.O_APPEND)
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(path)) from None
+    try:
+        end = os.lseek(descriptor, 0, os.SEEK_END)
+        data = text.encode()
+        try:
+            while data:
+                data = data[os.write(descriptor, data) :]
+        except OSError as error:
+            if os.path.isfile(path):
+                os.ftruncate(descriptor, end)
+            raise OSError(error.errno, error.strerror, str(path)) from None
+    finally:
+        os.close(descriptor)
 
 
 def write_json(path: Path, data: Any) -> None:

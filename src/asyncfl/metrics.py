@@ -16,10 +16,32 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-METRICS_COLUMNS = ("round", "virtual_time", "train_loss", "test_loss", "test_accuracy", "mean_staleness",
-                   "max_staleness", "update_norm", "lr")
-EVENTS_COLUMNS = ("round", "client", "dispatch_version", "dispatch_time", "arrival_time", "staleness", "weight", "lr",
-                  "epochs_run", "n_samples", "train_loss")
+from asyncfl.files import append_text
+
+METRICS_COLUMNS = (
+    "round",
+    "virtual_time",
+    "train_loss",
+    "test_loss",
+    "test_accuracy",
+    "mean_staleness",
+    "max_staleness",
+    "update_norm",
+    "lr",
+)
+EVENTS_COLUMNS = (
+    "round",
+    "client",
+    "dispatch_version",
+    "dispatch_time",
+    "arrival_time",
+    "staleness",
+    "weight",
+    "lr",
+    "epochs_run",
+    "n_samples",
+    "train_loss",
+)
 TIMINGS_COLUMNS = ("round", "wall_seconds")
 
 
@@ -37,14 +59,13 @@ class CsvLog:
         """Start the file afresh, or with the text it had at a checkpoint (the file itself may be gone:
         Snakemake deletes the outputs of a failed job)."""
         self.path, self.columns = Path(path), columns
-        self.path.write_text(",".join(columns) + "\n" if resumed_text is None else resumed_text)
+        append_text(self.path, ",".join(columns) + "\n" if resumed_text is None else resumed_text, start=True)
 
     def append(self, rows: list[dict]) -> None:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerows([[cell(row[column]) for column in self.columns] for row in rows])
-        with open(self.path, "a") as stream:
-            stream.write(buffer.getvalue())
+        append_text(self.path, buffer.getvalue())
 
     def text(self) -> str:
         return self.path.read_text()
@@ -53,7 +74,8 @@ class CsvLog:
 class Progress:
     """A progress bar on a terminal; plain periodic lines otherwise (SLURM logs)."""
 
-    def __init__(self, total: int, start: int, stream=sys.stderr):
+    def __init__(self, total: int, start: int, stream=None):
+        stream = stream or sys.stderr  # looked up now: the process's stderr may have been replaced
         self.total, self.interactive = total, stream.isatty()
         self.every = max(1, total // 20)
         self.bar = tqdm(total=total, initial=start, unit="round", file=stream) if self.interactive else None
@@ -64,15 +86,18 @@ class Progress:
             self.bar.set_postfix_str(f"virtual {virtual_time:.1f} s, test acc {accuracy}", refresh=False)
             self.bar.update(round_ - self.bar.n)
         elif round_ % self.every == 0 or round_ == self.total:
-            print(f"round {round_}/{self.total}  virtual time {virtual_time:.1f} s  train loss {train_loss:.4f}  "
-                  f"test accuracy {accuracy}", flush=True)
+            print(
+                f"round {round_}/{self.total}  virtual time {virtual_time:.1f} s  train loss {train_loss:.4f}  "
+                f"test accuracy {accuracy}",
+                flush=True,
+            )
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-@dataclass(frozen=True)
+@dataclass
 class Aggregation:
     """One server aggregation, as the logs record it: the round's jobs and what became of each."""
 
@@ -89,27 +114,62 @@ class Aggregation:
     epochs_run: Sequence[int]
     coefficients: Sequence[float]  # each update's coefficient in the new global model
     update_norm: float
-    test_loss: float | None
-    test_accuracy: float | None
+    test_loss: float | None = None  # set when the round evaluates the global model
+    test_accuracy: float | None = None
+
+    @classmethod
+    def of(cls, version, now, jobs, results, sizes, coefficients, update_norm) -> "Aggregation":
+        """The record of the aggregation that made `version` from the jobs' results (engine's Job, LocalResult)."""
+        return cls(
+            version,
+            now,
+            [j.client for j in jobs],
+            [j.version for j in jobs],
+            [j.dispatch_time for j in jobs],
+            [j.arrival_time for j in jobs],
+            [version - 1 - j.version for j in jobs],
+            [j.lrs[0] for j in jobs],
+            sizes,
+            [r.train_loss for r in results],
+            [r.epochs_run for r in results],
+            coefficients,
+            update_norm,
+        )
 
     @property
     def train_loss(self) -> float:
         """The paper's "server loss": the n-weighted mean last-epoch training loss of the aggregated clients."""
-        return sum(n * loss for n, loss in zip(self.sizes, self.train_losses)) / sum(self.sizes)
+        return sum(n * loss for n, loss in zip(self.sizes, self.train_losses, strict=True)) / sum(self.sizes)
 
     def metrics_row(self) -> dict:
         taus = self.stalenesses
         return {
-            "round": self.version, "virtual_time": self.now, "train_loss": self.train_loss,
-            "test_loss": self.test_loss, "test_accuracy": self.test_accuracy,
-            "mean_staleness": sum(taus) / len(taus), "max_staleness": max(taus),
-            "update_norm": self.update_norm, "lr": sum(self.lrs) / len(self.lrs),
+            "round": self.version,
+            "virtual_time": self.now,
+            "train_loss": self.train_loss,
+            "test_loss": self.test_loss,
+            "test_accuracy": self.test_accuracy,
+            "mean_staleness": sum(taus) / len(taus),
+            "max_staleness": max(taus),
+            "update_norm": self.update_norm,
+            "lr": sum(self.lrs) / len(self.lrs),
         }
 
     def event_rows(self) -> list[dict]:
-        columns = zip(self.clients, self.dispatch_versions, self.dispatch_times, self.arrival_times,
-                      self.stalenesses, self.coefficients, self.lrs, self.epochs_run, self.sizes, self.train_losses)
-        return [dict(zip(EVENTS_COLUMNS[1:], row), round=self.version) for row in columns]
+        columns = zip(
+            self.clients,
+            self.dispatch_versions,
+            self.dispatch_times,
+            self.arrival_times,
+            self.stalenesses,
+            self.coefficients,
+            self.lrs,
+            self.epochs_run,
+            self.sizes,
+            self.train_losses,
+            strict=True,
+        )
+        return [dict(zip(EVENTS_COLUMNS[1:], row, strict=True), round=self.version) for row in columns]
 
 
 class RunLogs:

@@ -6,6 +6,8 @@ vectorised NumPy driven by one explicit Generator, so equal inputs give equal by
 """
 
 import time
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,7 @@ class Partition:
     indices: np.ndarray  # int64, every training index once, grouped by client
     offsets: np.ndarray  # int64, C + 1 entries
     dataset: str
+    source: str = "the partition"  # how error messages name it: its file, once loaded
 
     @property
     def num_clients(self) -> int:
@@ -56,7 +59,8 @@ def dirichlet_partition(
         raise InputError(f"{clients} clients exceed the {n} training samples of {dataset}; use at most {n} clients")
     if min_size < 0 or clients * min_size > n:
         raise InputError(
-            f"min-size {min_size} is impossible for {clients} clients and {n} samples; use 0 ≤ min-size ≤ {n // clients}"
+            f"min-size {min_size} is impossible for {clients} clients and {n} samples; "
+            f"use 0 ≤ min-size ≤ {n // clients}"
         )
     rng = np.random.default_rng(seed)
     classes, class_sizes = np.unique(labels, return_counts=True)
@@ -100,7 +104,9 @@ def label_entropy(counts: np.ndarray) -> np.ndarray:
     return -(p * logs).sum(axis=1)
 
 
-def partition_stats(partition: Partition, labels: np.ndarray, num_classes: int, alpha: float, seed: int, min_size: int) -> dict:
+def partition_stats(
+    partition: Partition, labels: np.ndarray, num_classes: int, alpha: float, seed: int, min_size: int
+) -> dict:
     """The JSON sidecar: inputs and per-client per-class counts."""
     counts = class_counts(partition, labels, num_classes)
     return {
@@ -119,29 +125,49 @@ def partition_stats(partition: Partition, labels: np.ndarray, num_classes: int, 
 def save_partition(path: Path, partition: Partition, stats: dict) -> None:
     """Write FILE.npz (indices, offsets, dataset) and its FILE.json stats sidecar."""
     path = Path(path)
-    write_npz(path, {"indices": partition.indices, "offsets": partition.offsets, "dataset": np.array(partition.dataset)})
+    write_npz(
+        path, {"indices": partition.indices, "offsets": partition.offsets, "dataset": np.array(partition.dataset)}
+    )
     write_json(path.with_suffix(".json"), stats)
 
 
 def load_partition(path: Path) -> Partition:
-    """Read a partition file, checking that its offsets describe its indices."""
+    """Read a partition file, checking that it is one: the three arrays, offsets that cover the indices,
+    every index once. Whether the indices fit the dataset is `checks.check_run`'s to judge."""
     path = Path(path)
+    remake = f"make it again with `asyncfl partition ... --out {path}`"
     if not path.is_file():
         raise InputError(f"partition file {path} not found; make it with `asyncfl partition ... --out {path}`")
-    with np.load(path, allow_pickle=False) as npz:
-        partition = Partition(npz["indices"], npz["offsets"], str(npz["dataset"]))
-    offsets = partition.offsets
-    if offsets[0] != 0 or offsets[-1] != len(partition.indices) or np.any(np.diff(offsets) < 0):
-        raise InputError(f"partition file {path} is inconsistent (offsets do not cover indices); make it again")
-    return partition
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            indices, offsets, dataset = npz["indices"], npz["offsets"], str(npz["dataset"])
+    except KeyError as error:
+        raise InputError(f"partition file {path} lacks the array {error}; {remake}") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        reason = str(error).splitlines()[0][:100] if str(error) else type(error).__name__
+        raise InputError(f"partition file {path} is not a readable .npz ({reason}); {remake}") from None
+    integer = indices.dtype.kind in "iu" and offsets.dtype.kind in "iu" and indices.ndim == offsets.ndim == 1
+    if (
+        not integer
+        or len(offsets) < 2
+        or offsets[0] != 0
+        or offsets[-1] != len(indices)
+        or np.any(np.diff(offsets) < 0)
+        or len(np.unique(indices)) != len(indices)
+    ):
+        raise InputError(f"partition file {path} is inconsistent (its offsets and indices disagree); {remake}")
+    return Partition(indices.astype(np.int64), offsets.astype(np.int64), dataset, str(path))
 
 
 SHOWN_CLIENTS = 20
 
 
-def make_partition(dataset: str, root: Path | None, clients: int, alpha: float, seed: int, min_size: int,
-                   out: Path) -> list[str]:
+def make_partition(
+    dataset: str, root: Path | None, clients: int, alpha: float, seed: int, min_size: int, out: Path
+) -> list[str]:
     """`asyncfl partition`: partition a training set, write FILE.npz and FILE.json, describe the result."""
+    if Path(out).suffix != ".npz":
+        raise InputError(f"--out must end in .npz (the statistics go beside it as .json), got {out}")
     labels = load_dataset(dataset, root).train_labels.numpy()
     num_classes = int(labels.max()) + 1
     start = time.perf_counter()
@@ -151,13 +177,19 @@ def make_partition(dataset: str, root: Path | None, clients: int, alpha: float, 
     save_partition(out, partition, stats)
     counts = np.array(stats["class_counts"])
     entropy, sizes = label_entropy(counts), partition.sizes
-    lines = [f"{dataset}: {len(labels)} samples into {clients} clients (alpha={alpha}, seed={seed}) "
-             f"in {seconds:.3f} s, {redraws} redraws → {out}",
-             f"{'client':>6} {'samples':>7} {'entropy':>7}  per-class counts"]
-    lines += [f"{c:>6} {sizes[c]:>7} {entropy[c]:>7.2f}  {' '.join(map(str, counts[c]))}"
-              for c in range(min(clients, SHOWN_CLIENTS))]
+    lines = [
+        f"{dataset}: {len(labels)} samples into {clients} clients (alpha={alpha}, seed={seed}) "
+        f"in {seconds:.3f} s, {redraws} redraws → {out}",
+        f"{'client':>6} {'samples':>7} {'entropy':>7}  per-class counts",
+    ]
+    lines += [
+        f"{c:>6} {sizes[c]:>7} {entropy[c]:>7.2f}  {' '.join(map(str, counts[c]))}"
+        for c in range(min(clients, SHOWN_CLIENTS))
+    ]
     if clients > SHOWN_CLIENTS:
         lines.append(f"   … {clients - SHOWN_CLIENTS} more clients in {Path(out).with_suffix('.json')}")
-    lines.append(f"sizes min/median/max {sizes.min()}/{int(np.median(sizes))}/{sizes.max()}, "
-                 f"mean label entropy {entropy.mean():.3f} bits (uniform: {np.log2(num_classes):.3f})")
+    lines.append(
+        f"sizes min/median/max {sizes.min()}/{int(np.median(sizes))}/{sizes.max()}, "
+        f"mean label entropy {entropy.mean():.3f} bits (uniform: {np.log2(num_classes):.3f})"
+    )
     return lines

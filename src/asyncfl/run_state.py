@@ -14,11 +14,14 @@ import numpy as np
 import torch
 
 from asyncfl.algorithms import State
+from asyncfl.config import TrainConfig, config_dict
 from asyncfl.errors import InputError
 from asyncfl.files import save_torch
 from asyncfl.training import LocalResult
 
 CHECKPOINT_FORMAT = 2
+CHECKPOINT = "checkpoint.pt"
+OUTPUTS = ("model.pt", "metrics.csv", "events.csv")  # byte-identical for equal runs; hashed in run.json
 SAMPLING_STREAM = 2  # the seed's random stream that draws clients
 
 
@@ -37,6 +40,11 @@ class Job:
     def key(self) -> tuple[float, int, int]:
         """Arrival order; ties in time go to the lower client id, then the earlier dispatch."""
         return (self.arrival_time, self.client, self.dispatch_index)
+
+
+def run_identity(config: TrainConfig, dataset: str, partition_sha256: str) -> dict:
+    """What makes two runs the same run: a checkpoint or a finished run.json must match it."""
+    return {"config": config_dict(config), "dataset": dataset, "partition_sha256": partition_sha256}
 
 
 def utc_now() -> str:
@@ -67,14 +75,32 @@ class RunState:
 
 def save_checkpoint(path: Path, identity: dict, state: RunState, logs: dict[str, str]) -> None:
     """Write the state and the logs' text so far, atomically."""
-    save_torch(path, {
-        "format": CHECKPOINT_FORMAT, "identity": identity, "version": state.version, "now": state.now,
-        "wall_seconds": state.wall_seconds, "started_at": state.started_at, "global_state": state.global_state,
-        "starts": state.starts, "rng": state.rng.bit_generator.state, "dispatch_counts": state.dispatch_counts.tolist(),
-        "outstanding": [dataclasses.asdict(job) for job in state.outstanding.values()],
-        "results": [{"key": list(key), **dataclasses.asdict(result)} for key, result in state.results.items()],
-        "logs": logs,
-    })
+    save_torch(
+        path,
+        {
+            "format": CHECKPOINT_FORMAT,
+            "identity": identity,
+            "version": state.version,
+            "now": state.now,
+            "wall_seconds": state.wall_seconds,
+            "started_at": state.started_at,
+            "global_state": state.global_state,
+            "starts": state.starts,
+            "rng": state.rng.bit_generator.state,
+            "dispatch_counts": state.dispatch_counts.tolist(),
+            "outstanding": [dataclasses.asdict(job) for job in state.outstanding.values()],
+            "results": [{"key": list(key), **dataclasses.asdict(result)} for key, result in state.results.items()],
+            "logs": logs,
+        },
+    )
+
+
+def load_failure(error: Exception) -> str:
+    """Why torch.load refused a file, in a few words (torch's own advice to unpickle anyway is not repeated)."""
+    if "Weights only load failed" in str(error):
+        return "it holds Python objects besides tensors and plain data; unpickling those could run code"
+    first_line = str(error).strip().splitlines()[0][:120] if str(error).strip() else ""
+    return f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
 
 
 def load_checkpoint(path: Path, identity: dict, device: torch.device) -> tuple[RunState, dict[str, str]] | None:
@@ -87,8 +113,7 @@ def load_checkpoint(path: Path, identity: dict, device: torch.device) -> tuple[R
     try:
         checkpoint = torch.load(path, map_location=device, weights_only=True)
     except Exception as error:  # torch reports a bad file with many types; none of them is a bug of ours
-        reason = str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
-        raise InputError(f"{unreadable} ({type(error).__name__}: {reason}); {fix}") from None
+        raise InputError(f"{unreadable} ({load_failure(error)}); {fix}") from None
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
         raise InputError(f"{unreadable} (another format or version of asyncfl); {fix}")
     if checkpoint.get("identity") != identity:
@@ -97,11 +122,17 @@ def load_checkpoint(path: Path, identity: dict, device: torch.device) -> tuple[R
         rng = np.random.default_rng()
         rng.bit_generator.state = checkpoint["rng"]
         state = RunState(
-            global_state=checkpoint["global_state"], rng=rng,
-            dispatch_counts=np.array(checkpoint["dispatch_counts"], dtype=np.int64), version=checkpoint["version"],
-            now=checkpoint["now"], wall_seconds=checkpoint["wall_seconds"], started_at=checkpoint["started_at"],
+            global_state=checkpoint["global_state"],
+            rng=rng,
+            dispatch_counts=np.array(checkpoint["dispatch_counts"], dtype=np.int64),
+            version=checkpoint["version"],
+            now=checkpoint["now"],
+            wall_seconds=checkpoint["wall_seconds"],
+            started_at=checkpoint["started_at"],
             starts=checkpoint["starts"],
-            outstanding={job.key: job for job in (Job(**{**j, "lrs": tuple(j["lrs"])}) for j in checkpoint["outstanding"])},
+            outstanding={
+                job.key: job for job in (Job(**{**j, "lrs": tuple(j["lrs"])}) for j in checkpoint["outstanding"])
+            },
             results={tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]},
         )
         logs = {name: str(checkpoint["logs"][name]) for name in ("metrics", "events", "timings")}

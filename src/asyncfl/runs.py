@@ -1,6 +1,12 @@
-"""`asyncfl train`: one run folder, from the command line's pieces to its finished outputs."""
+"""`asyncfl train`: one run folder, from the command line's pieces to its finished outputs.
+
+The folder is owned by one process at a time (`run_folder.owned`). A folder that already holds this
+very run, finished and intact, is not trained again; one that holds another run is refused unless
+`force` moves its outputs aside first. So run.json never sits beside CSVs of another run.
+"""
 
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -9,13 +15,36 @@ from asyncfl.data import load_dataset
 from asyncfl.engine import Simulation
 from asyncfl.files import sha256
 from asyncfl.partition import load_partition
+from asyncfl.run_folder import clear_unfinished, finished_run, move_aside, owned
+from asyncfl.run_state import run_identity
 
 
-def train_run(config: TrainConfig, dataset: str, root: Path | None, partition_path: Path, out: Path,
-              threads: int | None = None) -> dict:
-    """Run (or resume) the training that `config` describes into `out`; return run.json's content."""
-    if threads:
-        torch.set_num_threads(threads)  # the job's CPUs, and the same reduction order everywhere
+class Outcome(NamedTuple):
+    summary: dict  # run.json's content
+    already_finished: bool  # the folder held this run, finished: nothing was trained
+    moved_to: Path | None  # where --force moved the folder's old outputs
+
+
+def train_run(
+    config: TrainConfig,
+    dataset: str,
+    root: Path | None,
+    partition_path: Path,
+    out: Path,
+    threads: int | None = None,
+    force: bool = False,
+) -> Outcome:
+    """Run (or resume) the training that `config` describes into `out`."""
+    out = Path(out)
     partition = load_partition(partition_path)
-    data = load_dataset(dataset, root)
-    return Simulation(config, data, partition, out, sha256(partition_path)).run()
+    partition_sha256 = sha256(partition_path)
+    with owned(out):
+        moved_to = move_aside(out) if force else None
+        finished = finished_run(out, run_identity(config, dataset, partition_sha256))
+        if finished:
+            return Outcome(finished, True, None)
+        clear_unfinished(out)
+        if threads:
+            torch.set_num_threads(threads)  # the job's CPUs, and the same reduction order everywhere
+        data = load_dataset(dataset, root)
+        return Outcome(Simulation(config, data, partition, out, partition_sha256).run(), False, moved_to)

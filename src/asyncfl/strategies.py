@@ -79,7 +79,10 @@ class AFL(Strategy):
 
     def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
         return staleness_aware_average(
-            global_state, [u.state for u in updates], [u.size for u in updates], [u.weight for u in updates],
+            global_state,
+            [u.state for u in updates],
+            [u.size for u in updates],
+            [u.weight for u in updates],
             self.config.mixing,
         )
 
@@ -128,7 +131,10 @@ class FedBuff(Strategy):
 
     def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
         return fedbuff_update(
-            global_state, [u.state for u in updates], [u.start for u in updates], [u.weight for u in updates],
+            global_state,
+            [u.state for u in updates],
+            [u.start for u in updates],
+            [u.weight for u in updates],
             self.config.server_lr,
         )
 

@@ -75,8 +75,16 @@ class EarlyStopping:
 class PlainTrainer:
     """One client at a time, minibatch Adam/SGD over data already on the device."""
 
-    def __init__(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int,
-                 optimizer: str, patience: int, numerics: Numerics = Numerics()):
+    def __init__(
+        self,
+        model: nn.Module,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        batch_size: int,
+        optimizer: str,
+        patience: int,
+        numerics: Numerics = Numerics(),
+    ):
         self.model, self.images, self.labels = numerics.prepare(model), images, labels
         self.batch_size, self.optimizer, self.patience, self.numerics = batch_size, optimizer, patience, numerics
 
@@ -90,7 +98,7 @@ class PlainTrainer:
         optimizer = make_optimizer(self.optimizer, model.parameters(), task.lrs[0])  # fresh state per dispatch
         stopping = EarlyStopping(self.patience)
         epoch_loss, epochs_run = math.nan, 0
-        for lr, order in zip(task.lrs, epoch_permutations(task)):
+        for lr, order in zip(task.lrs, epoch_permutations(task), strict=True):
             for group in optimizer.param_groups:
                 group["lr"] = lr
             total = torch.zeros((), dtype=torch.float64, device=order.device)

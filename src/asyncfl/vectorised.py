@@ -33,8 +33,16 @@ class VectorisedTrainer:
     the model's depth, and a step in which every client takes part gathers and scatters nothing.
     """
 
-    def __init__(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int,
-                 optimizer: str, patience: int, numerics: Numerics = Numerics()):
+    def __init__(
+        self,
+        model: nn.Module,
+        images: torch.Tensor,
+        labels: torch.Tensor,
+        batch_size: int,
+        optimizer: str,
+        patience: int,
+        numerics: Numerics = Numerics(),
+    ):
         """bf16 with a BatchNorm model cannot run under vmap: `checks.check_run` refuses it for runs."""
         self.model, self.images, self.labels = numerics.prepare(model), images, labels
         self.batch_size, self.adam, self.patience, self.numerics = batch_size, uses_adam(optimizer), patience, numerics
@@ -55,7 +63,10 @@ class VectorisedTrainer:
     def unflatten(self, flat: torch.Tensor) -> State:
         """Named views into the rows of a clients × P matrix (no copy)."""
         chunks = flat.split([shape.numel() for shape in self.shapes.values()], dim=1)
-        return {name: chunk.view(len(flat), *shape) for (name, shape), chunk in zip(self.shapes.items(), chunks)}
+        return {
+            name: chunk.view(len(flat), *shape)
+            for (name, shape), chunk in zip(self.shapes.items(), chunks, strict=True)
+        }
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
         self.model.train()
@@ -74,10 +85,12 @@ class VectorisedTrainer:
             if not running:
                 break
             longest = max(sizes)
-            order = torch.stack([F.pad(orders[c][min(epoch, len(orders[c]) - 1)], (0, longest - sizes[c]))
-                                 for c in range(len(tasks))])  # clients × longest, padding never read
-            lrs = torch.tensor([task.lrs[min(epoch, len(task.lrs) - 1)] for task in tasks], dtype=torch.float64,
-                               device=device)
+            order = torch.stack(
+                [F.pad(orders[c][min(epoch, len(orders[c]) - 1)], (0, longest - sizes[c])) for c in range(len(tasks))]
+            )  # clients × longest, padding never read
+            lrs = torch.tensor(
+                [task.lrs[min(epoch, len(task.lrs) - 1)] for task in tasks], dtype=torch.float64, device=device
+            )
             totals = torch.zeros(len(tasks), dtype=torch.float64, device=device)
             for start in range(0, max(sizes[c] for c in running), self.batch_size):
                 groups = defaultdict(list)
@@ -86,26 +99,35 @@ class VectorisedTrainer:
                         groups[min(self.batch_size, sizes[c] - start)].append(c)
                 for size, members in groups.items():
                     rows = None if len(members) == len(tasks) else torch.tensor(members, device=device)
-                    loss = self.step(rows, order[take(rows)][:, start : start + size], lrs[take(rows)], flat,
-                                     buffers, moments, steps)
+                    loss = self.step(
+                        rows, order[take(rows)][:, start : start + size], lrs[take(rows)], flat, buffers, moments, steps
+                    )
                     totals[take(rows)] += loss.double() * size
-            for c, total in zip(running, totals[running].tolist()):
+            for c, total in zip(running, totals[running].tolist(), strict=True):
                 losses[c], epochs_run[c] = total / sizes[c], epoch + 1
             running = [c for c in running if math.isfinite(losses[c]) and not stopping[c].should_stop(losses[c])]
-        parameters = self.unflatten(flat)
-        return [LocalResult({**{n: parameters[n][c].clone() for n in parameters},
-                             **{n: buffers[n][c].clone() for n in buffers}}, losses[c], epochs_run[c])
-                for c in range(len(tasks))]
+        return unstack_results(self.unflatten(flat), buffers, losses, epochs_run)
 
     @torch.no_grad()
-    def step(self, rows: torch.Tensor | None, batch: torch.Tensor, lrs: torch.Tensor, flat: torch.Tensor,
-             buffers: State, moments: tuple[torch.Tensor, torch.Tensor], steps: torch.Tensor) -> torch.Tensor:
+    def step(
+        self,
+        rows: torch.Tensor | None,
+        batch: torch.Tensor,
+        lrs: torch.Tensor,
+        flat: torch.Tensor,
+        buffers: State,
+        moments: tuple[torch.Tensor, torch.Tensor],
+        steps: torch.Tensor,
+    ) -> torch.Tensor:
         """One optimizer step for the clients in `rows` (None: all), each on its own minibatch; their losses."""
         parameters = flat[take(rows)]
         with torch.enable_grad():
             grads, (loss, new_buffers) = self.step_group(
-                self.unflatten(parameters), {n: b[take(rows)] for n, b in buffers.items()},
-                self.numerics.layout(self.images[batch]), self.labels[batch])
+                self.unflatten(parameters),
+                {n: b[take(rows)] for n, b in buffers.items()},
+                self.numerics.layout(self.images[batch]),
+                self.labels[batch],
+            )
         for name, buffer in new_buffers.items():
             put(buffers[name], rows, buffer)
         grad = torch.cat([grads[name].flatten(1) for name in self.shapes], dim=1)
@@ -113,17 +135,24 @@ class VectorisedTrainer:
             put(flat, rows, parameters - per_client(lrs, flat) * grad)
             return loss
         steps[take(rows)] += 1
-        beta1, beta2 = ADAM_BETAS
-        t = steps[take(rows)]
-        step_size, correction2 = lrs / (1 - beta1**t), (1 - beta2**t).sqrt()
         m, v = (state[take(rows)] for state in moments)
-        m.lerp_(grad, 1 - beta1)
-        v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        denominator = v.sqrt() / per_client(correction2, v) + ADAM_EPS
-        put(flat, rows, parameters - per_client(step_size, flat) * m / denominator)
+        put(flat, rows, adam_step(parameters, grad, m, v, steps[take(rows)], lrs))
         put(moments[0], rows, m)
         put(moments[1], rows, v)
         return loss
+
+
+def adam_step(
+    parameters: torch.Tensor, grad: torch.Tensor, m: torch.Tensor, v: torch.Tensor, t: torch.Tensor, lrs: torch.Tensor
+) -> torch.Tensor:
+    """torch.optim.Adam's update (default betas and eps) of clients × P rows, each with its own step count t
+    and learning rate; updates the moments m and v in place and returns the new parameters."""
+    beta1, beta2 = ADAM_BETAS
+    step_size, correction2 = lrs / (1 - beta1**t), (1 - beta2**t).sqrt()
+    m.lerp_(grad, 1 - beta1)
+    v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    denominator = v.sqrt() / per_client(correction2, v) + ADAM_EPS
+    return parameters - per_client(step_size, parameters) * m / denominator
 
 
 def take(rows: torch.Tensor | None) -> torch.Tensor | slice:
@@ -138,6 +167,18 @@ def put(target: torch.Tensor, rows: torch.Tensor | None, value: torch.Tensor) ->
             target.copy_(value)
     else:
         target[rows] = value
+
+
+def unstack_results(parameters: State, buffers: State, losses: list[float], epochs_run: list[int]) -> list[LocalResult]:
+    """One result per client from the stacked parameters and buffers (copies: the stacks are reused)."""
+    return [
+        LocalResult(
+            {**{n: parameters[n][c].clone() for n in parameters}, **{n: buffers[n][c].clone() for n in buffers}},
+            losses[c],
+            epochs_run[c],
+        )
+        for c in range(len(losses))
+    ]
 
 
 def stack_states(tasks: list[LocalTask], names: list[str]) -> State:

@@ -6,10 +6,16 @@ from pathlib import Path
 # The package's light modules (configuration, file layout) plan the DAG; rules run its CLI.
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
-from asyncfl.config import make_config
 from asyncfl.errors import InputError
+from asyncfl.experiments import check_workflow_config
 from asyncfl.layout import RUN_FILES, figure_titles
+from asyncfl.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
+
+try:
+    check_workflow_config(config)
+except InputError as error:
+    raise WorkflowError(str(error)) from None
 
 ASYNCFL = f"PYTHONPATH={shlex.quote(str(SRC))} python -m asyncfl"
 TORCH_ENV = f"../../envs/torch-{config['torch']}.yaml"
@@ -28,15 +34,6 @@ ARCHIVE = [
 # The archive's provenance records how the workflow was started.
 COMMAND = shlex.join(sys.argv)
 
-for name, experiment in config["experiments"].items():
-    try:
-        make_config(
-            {**experiment.get("train", {}), "model": experiment["model"]},
-            f"experiments.{name}.train",
-        )
-    except InputError as error:
-        raise WorkflowError(str(error)) from None
-
 
 wildcard_constraints:
     experiment=r"[A-Za-z0-9_-]+",
@@ -45,7 +42,7 @@ wildcard_constraints:
     clients=r"\d+",
     seed=r"\d+",
     J=r"\d+",
-    algorithm=r"afl|sync|fedasync|fedbuff",
+    algorithm="|".join(ALGORITHMS),
 
 
 def experiment(wildcards):

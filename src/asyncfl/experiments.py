@@ -1,0 +1,60 @@
+"""The workflow's own checks of its configuration, run while Snakemake parses, before any job starts.
+
+The JSON schema checks the shape of the workflow's keys; what it cannot say (names that live in
+`asyncfl.names`, relations between keys, the `train:` settings that asyncfl validates) is checked here,
+so a mistake fails `snakemake -n` with the key named instead of failing hours later in a job.
+Kept free of heavy imports, like `names`.
+"""
+
+from typing import Any
+
+from asyncfl.config import make_config
+from asyncfl.errors import InputError
+from asyncfl.names import ALGORITHMS, DATASETS, MODELS
+
+# Keys of `train:` that the workflow sets itself, per experiment or per job (README "Changing the experiments").
+WORKFLOW_OWNED = {
+    "algorithm": "list it under the experiment's algorithms",
+    "model": "set the experiment's model",
+    "clients_per_round": "list it under the experiment's participation",
+    "rounds": "set the experiment's rounds",
+    "seed": "list it under the experiment's seeds",
+}
+
+
+def check_choice(key: str, value: Any, choices: dict[str, str]) -> None:
+    if value not in choices:
+        raise InputError(f"{key}: unknown name {value!r}; choose one of {', '.join(choices)}")
+
+
+def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) -> None:
+    """One experiment: its names, its J values against C and reference_J, its `train:` settings."""
+    key = f"experiments.{name}"
+    check_choice(f"{key}.dataset", experiment["dataset"], DATASETS)
+    check_choice(f"{key}.model", experiment["model"], MODELS)
+    for algorithm in experiment["algorithms"]:
+        check_choice(f"{key}.algorithms", algorithm, ALGORITHMS)
+    participation = experiment["participation"]
+    if reference_j not in participation:
+        raise InputError(
+            f"{key}.participation {participation} lacks reference_J = {reference_j}, which the single-J figures "
+            f"and the other algorithms use; add {reference_j} to it or change reference_J"
+        )
+    if max(participation) > experiment["clients"]:
+        raise InputError(
+            f"{key}.participation has J = {max(participation)} > clients = {experiment['clients']}; "
+            f"use J ≤ {experiment['clients']} or more clients"
+        )
+    train = experiment.get("train", {})
+    for owned, fix in WORKFLOW_OWNED.items():
+        if owned in train:
+            raise InputError(f"{key}.train.{owned} is set by the workflow, not under train:; {fix}")
+    make_config({**train, "model": experiment["model"], "rounds": experiment["rounds"]}, f"{key}.train")
+
+
+def check_workflow_config(config: dict[str, Any]) -> None:
+    """Every check of the workflow's configuration the schema cannot make; raises InputError."""
+    for dataset in config.get("data", {}).get("roots", {}):
+        check_choice("data.roots", dataset, DATASETS)
+    for name, experiment in config["experiments"].items():
+        check_experiment(name, experiment, config["reference_J"])

@@ -1,0 +1,139 @@
+"""Every bad input to the `asyncfl` command: one line `asyncfl COMMAND: error: …` naming the file or key
+and the fix, exit ≠ 0, no traceback, nothing half-written."""
+
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from asyncfl.cli import main
+
+TRAIN = ["train", "--dataset", "digits", "--rounds", "2", "--local-epochs", "1", "--clients-per-round", "2"]
+
+
+def error_line(capsys, argv: list[str]) -> str:
+    """Run the command; return its error line, after checking it failed with exactly one such line."""
+    try:
+        code = main(argv)
+    except SystemExit as exit:  # argparse: usage, then its one error line
+        code = exit.code
+    err = capsys.readouterr().err
+    assert code not in (0, None), err
+    assert "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"asyncfl {argv[0]}: error: "), err
+    if code != 2:  # argparse's own errors come after its usage lines
+        assert len(err.strip().splitlines()) == 1, err
+    return line
+
+
+@pytest.fixture(scope="module")
+def partition(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("partition") / "part.npz"
+    assert (
+        main(["partition", "--dataset", "digits", "--clients", "4", "--alpha", "1", "--seed", "0", "--out", str(path)])
+        == 0
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [
+        (
+            ["partition", "--dataset", "digits", "--clients", "4", "--alpha", "1", "--seed", "-1", "--out", "p.npz"],
+            "argument --seed: must be an integer ≥ 0, got '-1'",
+        ),
+        (TRAIN + ["--partition", "p.npz", "--out", "o", "--seed", "-3"], "argument --seed: must be an integer ≥ 0"),
+        (
+            TRAIN + ["--partition", "p.npz", "--out", "o", "--threads", "0"],
+            "argument --threads: must be an integer ≥ 1",
+        ),
+        (TRAIN + ["--partition", "p.npz", "--out", "o", "--local-epochs", str(10**12)], "local_epochs must be ≤"),
+        (
+            TRAIN + ["--partition", "p.npz", "--out", "o", "--settings", '{"seconds_per_sample": 1e308}'],
+            "seconds_per_sample must be ≤",
+        ),
+    ],
+)
+def test_bad_numbers_are_refused_before_anything_runs(capsys, tmp_path, monkeypatch, argv, fragment):
+    monkeypatch.chdir(tmp_path)
+    assert fragment in error_line(capsys, argv)
+    assert not (tmp_path / "o").exists()
+
+
+def test_partition_out_with_another_suffix_is_refused(capsys, tmp_path):
+    argv = ["partition", "--dataset", "digits", "--clients", "4", "--alpha", "1", "--seed", "0"]
+    line = error_line(capsys, [*argv, "--out", str(tmp_path / "part.json")])
+    assert "--out must end in .npz" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def damaged(source: Path, target: Path, how: str) -> Path:
+    content = bytearray(source.read_bytes())
+    if how == "truncated":
+        content = content[: len(content) // 2]
+    elif how == "flipped":
+        for i in range(200, len(content), 97):
+            content[i] ^= 0xFF
+    elif how == "text":
+        content = bytearray(b"indices,offsets\n1,2\n")
+    elif how == "keyless":
+        with zipfile.ZipFile(target, "w") as archive:
+            archive.writestr("other.npy", b"")
+        return target
+    elif how == "out-of-range":
+        with np.load(source) as npz:
+            indices, offsets, dataset = npz["indices"].copy(), npz["offsets"], npz["dataset"]
+        indices[-1] = 10**6
+        np.savez(target, indices=indices, offsets=offsets, dataset=dataset)
+        return target
+    target.write_bytes(bytes(content))
+    return target
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped", "text", "keyless", "out-of-range"])
+def test_bad_partition_file_is_one_line_and_writes_nothing(capsys, tmp_path, partition, how):
+    bad = damaged(partition, tmp_path / "bad.npz", how)
+    out = tmp_path / "run"
+    line = error_line(capsys, [*TRAIN, "--partition", str(bad), "--out", str(out)])
+    assert str(bad) in line and "asyncfl partition" in line
+    assert not (out / "metrics.csv").exists()
+
+
+def test_out_that_is_a_file_or_unwritable_is_one_line(capsys, tmp_path, partition):
+    existing = tmp_path / "a-file"
+    existing.write_text("keep me")
+    line = error_line(capsys, [*TRAIN, "--partition", str(partition), "--out", str(existing)])
+    assert f"--out {existing} is a file" in line and existing.read_text() == "keep me"
+    line = error_line(capsys, [*TRAIN, "--partition", str(partition), "--out", str(existing / "run")])
+    assert str(existing / "run") in line and "a file stands where a folder must go" in line
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "keyless", "pickled"])
+def test_bad_checkpoint_is_one_line(capsys, tmp_path, partition, how):
+    out = tmp_path / "run"
+    out.mkdir()
+    checkpoint = out / "checkpoint.pt"
+    if how == "garbage":
+        checkpoint.write_bytes(os.urandom(3000))
+    elif how == "keyless":
+        torch.save({"format": 2}, checkpoint)
+    else:
+        torch.save({"format": 2, "identity": {}, "thing": Path("x")}, checkpoint)
+        if how == "truncated":
+            checkpoint.write_bytes(checkpoint.read_bytes()[:100])
+    line = error_line(capsys, [*TRAIN, "--partition", str(partition), "--out", str(out)])
+    assert f"{checkpoint} is not a readable asyncfl checkpoint" in line or "belongs to a run" in line
+    assert "weights_only=False" not in line and "delete it" in line
+
+
+def test_disk_full_is_one_line(capsys, tmp_path, partition):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.csv").symlink_to("/dev/full")  # every write to it fails with ENOSPC
+    line = error_line(capsys, [*TRAIN, "--partition", str(partition), "--out", str(out)])
+    assert "No space left on device" in line and "metrics.csv" in line and "free some space" in line
