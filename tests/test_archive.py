@@ -2,9 +2,13 @@
 
 import hashlib
 import json
+import subprocess
 import tarfile
 
+import yaml
+
 from asyncfl.archive import archive_results, zenodo_metadata
+from asyncfl.cli import main
 
 SETTINGS = {
     "title": "results",
@@ -55,3 +59,69 @@ def test_zenodo_metadata_relates_the_paper():
         {"identifier": "10.1234/example", "relation": "isSupplementTo", "resource_type": "publication-article"}
     ]
     assert metadata["upload_type"] == "dataset" and metadata["creators"] == [{"name": "A. Researcher"}]
+
+
+def archive_cli(capsys, root, *extra):
+    files, configs = make_results(root)
+    (root / "quick.yaml").write_text(yaml.safe_dump({"archive": SETTINGS}))
+    argv = ["archive", "--files", *map(str, files), *extra, "--base", str(root), "--out", str(root / "out")]
+    code = main([*argv, "--config", str(configs[0])] if "--config" not in extra else argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_symlink_inside_base_is_its_own_member(tmp_path, capsys):
+    (tmp_path / "results/link.csv").parent.mkdir(parents=True)
+    (tmp_path / "results/link.csv").symlink_to(tmp_path / "results/run/metrics.csv")
+    code, out, err = archive_cli(capsys, tmp_path, str(tmp_path / "results/link.csv"))
+    assert code == 0, err
+    assert "4 files" in out
+    with tarfile.open(tmp_path / "out/asyncfl-results.tar.gz") as tar:
+        assert {"results/link.csv", "results/run/metrics.csv"} <= set(tar.getnames())
+
+
+def test_two_configs_with_one_name_are_refused(tmp_path, capsys):
+    for folder in ("a", "b"):
+        (tmp_path / "elsewhere" / folder).mkdir(parents=True)
+        (tmp_path / "elsewhere" / folder / "c.yaml").write_text(yaml.safe_dump({"archive": SETTINGS}))
+    root = tmp_path / "work"
+    root.mkdir()
+    configs = [str(tmp_path / "elsewhere" / f / "c.yaml") for f in ("a", "b")]
+    code, _, err = archive_cli(capsys, root, "--config", *configs)
+    assert code == 1 and "would both be archived as config/c.yaml" in err
+    assert not (root / "out").exists()
+
+
+def test_config_without_archive_section_writes_nothing(tmp_path, capsys):
+    files, _ = make_results(tmp_path)
+    (tmp_path / "bare.yaml").write_text("reference_J: 5\n")
+    argv = ["archive", "--files", *map(str, files), "--config", str(tmp_path / "bare.yaml")]
+    assert main([*argv, "--base", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("asyncfl archive: error: ") and "lacks title, creators, license, paper" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_file_outside_base_is_one_line(tmp_path, capsys):
+    outside = tmp_path / "outside.csv"
+    outside.write_text("x\n")
+    root = tmp_path / "work"
+    root.mkdir()
+    code, _, err = archive_cli(capsys, root, str(outside))
+    assert code == 1 and f"{outside} is outside --base" in err and len(err.strip().splitlines()) == 1
+
+
+def test_command_option_keeps_the_error_prefix(tmp_path, capsys):
+    code, _, err = archive_cli(capsys, tmp_path, str(tmp_path / "missing.csv"), "--command", "snakemake --cores 2")
+    assert code == 1 and err.startswith("asyncfl archive: error: cannot archive missing files")
+
+
+def test_one_sha256sum_check_verifies_everything(tmp_path, capsys):
+    code, _, err = archive_cli(capsys, tmp_path)
+    assert code == 0, err
+    out = tmp_path / "out"
+    with tarfile.open(out / "asyncfl-results.tar.gz") as tar:
+        tar.extractall(out, filter="data")
+    check = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=out, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count(": OK") == len((out / "SHA256SUMS").read_text().splitlines()) == 4

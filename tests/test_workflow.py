@@ -1,11 +1,14 @@
 """The Snakemake workflow, through real snakemake: plan, lint, format, schema errors, the quick config end to end."""
 
 import hashlib
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -118,3 +121,24 @@ def test_quick_config_end_to_end(quick_local_run):
     shutil.rmtree(archive)
     rebuilt = snakemake("--cores", "1", "--configfile", config, workdir=tmp_path)
     assert rebuilt.returncode == 0 and (archive / "SHA256SUMS").read_text() == first_sums
+
+
+def test_slurm_profile_plans_without_conda():
+    """Users inspect the DAG on laptops: no conda on PATH, the profile's dry run still plans every job."""
+    path = os.pathsep.join(d for d in ENV["PATH"].split(os.pathsep) if not (Path(d) / "conda").exists())
+    result = snakemake("-n", "--profile", "profiles/slurm", env={**ENV, "PATH": path})
+    assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
+    assert job_counts(result.stdout)["train"] == 54
+    assert "conda is not on PATH" in result.stdout + result.stderr
+
+
+def test_paths_with_spaces_reach_the_commands_whole(tmp_path):
+    folder = tmp_path / "my configs"
+    folder.mkdir()
+    config = folder / "quick copy.yaml"
+    shutil.copy(REPO / "config/quick.yaml", config)
+    result = snakemake("archive", "-n", "-p", "--configfile", str(config), workdir=tmp_path / "work dir")
+    assert result.returncode == 0, result.stderr[-2000:]
+    command = next(line for line in result.stdout.splitlines() if " archive --files " in line)
+    words = shlex.split(command.split(" > ")[0])
+    assert words[words.index("--config") + 1] == str(config)

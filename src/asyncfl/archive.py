@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -20,6 +21,8 @@ import yaml
 from asyncfl.errors import InputError
 from asyncfl.files import atomic_path, sha256, write_json
 from asyncfl.provenance import git, machine, package_versions
+
+ARCHIVE_KEYS = ("title", "creators", "license", "paper")
 
 
 def build_archive(members: dict[str, Path], tarball: Path) -> dict[str, str]:
@@ -38,7 +41,9 @@ def build_archive(members: dict[str, Path], tarball: Path) -> dict[str, str]:
 
 
 def write_checksums(path: Path, tarball: Path, members: dict[str, str]) -> None:
-    """SHA256SUMS in `sha256sum -c` format: the tarball, then every member."""
+    """SHA256SUMS in `sha256sum -c` format: the tarball, then every member, all relative to the folder
+    that holds the tarball, so one `sha256sum -c SHA256SUMS` there, after extracting it, checks them all
+    (README "Outputs")."""
     lines = [f"{sha256(tarball)}  {Path(tarball).name}"]
     lines += [f"{digest}  {name}" for name, digest in members.items()]
     with atomic_path(path) as tmp:
@@ -85,30 +90,72 @@ def zenodo_metadata(settings: dict) -> dict:
     return metadata
 
 
+def member_names(files: list[Path], configs: list[Path], base: Path) -> dict[str, Path]:
+    """Each file's name in the archive: its path under `base` as given (a symlink keeps its own name);
+    configs under config/. Two files with one name are refused, never overwritten."""
+    base_path = os.path.abspath(base)
+    named = []
+    for path in files:
+        relative = os.path.relpath(os.path.abspath(path), base_path)
+        if relative == os.curdir or relative.startswith(os.pardir):
+            raise InputError(
+                f"{path} is outside --base {base}; archive members are named by their path under --base, "
+                "so pass a --base that holds every file"
+            )
+        named.append((Path(relative).as_posix(), Path(path)))
+    named += [(f"config/{Path(path).name}", Path(path)) for path in configs]
+    members: dict[str, Path] = {}
+    for name, path in named:
+        if name in members:
+            raise InputError(f"{members[name]} and {path} would both be archived as {name}; rename one of them")
+        members[name] = path
+    return members
+
+
 def archive_results(
     files: list[Path], configs: list[Path], base: Path, out: Path, settings: dict, command: str
-) -> Path:
-    """Everything `asyncfl archive` writes into `out`: results under their paths relative to `base`,
-    config files under config/."""
+) -> tuple[Path, int]:
+    """Everything `asyncfl archive` writes into `out`; returns the tarball and its number of members."""
     missing = [str(f) for f in [*files, *configs] if not Path(f).is_file()]
     if missing:
         raise InputError(f"cannot archive missing files: {', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}")
-    members = {Path(f).resolve().relative_to(Path(base).resolve()).as_posix(): Path(f) for f in files}
-    members.update({f"config/{Path(c).name}": Path(c) for c in configs})
+    members = member_names(files, configs, base)
+    metadata = zenodo_metadata(settings)
     tarball = Path(out) / "asyncfl-results.tar.gz"
     checksums = build_archive(members, tarball)
     write_checksums(Path(out) / "SHA256SUMS", tarball, checksums)
     write_json(Path(out) / "provenance.json", provenance([f for f in files if Path(f).name == "run.json"], command))
-    write_json(Path(out) / ".zenodo.json", zenodo_metadata(settings))
-    return tarball
+    write_json(Path(out) / ".zenodo.json", metadata)
+    return tarball, len(members)
 
 
-def archive_from_configs(files: list[Path], configs: list[Path], base: Path, out: Path, command: str) -> Path:
-    """`asyncfl archive`: the metadata comes from the workflow configs' `archive` sections."""
+def archive_settings(configs: list[Path]) -> dict:
+    """The metadata of the archive: the configs' `archive` sections merged, checked before anything is written."""
     settings: dict = {}
     for path in configs:
-        settings.update(yaml.safe_load(Path(path).read_text()).get("archive", {}))
-    return archive_results(files, configs, base, out, settings, command)
+        try:
+            loaded = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise InputError(f"cannot read config {path}: {str(error).splitlines()[0]}") from None
+        settings.update(loaded.get("archive", {}) if isinstance(loaded, dict) else {})
+    missing = [key for key in ARCHIVE_KEYS if key not in settings]
+    paper = settings.get("paper")
+    if not missing and (not isinstance(paper, dict) or not {"title", "authors"} <= set(paper)):
+        missing = ["paper.title", "paper.authors"]
+    if missing:
+        names = ", ".join(str(c) for c in configs)
+        raise InputError(
+            f"{names}: the archive metadata lacks {', '.join(missing)}; add an archive: section "
+            "(title, creators, license, paper: {title, authors}) as in config/config.yaml"
+        )
+    return settings
+
+
+def archive_from_configs(
+    files: list[Path], configs: list[Path], base: Path, out: Path, command: str
+) -> tuple[Path, int]:
+    """`asyncfl archive`: the metadata comes from the workflow configs' `archive` sections."""
+    return archive_results(files, configs, base, out, archive_settings(configs), command)
 
 
 def fetch_record(record: str, out: Path) -> None:

@@ -106,8 +106,8 @@ def cmd_figures(args: argparse.Namespace) -> None:
 
 def cmd_archive(args: argparse.Namespace) -> None:
     """Pack results into a reproducible tarball with checksums, provenance and Zenodo metadata."""
-    tarball = archive_from_configs(args.files, args.config, args.base, args.out, args.command_line)
-    print(f"{len(args.files) + len(args.config)} files → {tarball}")
+    tarball, members = archive_from_configs(args.files, args.config, args.base, args.out, args.command_line)
+    print(f"{members} files → {tarball}")
 
 
 def cmd_fetch_record(args: argparse.Namespace) -> None:

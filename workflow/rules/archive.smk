@@ -22,12 +22,12 @@ rule archive:
     log:
         "logs/archive.log",
     conda:
-        TORCH_ENV
+        torch_env
     params:
         configs=workflow.configfiles,
         out=subpath(output[0], parent=True),
         command=COMMAND,
     shell:
         ASYNCFL
-        + " archive --files {input} --config {params.configs} --command {params.command:q}"
-        " --out {params.out} > {log} 2>&1"
+        + " archive --files {input:q} --config {params.configs:q} --command {params.command:q}"
+        " --out {params.out:q} > {log:q} 2>&1"

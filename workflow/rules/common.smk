@@ -1,5 +1,6 @@
 import json
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from asyncfl.experiments import check_workflow_config
 from asyncfl.layout import RUN_FILES, figure_titles
 from asyncfl.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
+from snakemake.settings.types import DeploymentMethod
 
 try:
     check_workflow_config(config)
@@ -19,6 +22,25 @@ except InputError as error:
 
 ASYNCFL = f"PYTHONPATH={shlex.quote(str(SRC))} python -m asyncfl"
 TORCH_ENV = f"../../envs/torch-{config['torch']}.yaml"
+# Snakemake asks conda itself about an environment as soon as a rule names one, even in a dry
+# run; rules name theirs only where conda is on PATH, so `snakemake -n --profile profiles/slurm`
+# plans on a laptop without conda. Where a run asks for conda and none is found, jobs run in the
+# environment snakemake runs in, and the log says so (README "The paper's experiments on a SLURM cluster").
+CONDA_FOUND = shutil.which("conda") is not None
+if (
+    DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+    and not CONDA_FOUND
+):
+    logger.warning(
+        "conda is not on PATH: rules run in this Python environment instead of envs/torch-*.yaml"
+    )
+
+
+def torch_env(wildcards):
+    """The rules' conda environment, where conda can build it."""
+    return TORCH_ENV if CONDA_FOUND else None
+
+
 REFERENCE_J = config["reference_J"]
 FIGURES = list(figure_titles(REFERENCE_J))
 ARCHIVE_DIR = "results/archive"

@@ -9,9 +9,9 @@ rule prepare_data:
     log:
         "logs/prepare_data/{dataset}.log",
     conda:
-        TORCH_ENV
+        torch_env
     params:
         root=lambda wildcards: data_root(wildcards.dataset),
     shell:
         ASYNCFL
-        + " data --dataset {wildcards.dataset} --root {params.root:q} --summary {output} > {log} 2>&1"
+        + " data --dataset {wildcards.dataset} --root {params.root:q} --summary {output:q} > {log:q} 2>&1"

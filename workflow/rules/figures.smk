@@ -20,12 +20,12 @@ rule figures:
     log:
         "logs/figures/{experiment}.log",
     conda:
-        TORCH_ENV
+        torch_env
     params:
         out=subpath(output[0], parent=True),
         runs="results/{experiment}/runs",
         reference_j=REFERENCE_J,
     shell:
         ASYNCFL
-        + " figures --runs {params.runs} --partition-stats {input.stats} --reference-j {params.reference_j}"
-        " --title {wildcards.experiment:q} --out {params.out} > {log} 2>&1"
+        + " figures --runs {params.runs:q} --partition-stats {input.stats:q} --reference-j {params.reference_j}"
+        " --title {wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"

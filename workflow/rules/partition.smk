@@ -7,11 +7,11 @@ rule partition:
     log:
         "logs/partition/{dataset}_alpha{alpha}_C{clients}_seed{seed}.log",
     conda:
-        TORCH_ENV
+        torch_env
     params:
         root=lambda wildcards: data_root(wildcards.dataset),
         min_size=config["min_partition_size"],
     shell:
         ASYNCFL + " partition --dataset {wildcards.dataset} --root {params.root:q}"
         " --clients {wildcards.clients} --alpha {wildcards.alpha} --seed {wildcards.seed}"
-        " --min-size {params.min_size} --out {output.npz} > {log} 2>&1"
+        " --min-size {params.min_size} --out {output.npz:q} > {log:q} 2>&1"

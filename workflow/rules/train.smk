@@ -16,7 +16,7 @@ rule train:
     benchmark:
         "benchmarks/train/{experiment}/{algorithm}_J{J}_seed{seed}.tsv"
     conda:
-        TORCH_ENV
+        torch_env
     threads: config["resources"]["train"]["threads"]
     resources:
         gpu=config["resources"]["train"]["gpu"],
@@ -29,6 +29,6 @@ rule train:
         out=subpath(output.run, parent=True),
     shell:
         ASYNCFL
-        + " train --dataset {params.dataset} --root {params.root:q} --partition {input.partition}"
+        + " train --dataset {params.dataset} --root {params.root:q} --partition {input.partition:q}"
         " --algorithm {wildcards.algorithm} --clients-per-round {wildcards.J} --seed {wildcards.seed}"
-        " --settings {params.settings:q} --threads {threads} --out {params.out} > {log} 2>&1"
+        " --settings {params.settings:q} --threads {threads} --out {params.out:q} > {log:q} 2>&1"

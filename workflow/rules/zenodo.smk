@@ -11,9 +11,9 @@ if config["zenodo"]["record"]:
         log:
             f"logs/fetch_record/{config['zenodo']['record']}.log",
         conda:
-            TORCH_ENV
+            torch_env
         params:
             record=config["zenodo"]["record"],
         shell:
             ASYNCFL
-            + " fetch-record --record {params.record} --out {output} > {log} 2>&1"
+            + " fetch-record --record {params.record} --out {output:q} > {log:q} 2>&1"
