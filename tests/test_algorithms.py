@@ -90,6 +90,8 @@ def test_fedbuff_adds_staleness_weighted_deltas():
     assert new["bn.num_batches_tracked"].item() == 4
 
 
-def test_update_norm_ignores_integer_buffers():
-    assert update_norm(state([3.0, 4.0], [0.0, 0.0], 9), state([0.0, 0.0], [0.0, 0.0], 1)) == pytest.approx(5.0)
-    assert math.isclose(update_norm(state([1.0, 1.0], [3.0, 0.0], 1), state([1.0, 1.0], [0.0, 4.0], 1)), 5.0)
+def test_update_norm_is_over_parameters_only():
+    """κ's ‖θ_{v+1} − θ_v‖ is the paper's θ: BatchNorm buffers (statistics, counts) do not count."""
+    assert update_norm(state([3.0, 4.0], [0.0, 0.0], 9), state([0.0, 0.0], [0.0, 0.0], 1), ["w"]) == pytest.approx(5.0)
+    assert update_norm(state([1.0, 1.0], [3.0, 0.0], 1), state([1.0, 1.0], [0.0, 4.0], 1), ["w"]) == 0.0
+    assert math.isclose(update_norm(state([4.0, 1.0], [30.0, 0.0], 1), state([1.0, 5.0], [0.0, 4.0], 1), ["w"]), 5.0)

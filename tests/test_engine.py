@@ -171,6 +171,25 @@ def test_kappa_and_max_virtual_time_stop_the_run(tmp_path):
     assert float(metrics[-2]["virtual_time"]) < 7.0
 
 
+@pytest.mark.parametrize("algorithm", ["afl", "sync", "fedasync", "fedbuff"])
+def test_an_update_budget_stops_every_algorithm_at_the_same_count(tmp_path, algorithm):
+    """Equal budget: 12 client updates are 6 rounds of J = 2 for afl, sync and fedbuff, 12 for fedasync."""
+    metrics, events, summary = run(
+        tmp_path, algorithm=algorithm, clients_per_round=2, rounds=1000, max_updates=12, **FIXED_CLIENTS
+    )
+    assert summary["stop_reason"] == "max_updates" and len(events) == 12
+    assert len(metrics) == (12 if algorithm == "fedasync" else 6)
+
+
+@pytest.mark.parametrize("algorithm", ["afl", "sync", "fedasync", "fedbuff"])
+def test_a_time_budget_stops_every_algorithm_at_its_first_aggregation_past_it(tmp_path, algorithm):
+    metrics, events, summary = run(
+        tmp_path, algorithm=algorithm, clients_per_round=2, rounds=1000, max_virtual_time=9.0, **FIXED_CLIENTS
+    )
+    times = [float(m["virtual_time"]) for m in metrics]
+    assert summary["stop_reason"] == "max_virtual_time" and times[-1] >= 9.0 > times[-2]
+
+
 def test_test_metrics_every_eval_every_rounds_and_at_the_end(tmp_path):
     metrics, _, _ = run(tmp_path, algorithm="afl", clients_per_round=2, rounds=7, eval_every=3, **FIXED_CLIENTS)
     evaluated = [m["round"] for m in metrics if m["test_accuracy"]]

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from asyncfl.errors import InputError
-from asyncfl.experiments import WORKFLOW_OWNED, check_workflow_config
+from asyncfl.experiments import WORKFLOW_OWNED, check_workflow_config, run_settings
 from conftest import REPO
 
 QUICK = yaml.safe_load((REPO / "config/quick.yaml").read_text())
@@ -44,3 +44,19 @@ def test_mistakes_name_the_key(edit, message):
 def test_every_workflow_owned_key_is_refused_under_train(key):
     with pytest.raises(InputError, match=f"train.{key} is set by the workflow"):
         check_workflow_config(edited(lambda e, c: e["train"].update({key: 1})))
+
+
+def test_a_budget_applies_to_the_comparison_runs_only():
+    experiment = {**QUICK["experiments"]["digits_cnn"], "budget": {"updates": 150, "virtual_time": 80.0}}
+    compared = run_settings(experiment, 5, 5)
+    assert (compared["max_updates"], compared["max_virtual_time"], compared["rounds"]) == (150, 80.0, 150)
+    sweep = run_settings(experiment, 3, 5)
+    assert "max_updates" not in sweep and sweep["rounds"] == experiment["rounds"]
+
+
+def test_a_budget_and_the_same_train_setting_are_refused():
+    def edit(e, c):
+        e["train"]["max_updates"] = 10
+
+    with pytest.raises(InputError, match="train.max_updates and experiments.digits_cnn.budget.updates both set"):
+        check_workflow_config(edited(edit))

@@ -1,11 +1,13 @@
 """Figures from CSVs: every file, for runs laid out as the workflow lays them out."""
 
+import csv
 import json
 
+import numpy as np
 import pytest
 
 from asyncfl.errors import InputError
-from asyncfl.figures import draw_figures
+from asyncfl.figures import draw_figures, load_runs, participation_table
 from asyncfl.layout import figure_titles
 
 METRICS = "round,virtual_time,train_loss,test_loss,test_accuracy,mean_staleness,max_staleness,update_norm,lr\n"
@@ -55,3 +57,24 @@ def test_reference_j_without_runs_is_an_error(runs):
 def test_no_runs_is_an_error(tmp_path):
     with pytest.raises(InputError, match="no runs under"):
         draw_figures(tmp_path, tmp_path / "stats.json", 5, tmp_path / "figures", "tiny")
+
+
+def test_participation_counts_equal_the_events(runs):
+    """The participation figure's points: per algorithm, seed and client, the updates in events.csv."""
+    metrics, events = load_runs(runs / "runs")
+    table = participation_table(events[events.J == 5])
+    for row in table.itertuples():
+        path = runs / "runs" / row.algorithm / "J5" / f"seed{row.seed}" / "events.csv"
+        with open(path) as stream:
+            rows = [r for r in csv.DictReader(stream) if int(r["client"]) == row.client]
+        assert row.updates == len(rows)
+        assert row.duration == pytest.approx(
+            np.mean([float(r["arrival_time"]) - float(r["dispatch_time"]) for r in rows])
+        )
+    assert table.updates.sum() == len(events[events.J == 5])
+
+
+def test_updates_axis_counts_the_client_updates_aggregated(runs):
+    metrics, _ = load_runs(runs / "runs")
+    run = metrics[(metrics.algorithm == "sync") & (metrics.seed == 0)]
+    assert run.updates.tolist() == [2 * r for r in run["round"]]  # two events per round in the fixture

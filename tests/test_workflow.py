@@ -33,8 +33,10 @@ def test_paper_config_plans_every_training_run():
         for exp in config["experiments"].values()
     )
     counts = job_counts(result.stdout)
-    assert expected == 54  # 2 experiments × (AFL at J = 3..8 + sync, FedAsync, FedBuff at J = 5) × 3 seeds
-    assert counts["train"] == expected and counts["figures"] == 2 and counts["archive"] == 1
+    # 2 experiments × (AFL at J = 3..8 + sync, FedAsync, FedBuff at J = 5) × 3 seeds, and their
+    # staleness-aware variants × (AFL, FedAsync, FedBuff at J = 5) × 3 seeds
+    assert expected == 72
+    assert counts["train"] == expected and counts["figures"] == counts["theory"] == 4 and counts["archive"] == 1
 
 
 def test_lint_is_clean():
@@ -128,7 +130,7 @@ def test_slurm_profile_plans_without_conda():
     path = os.pathsep.join(d for d in ENV["PATH"].split(os.pathsep) if not (Path(d) / "conda").exists())
     result = snakemake("-n", "--profile", "profiles/slurm", env={**ENV, "PATH": path})
     assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
-    assert job_counts(result.stdout)["train"] == 54
+    assert job_counts(result.stdout)["train"] == 72
     assert "conda is not on PATH" in result.stdout + result.stderr
 
 
@@ -142,3 +144,11 @@ def test_paths_with_spaces_reach_the_commands_whole(tmp_path):
     command = next(line for line in result.stdout.splitlines() if " archive --files " in line)
     words = shlex.split(command.split(" > ")[0])
     assert words[words.index("--config") + 1] == str(config)
+
+
+def test_fashion_mnist_config_plans_from_debians_copy():
+    result = snakemake("-n", "-p", "--configfile", str(REPO / "config/fashion-mnist.yaml"))
+    assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
+    counts = job_counts(result.stdout)
+    assert counts["train"] == 36 and counts["theory"] == 2 and counts["figures"] == 2
+    assert "--root /usr/share/datasets/fashion-mnist" in result.stdout

@@ -77,7 +77,8 @@ def fedbuff_update(
     return linear_combination(terms), coefficients
 
 
-def update_norm(new: State, old: State) -> float:
-    """‖θ_{v+1} − θ_v‖ over all floating entries: the paper's convergence test against κ."""
-    squares = sum(((new[k].double() - old[k].double()) ** 2).sum() for k in new if new[k].is_floating_point())
+def update_norm(new: State, old: State, parameters: list[str]) -> float:
+    """‖θ_{v+1} − θ_v‖ over the model's parameters, the paper's θ: the convergence test against κ.
+    BatchNorm's running statistics are buffers, not θ, and stay out of it (README "Training")."""
+    squares = sum(((new[k].double() - old[k].double()) ** 2).sum() for k in parameters)
     return math.sqrt(float(squares))

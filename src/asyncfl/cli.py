@@ -104,6 +104,14 @@ def cmd_figures(args: argparse.Namespace) -> None:
     print(f"{len(written)} files → {args.out}")
 
 
+def cmd_theory(args: argparse.Namespace) -> None:
+    """The paper's sampling-variance claim on one finished run's client updates: table and figure."""
+    from asyncfl.theory import sampling_variance
+
+    written = sampling_variance(args.run_dir, args.dataset, args.root, args.partition, args.out, args.title)
+    print(f"{len(written)} files → {args.out}")
+
+
 def cmd_archive(args: argparse.Namespace) -> None:
     """Pack results into a reproducible tarball with checksums, provenance and Zenodo metadata."""
     tarball, members = archive_from_configs(args.files, args.config, args.base, args.out, args.command_line)
@@ -184,6 +192,18 @@ def build_parser() -> argparse.ArgumentParser:
     figures.add_argument("--title", default="", help="experiment name shown in every title")
     figures.add_argument("--out", type=Path, required=True)
     figures.set_defaults(run=cmd_figures)
+
+    theory = commands.add_parser(
+        "theory", help="variance of the sampled mean of client updates, with and without replacement"
+    )
+    add_dataset_arguments(theory)
+    theory.add_argument(
+        "--run", dest="run_dir", type=Path, required=True, help="a finished run folder (run.json, model.pt)"
+    )
+    theory.add_argument("--partition", type=Path, required=True, help="the run's FILE.npz")
+    theory.add_argument("--title", default="", help="experiment name shown in the title")
+    theory.add_argument("--out", type=Path, required=True)
+    theory.set_defaults(run=cmd_theory)
 
     archive = commands.add_parser("archive", help="tarball, SHA256SUMS, provenance.json and .zenodo.json")
     archive.add_argument("--files", type=Path, nargs="+", required=True, help="files to pack")

@@ -19,33 +19,36 @@ DISTRIBUTIONS = ("lognormal", "constant")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Every knob of a run. Defaults are the paper's (Section V) where it gives one."""
+    """Every knob of a run. Comments mark the paper's values (Section V, Algorithm 1) and the project's
+    choices where the paper gives none or another; config/README.md has the full table."""
 
     algorithm: str = "afl"
     model: str = "cnn"
-    clients_per_round: int = 5  # J; afl aggregates every J arrivals
+    clients_per_round: int = 5  # J; afl aggregates every J arrivals (paper: 5 of 10 in its comparisons)
     rounds: int = 1000  # server aggregations
-    local_epochs: int = 10  # I
+    local_epochs: int = 10  # I (paper)
     seed: int = 0
-    batch_size: int = 64
-    optimizer: str = "adam"  # or "sgd"
-    gamma0: float = 1e-3  # γ0 of γ = γ0 / (√(t+1)·(1 + α_lr·d_c))
-    alpha_lr: float = 0.01
+    batch_size: int = 64  # paper
+    optimizer: str = "adam"  # or "sgd" (paper: Adam)
+    gamma0: float = 1e-3  # γ0 of γ = γ0 / (√(t+1)·(1 + α_lr·d_c)) (paper)
+    alpha_lr: float = 0.01  # paper
     lr_time: str = "round"  # t = server round at dispatch; "epoch": the local epoch (reference code)
     lr_delay: str = "duration"  # d_c = the dispatch's whole duration, or "latency" only
-    staleness: str = "polynomial"  # s(τ): constant | inverse | polynomial | hinge
-    staleness_a: float = 0.5
-    staleness_b: float = 4.0  # hinge threshold
-    concurrency: int | None = None  # M clients in flight (afl, fedasync, fedbuff); default J
+    # s(τ): constant | inverse | polynomial | hinge. Project's choice: the paper's §V weights by size
+    # only (constant), which config/config.yaml sets for the paper's experiments
+    staleness: str = "polynomial"
+    staleness_a: float = 0.5  # project's choice (the paper gives no value)
+    staleness_b: float = 4.0  # hinge threshold (project's choice)
+    concurrency: int | None = None  # M clients in flight (afl, fedasync, fedbuff); default J (project's reading)
     buffer_size: int | None = None  # K arrivals per fedbuff aggregation; default J
-    mixing: float = 1.0  # β of afl: θ ← (1−β)θ + β·aggregate
+    mixing: float = 1.0  # β of afl: θ ← (1−β)θ + β·aggregate (paper: the aggregate replaces θ)
     fedasync_alpha: float = 0.6  # α of fedasync: α_t = α·s(τ)
     server_lr: float = 1.0  # η_g of fedbuff
     patience: int = 10  # early stopping on the client's epoch loss
-    kappa: float = 0.0  # stop when ‖θ_{v+1} − θ_v‖ ≤ κ; 0 disables
+    kappa: float = 0.0  # stop when ‖θ_{v+1} − θ_v‖ ≤ κ over parameters only; 0 disables (paper gives no κ)
     eval_every: int = 1  # rounds between test evaluations of the global model (and the last round)
-    replacement: bool = False  # sample clients with replacement
-    speed_distribution: str = "lognormal"  # per-client compute speed, median 1
+    replacement: bool = False  # sample clients with replacement (paper: without)
+    speed_distribution: str = "lognormal"  # per-client compute speed, median 1 (delays: project's choice)
     speed_sigma: float = 0.5
     latency_distribution: str = "lognormal"  # per-client network latency (virtual seconds)
     latency_median: float = 1.0
@@ -53,6 +56,7 @@ class TrainConfig:
     seconds_per_sample: float = 0.001  # virtual compute seconds per sample-epoch at speed 1
     jitter_sigma: float = 0.0  # per-dispatch lognormal jitter of the compute time
     max_virtual_time: float | None = None  # stop at the first aggregation at or after this time
+    max_updates: int | None = None  # stop at the first aggregation at or after this many client updates
     checkpoint_every: int = 10  # rounds between checkpoints
     device: str = "auto"  # auto | cpu | cuda
     # vectorised: the clients in flight train as one batch (torch.func); plain: one after another (the
@@ -94,6 +98,7 @@ POSITIVE = (
     "concurrency",
     "buffer_size",
     "max_virtual_time",
+    "max_updates",
 )
 NON_NEGATIVE = (
     "alpha_lr",
@@ -112,6 +117,7 @@ UNIT_INTERVAL = ("mixing", "fedasync_alpha")  # (0, 1]
 AT_MOST = {
     "local_epochs": 100_000,
     "rounds": 100_000_000,
+    "max_updates": 100_000_000,
     "batch_size": 1 << 24,
     "clients_per_round": 1 << 24,
     "concurrency": 1 << 24,

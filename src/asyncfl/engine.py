@@ -125,6 +125,7 @@ class Simulation:
         self.inbox: asyncio.PriorityQueue = asyncio.PriorityQueue()
         self.stop_reason = ""
         self.started = time.perf_counter()
+        self.parameter_names = [name for name, _ in self.context.model.named_parameters()]
 
     # ---- dispatch -------------------------------------------------------------------------------
     def sample_clients(self, count: int) -> np.ndarray:
@@ -197,13 +198,14 @@ class Simulation:
         sizes = [int(self.sizes[j.client]) for j in jobs]
         old = state.global_state
         new, coefficients = self.strategy.aggregate(old, server_updates(config, state, jobs, results, sizes))
-        norm = update_norm(new, old)
+        norm = update_norm(new, old, self.parameter_names)
         record = Aggregation.of(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
         state.global_state, state.version = new, state.version + 1
         self.buffer.clear()
         live = {j.version for j in state.outstanding.values()}
         state.starts = {v: start for v, start in state.starts.items() if v in live}
-        self.stop_reason = stop_condition(config, state.version, state.now, norm)
+        updates = int(state.dispatch_counts.sum()) - len(state.outstanding)  # every arrival so far is aggregated
+        self.stop_reason = stop_condition(config, state.version, state.now, norm, updates)
         if state.version % config.eval_every == 0 or self.stop_reason:
             context = self.context
             record.test_loss, record.test_accuracy = evaluate(
@@ -270,14 +272,17 @@ def local_task(job: Job, start: State, context: RunContext, seed: int) -> LocalT
     )
 
 
-def stop_condition(config: TrainConfig, version: int, now: float, norm: float) -> str:
-    """Why the run ends after the aggregation that made `version` ("" while it goes on)."""
+def stop_condition(config: TrainConfig, version: int, now: float, norm: float, updates: int) -> str:
+    """Why the run ends after the aggregation that made `version` ("" while it goes on). The budgets
+    (`max_virtual_time`, `max_updates`) let runs of different algorithms stop at equal cost."""
     if version >= config.rounds:
         return "rounds"
     if config.kappa > 0 and norm <= config.kappa:
         return "kappa"
     if config.max_virtual_time is not None and now >= config.max_virtual_time:
         return "max_virtual_time"
+    if config.max_updates is not None and updates >= config.max_updates:
+        return "max_updates"
     return ""
 
 

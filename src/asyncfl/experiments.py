@@ -49,7 +49,30 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
     for owned, fix in WORKFLOW_OWNED.items():
         if owned in train:
             raise InputError(f"{key}.train.{owned} is set by the workflow, not under train:; {fix}")
-    make_config({**train, "model": experiment["model"], "rounds": experiment["rounds"]}, f"{key}.train")
+    for budget_key in experiment.get("budget", {}):
+        if BUDGET_KEYS[budget_key] in train:
+            raise InputError(f"{key}.train.{BUDGET_KEYS[budget_key]} and {key}.budget.{budget_key} both set; keep one")
+    for j in sorted({*participation, reference_j}):
+        make_config(run_settings(experiment, j, reference_j), f"{key}.train")
+
+
+BUDGET_KEYS = {"updates": "max_updates", "virtual_time": "max_virtual_time"}
+ROUNDS_CAP = 100_000_000  # under a virtual-time budget the budget, not the rounds, ends a run
+
+
+def run_settings(experiment: dict[str, Any], j: int, reference_j: int) -> dict[str, Any]:
+    """The `asyncfl train` settings of one run of an experiment (besides algorithm, J and seed).
+
+    The runs at reference_J are the ones that compare algorithms: under the experiment's `budget`
+    they all stop at the same client updates and/or virtual time, whatever a round costs each
+    algorithm. The AFL sweep over J keeps `rounds`, as in the paper's figure.
+    """
+    settings = {**experiment.get("train", {}), "model": experiment["model"], "rounds": experiment["rounds"]}
+    budget = experiment.get("budget", {})
+    if budget and j == reference_j:
+        settings.update({BUDGET_KEYS[key]: value for key, value in budget.items()})
+        settings["rounds"] = budget.get("updates", ROUNDS_CAP)  # every round aggregates at least one update
+    return settings
 
 
 def check_workflow_config(config: dict[str, Any]) -> None:

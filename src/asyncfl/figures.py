@@ -28,6 +28,7 @@ J_VALUES = range(1, 21)
 J_COLOURS = dict(zip(J_VALUES, sns.color_palette("viridis", 8) * 3, strict=False))  # J = 3..8 spread over the map
 SERVER_LOSS = "Server loss\n(mean client training NLL)"
 ROUND = "Round (server aggregations)"
+UPDATES = "Client updates aggregated (the budget)"
 VIRTUAL_TIME = "Virtual wall-clock time (s)"
 BAND = ("sd", 1)
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
@@ -41,8 +42,12 @@ def load_runs(runs: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         if not match:
             continue
         tags = {"algorithm": match["algorithm"], "J": int(match["J"]), "seed": int(match["seed"])}
-        metrics.append(pd.read_csv(path).assign(**tags))
-        events.append(pd.read_csv(path.parent / "events.csv").assign(**tags))
+        run_events = pd.read_csv(path.parent / "events.csv")
+        run_metrics = pd.read_csv(path)
+        # The cost axis of equal-budget comparisons: client updates aggregated up to each round.
+        run_metrics["updates"] = run_metrics["round"].map(run_events.groupby("round").size().cumsum())
+        metrics.append(run_metrics.assign(**tags))
+        events.append(run_events.assign(**tags))
     if not metrics:
         raise InputError(f"no runs under {runs} (expected {runs}/ALGORITHM/JN/seedS/metrics.csv)")
     return pd.concat(metrics, ignore_index=True), pd.concat(events, ignore_index=True)
@@ -63,31 +68,70 @@ def draw_figures(runs: Path, partition_stats: Path, reference_j: int, out: Path,
         f"server_loss_J{reference_j}": lambda ax: server_loss(ax, afl),
         f"client_selection_J{reference_j}": lambda ax: client_selection(ax, ref_events, stats["clients"]),
         "participation_sweep": lambda ax: participation_sweep(ax, metrics[metrics.algorithm == "afl"]),
+        f"participation_J{reference_j}": lambda ax: participation(ax, ref_events),
         "afl_vs_sync": lambda ax: by_algorithm(
-            ax, ref_metrics[ref_metrics.algorithm.isin(["afl", "sync"])], "round", "train_loss", ROUND, SERVER_LOSS
+            ax, ref_metrics[ref_metrics.algorithm.isin(["afl", "sync"])], "updates", "train_loss", UPDATES, SERVER_LOSS
         ),
-        "test_metrics_rounds": lambda axes: test_metrics(axes, ref_metrics, "round", ROUND),
+        "test_metrics_updates": lambda axes: test_metrics(axes, ref_metrics, "updates", UPDATES),
         "test_metrics_time": lambda axes: test_metrics(axes, on_time_grid(ref_metrics), "virtual_time", VIRTUAL_TIME),
         "staleness_distribution": lambda ax: staleness_distribution(ax, ref_events),
         "partition_heatmap": lambda ax: partition_heatmap(ax, stats),
         "algorithms_compared": lambda axes: algorithms_compared(axes, ref_metrics),
+        "gradient_norm": lambda ax: update_norms(ax, ref_metrics),
     }
-    two_panels = {"test_metrics_rounds", "test_metrics_time", "algorithms_compared"}
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    two_panels = {"test_metrics_updates", "test_metrics_time", "algorithms_compared"}
     written = []
     for name, figure_title in figure_titles(reference_j).items():
-        draw = drawers[name]
-        panels = 2 if name in two_panels else 1
         height = 2.6 if name != "partition_heatmap" else 0.9 + 0.18 * stats["clients"]
-        fig, axes = plt.subplots(1, panels, figsize=(COLUMN_WIDTH * panels, min(height, 9)), layout="constrained")
-        draw(axes)
-        fig.suptitle(f"{title}: {figure_title}", fontsize="medium")
-        for suffix, options in ((".png", {"dpi": 300}), (".pdf", {"metadata": {"CreationDate": None}})):
-            fig.savefig(out / f"{name}{suffix}", **options)
-            written.append(out / f"{name}{suffix}")
-        plt.close(fig)
+        panels = 2 if name in two_panels else 1
+        written += save_figure(drawers[name], panels, height, f"{title}: {figure_title}", Path(out) / name)
     return written
+
+
+def save_figure(draw, panels: int, height: float, title: str, stem: Path) -> list[Path]:
+    """Draw one figure and write it as STEM.png (300 dpi) and STEM.pdf (no creation date: same bytes)."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(1, panels, figsize=(COLUMN_WIDTH * panels, min(height, 9)), layout="constrained")
+    draw(axes)
+    fig.suptitle(title, fontsize="medium")
+    written = []
+    for suffix, options in ((".png", {"dpi": 300}), (".pdf", {"metadata": {"CreationDate": None}})):
+        fig.savefig(stem.with_suffix(suffix), **options)
+        written.append(stem.with_suffix(suffix))
+    plt.close(fig)
+    return written
+
+
+def update_norms(ax, metrics: pd.DataFrame) -> None:
+    """‖θ_{v+1} − θ_v‖² against rounds, log–log, with the 1/𝒥 slope of the paper's bound (Theorem 1:
+    E‖∇L‖² ≤ 6(L(θ⁰) − L*)/(η̃𝒥) + a floor set by σ², ν² and the step size) anchored at round 1."""
+    data = metrics.assign(update_norm_squared=metrics.update_norm**2)
+    data = data[data.update_norm_squared > 0]
+    by_algorithm(ax, data, "round", "update_norm_squared", ROUND, "Squared norm of the global update")
+    ax.set(xscale="log", yscale="log")
+    rounds = np.unique(data["round"])
+    anchor = data[data["round"] == rounds[0]].update_norm_squared.mean()
+    ax.plot(rounds, anchor * rounds[0] / rounds, ls="--", color="grey", lw=1, label="∝ 1/𝒥 (paper's bound, first term)")
+    ax.legend(fontsize="x-small")
+
+
+def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> list[Path]:
+    """The paper's sampling claim on real client updates: variance of the mean of J updates."""
+    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9, rc={"legend.fontsize": "small"})
+    colours = dict(zip(("without replacement", "with replacement"), sns.color_palette("colorblind", 2), strict=True))
+
+    def draw(ax) -> None:
+        for sampling, rows in table.groupby("sampling"):
+            colour = colours[sampling]
+            ax.plot(rows.J, rows.closed_form, color=colour, label=f"{sampling}: paper's formula")
+            ax.errorbar(
+                rows.J, rows.drawn_mean, yerr=rows.drawn_sd, fmt="o", ms=3, color=colour, label=f"{sampling}: drawn"
+            )
+        ax.set(xlabel="J (clients whose updates are averaged)", ylabel="E‖mean update − population mean‖²")
+        ax.set_yscale("symlog", linthresh=table.closed_form[table.closed_form > 0].min())
+        ax.legend(fontsize="x-small")
+
+    return save_figure(draw, 1, 2.8, f"{title}: Variance of the sampled mean update", Path(out) / "sampling_variance")
 
 
 def server_loss(ax, afl: pd.DataFrame) -> None:
@@ -126,6 +170,38 @@ def client_selection(ax, events: pd.DataFrame, clients: int) -> None:
         ax=ax,
     )
     ax.set(xlabel="Client", ylabel="Updates aggregated (count)")
+    relabel_algorithms(ax)
+
+
+def participation_table(events: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm, seed and client: updates aggregated and mean dispatch duration (virtual s)."""
+    events = events.assign(duration=events.arrival_time - events.dispatch_time)
+    return (
+        events.groupby(["algorithm", "seed", "client"])
+        .agg(updates=("round", "size"), duration=("duration", "mean"))
+        .reset_index()
+    )
+
+
+def participation(ax, events: pd.DataFrame) -> None:
+    """Updates aggregated per client against the client's mean dispatch duration, per algorithm: with
+    M clients kept in flight and the next client drawn among the idle ones, fast clients return and
+    are redrawn more often, so asynchronous dispatch favours them (README "Training")."""
+    per_client = participation_table(events)
+    order = present_algorithms(per_client)
+    sns.scatterplot(
+        per_client,
+        x="duration",
+        y="updates",
+        hue="algorithm",
+        hue_order=order,
+        palette=ALGORITHM_COLOURS,
+        style="algorithm",
+        ax=ax,
+        s=18,
+        alpha=0.8,
+    )
+    ax.set(xlabel="Client's mean dispatch duration (virtual s)", ylabel="Updates aggregated (count per seed)")
     relabel_algorithms(ax)
 
 
@@ -212,6 +288,7 @@ def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
     """Final test accuracy, and virtual time to reach 90% of the best final accuracy: the claim of AFL."""
     evaluated = metrics.dropna(subset=["test_accuracy"])
     last = evaluated.sort_values("round").groupby(["algorithm", "seed"]).tail(1)
+    budgets = last.groupby("algorithm").updates.mean()
     target = 0.9 * last.groupby("algorithm").test_accuracy.mean().max()
     reached = evaluated[evaluated.test_accuracy >= target].groupby(["algorithm", "seed"]).virtual_time.min()
     times = reached.reindex(last.set_index(["algorithm", "seed"]).index).rename("time").reset_index()
@@ -233,7 +310,7 @@ def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
             legend=False,
         )
         ax.set(xlabel="", ylabel=label)
-        ax.set_xticks(range(len(order)), [ALGORITHMS[a] for a in order], rotation=20)
+        ax.set_xticks(range(len(order)), [f"{ALGORITHMS[a]}\n{budgets[a]:.0f} updates" for a in order], rotation=20)
     never = times[times.time.isna()].groupby("algorithm").size()
     for position, algorithm in enumerate(order):
         if algorithm in never:

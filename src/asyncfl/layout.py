@@ -8,6 +8,8 @@ import re
 # A run folder below an experiment's runs/: {algorithm}/J{J}/seed{seed}
 RUN_DIR = re.compile(r"(?P<algorithm>[a-z]+)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
 RUN_FILES = ("metrics.csv", "events.csv", "model.pt", "run.json")
+# Drawn by `asyncfl theory` from one finished run per experiment, beside the figures above.
+THEORY_FIGURES = ("sampling_variance",)
 
 
 def figure_titles(reference_j: int) -> dict[str, str]:
@@ -15,11 +17,13 @@ def figure_titles(reference_j: int) -> dict[str, str]:
     return {
         f"server_loss_J{reference_j}": f"AFL server loss, J = {reference_j}",
         f"client_selection_J{reference_j}": f"Client participation, J = {reference_j}",
+        f"participation_J{reference_j}": f"Updates per client against its duration, J = {reference_j}",
         "participation_sweep": "AFL server loss by clients per round",
-        "afl_vs_sync": f"AFL vs synchronous FL, J = {reference_j}",
-        "test_metrics_rounds": f"Global model on the test set, J = {reference_j}",
+        "afl_vs_sync": f"AFL vs synchronous FL at equal client updates, J = {reference_j}",
+        "test_metrics_updates": f"Global model on the test set by client updates, J = {reference_j}",
         "test_metrics_time": f"Global model on the test set over virtual time, J = {reference_j}",
         "staleness_distribution": f"Staleness of aggregated updates, J = {reference_j}",
         "partition_heatmap": "Training samples per client and class",
-        "algorithms_compared": f"Algorithms compared, J = {reference_j}",
+        "algorithms_compared": f"Algorithms compared at their budget, J = {reference_j}",
+        "gradient_norm": f"Squared norm of the global update, J = {reference_j}",
     }

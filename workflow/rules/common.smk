@@ -8,8 +8,8 @@ from pathlib import Path
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
 from asyncfl.errors import InputError
-from asyncfl.experiments import check_workflow_config
-from asyncfl.layout import RUN_FILES, figure_titles
+from asyncfl.experiments import check_workflow_config, run_settings
+from asyncfl.layout import RUN_FILES, THEORY_FIGURES, figure_titles
 from asyncfl.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -103,14 +103,19 @@ def all_figures():
     return [
         f"results/figures/{name}/{figure}.{ext}"
         for name in config["experiments"]
-        for figure in FIGURES
+        for figure in FIGURES + list(THEORY_FIGURES)
         for ext in ("png", "pdf")
     ]
 
 
+def probed_run(wildcards):
+    """The run whose final model the theory figures probe: AFL at reference_J, first seed."""
+    seed = experiment(wildcards)["seeds"][0]
+    return f"results/{wildcards.experiment}/runs/afl/J{REFERENCE_J}/seed{seed}"
+
+
 def train_settings(wildcards):
-    """The experiment's `train` settings as JSON for `asyncfl train --settings`."""
-    exp = experiment(wildcards)
+    """The run's settings as JSON for `asyncfl train --settings` (asyncfl.experiments.run_settings)."""
     return json.dumps(
-        {**exp.get("train", {}), "model": exp["model"], "rounds": exp["rounds"]}
+        run_settings(experiment(wildcards), int(wildcards.J), REFERENCE_J)
     )

@@ -1,0 +1,118 @@
+"""The paper's sampling claim, put to the test on real client updates (README "Theory checks").
+
+The paper (Section II) states, for the mean of s vectors drawn from a population of m with
+variance ν² = (1/m) Σ‖θ_k − θ̄‖²: E‖θ̄_ψ − θ̄‖² = ν²/s with replacement and (m − s)/(s(m − 1))·ν²
+without, so drawing clients without replacement lowers the variance of the aggregate. Here the
+population is a real one: every client's update θ_c − θ from one global model of a finished run,
+and the variance of the mean of J of them is computed three ways: the closed forms, and the
+engine's own draws (`rng.choice` / `rng.integers`) repeated over many seeds.
+"""
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from asyncfl.algorithms import delay_aware_lr
+from asyncfl.config import make_config
+from asyncfl.data import load_dataset
+from asyncfl.engine import SHUFFLE_STREAM, prepare_run
+from asyncfl.files import atomic_path, sha256
+from asyncfl.partition import load_partition
+from asyncfl.training import LocalTask
+
+PROBE_DISPATCH = 1 << 30  # the probe's shuffle stream: apart from every dispatch of the run itself
+
+
+def population_variance(vectors: np.ndarray) -> float:
+    """ν² = (1/m) Σ‖θ_k − θ̄‖² of the rows of `vectors`."""
+    return float(((vectors - vectors.mean(axis=0)) ** 2).sum(axis=1).mean())
+
+
+def closed_form_variance(vectors: np.ndarray, s: int, replacement: bool) -> float:
+    """E‖θ̄_ψ − θ̄‖² of the mean of s rows drawn uniformly, as the paper states it."""
+    m, nu2 = len(vectors), population_variance(vectors)
+    if replacement:
+        return nu2 / s
+    return 0.0 if m == 1 else (m - s) / (s * (m - 1)) * nu2
+
+
+def enumerated_variance(vectors: np.ndarray, s: int, replacement: bool) -> float:
+    """The same expectation by brute force over every equally likely draw (small populations only)."""
+    m, mean = len(vectors), vectors.mean(axis=0)
+    draws = itertools.product(range(m), repeat=s) if replacement else itertools.combinations(range(m), s)
+    return float(np.mean([((vectors[list(d)].mean(axis=0) - mean) ** 2).sum() for d in draws]))
+
+
+def drawn_variance(vectors: np.ndarray, s: int, replacement: bool, draws: int, seed: int) -> float:
+    """The expectation over `draws` draws made as the engine makes them (one generator per seed)."""
+    rng, mean, m = np.random.default_rng(seed), vectors.mean(axis=0), len(vectors)
+    total = 0.0
+    for _ in range(draws):
+        chosen = rng.integers(m, size=s) if replacement else rng.choice(m, size=s, replace=False)
+        total += float(((vectors[chosen].mean(axis=0) - mean) ** 2).sum())
+    return total / draws
+
+
+def client_updates(run: Path, dataset: str, root: Path | None, partition_path: Path) -> np.ndarray:
+    """θ_c − θ for every client c, each trained once (the run's settings and learning-rate schedule at
+    its last round) from the run's final global model θ: the population the sampling claim is about."""
+    summary = json.loads((run / "run.json").read_text())
+    config = make_config({**summary["config"], "trainer": "plain"}, f"{run}/run.json")
+    partition = load_partition(partition_path)
+    context = prepare_run(config, load_dataset(dataset, root), partition, sha256(partition_path), None)
+    start = torch.load(run / "model.pt", map_location=context.device, weights_only=True)
+    version = summary["rounds_completed"]
+    tasks = []
+    for client in range(partition.num_clients):
+        duration = context.system.duration(config, client, int(partition.sizes[client]), PROBE_DISPATCH)
+        delay = context.system.delay(config, client, duration)
+        lrs = (delay_aware_lr(config.gamma0, version, config.alpha_lr, delay),) * config.local_epochs
+        tasks.append(LocalTask(start, context.client_indices[client], lrs, (config.seed, SHUFFLE_STREAM, client, 0)))
+    names = [name for name, _ in context.model.named_parameters()]
+    flat = [
+        torch.cat([result.state[n].double().flatten() - start[n].double().flatten() for n in names])
+        for result in context.trainer.train(tasks)
+    ]
+    return torch.stack(flat).cpu().numpy()
+
+
+def sampling_variance_table(updates: np.ndarray, draws: int, seeds: int) -> pd.DataFrame:
+    """Per J and sampling rule: the closed form, and the engine's draws as mean ± sd over seeds."""
+    rows = []
+    for j in range(1, len(updates) + 1):
+        for replacement in (False, True):
+            drawn = [drawn_variance(updates, j, replacement, draws, seed) for seed in range(seeds)]
+            rows.append(
+                {
+                    "J": j,
+                    "sampling": "with replacement" if replacement else "without replacement",
+                    "closed_form": closed_form_variance(updates, j, replacement),
+                    "drawn_mean": float(np.mean(drawn)),
+                    "drawn_sd": float(np.std(drawn)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def sampling_variance(
+    run: Path,
+    dataset: str,
+    root: Path | None,
+    partition: Path,
+    out: Path,
+    title: str,
+    draws: int = 2000,
+    seeds: int = 5,
+) -> list[Path]:
+    """`asyncfl theory`: the table (sampling_variance.csv) and its figure, from one finished run."""
+    from asyncfl.figures import draw_sampling_variance
+
+    table = sampling_variance_table(client_updates(Path(run), dataset, root, Path(partition)), draws, seeds)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with atomic_path(Path(out) / "sampling_variance.csv") as tmp:
+        table.to_csv(tmp, index=False, float_format="%.10g")
+    return [Path(out) / "sampling_variance.csv", *draw_sampling_variance(table, Path(out), title)]

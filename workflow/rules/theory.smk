@@ -1,0 +1,37 @@
+# The paper's sampling claim on real client updates: every client trained once from the final
+# global model of the experiment's AFL run at reference_J (asyncfl.theory, README "Theory checks").
+rule theory:
+    input:
+        data=lambda wildcards: f"resources/data/{experiment(wildcards)['dataset']}/prepared.json",
+        run=lambda wildcards: [
+            f"{probed_run(wildcards)}/{f}" for f in ("run.json", "model.pt")
+        ],
+        partition=lambda wildcards: partition_file(
+            experiment(wildcards), experiment(wildcards)["seeds"][0]
+        ),
+    output:
+        table="results/figures/{experiment}/sampling_variance.csv",
+        png=report(
+            "results/figures/{experiment}/sampling_variance.png",
+            caption="../report/sampling_variance.rst",
+            category="{experiment}",
+            labels={"figure": "sampling_variance"},
+        ),
+        pdf="results/figures/{experiment}/sampling_variance.pdf",
+    log:
+        "logs/theory/{experiment}.log",
+    conda:
+        torch_env
+    threads: config["resources"]["train"]["threads"]
+    resources:
+        gpu=config["resources"]["train"]["gpu"],
+        mem_mb=config["resources"]["train"]["mem_mb"],
+    params:
+        dataset=lambda wildcards: experiment(wildcards)["dataset"],
+        root=lambda wildcards: data_root(experiment(wildcards)["dataset"]),
+        run=probed_run,
+        out=subpath(output.table, parent=True),
+    shell:
+        ASYNCFL
+        + " theory --dataset {params.dataset} --root {params.root:q} --run {params.run:q}"
+        " --partition {input.partition:q} --title {wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
