@@ -17,7 +17,7 @@ def figure_titles(reference_j: int) -> dict[str, str]:
     return {
         f"server_loss_J{reference_j}": f"AFL server loss, J = {reference_j}",
         f"client_selection_J{reference_j}": f"Client participation, J = {reference_j}",
-        f"participation_J{reference_j}": f"Updates per client against its duration, J = {reference_j}",
+        f"participation_J{reference_j}": f"Updates per client vs duration, J = {reference_j}",
         "participation_sweep": "AFL server loss by clients per round",
         "afl_vs_sync": f"AFL vs synchronous FL at equal client updates, J = {reference_j}",
         "test_metrics_updates": f"Global model on the test set by client updates, J = {reference_j}",
@@ -25,5 +25,5 @@ def figure_titles(reference_j: int) -> dict[str, str]:
         "staleness_distribution": f"Staleness of aggregated updates, J = {reference_j}",
         "partition_heatmap": "Training samples per client and class",
         "algorithms_compared": f"Algorithms compared at their budget, J = {reference_j}",
-        "gradient_norm": f"Squared norm of the global update, J = {reference_j}",
+        "gradient_norm": f"Squared update norm, J = {reference_j}",
     }

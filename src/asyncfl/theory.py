@@ -40,20 +40,31 @@ def closed_form_variance(vectors: np.ndarray, s: int, replacement: bool) -> floa
     return 0.0 if m == 1 else (m - s) / (s * (m - 1)) * nu2
 
 
+def centred_gram(vectors: np.ndarray) -> np.ndarray:
+    """G_ij = ⟨θ_i − θ̄, θ_j − θ̄⟩: then ‖mean of a draw − θ̄‖² = Σ_{i,j in the draw} G_ij / s², so a
+    draw costs s² lookups whatever the model's size."""
+    centred = vectors - vectors.mean(axis=0)
+    return centred @ centred.T
+
+
+def draw_variance(gram: np.ndarray, draw) -> float:
+    chosen = np.asarray(draw)
+    return float(gram[np.ix_(chosen, chosen)].sum()) / len(chosen) ** 2
+
+
 def enumerated_variance(vectors: np.ndarray, s: int, replacement: bool) -> float:
     """The same expectation by brute force over every equally likely draw (small populations only)."""
-    m, mean = len(vectors), vectors.mean(axis=0)
+    gram, m = centred_gram(vectors), len(vectors)
     draws = itertools.product(range(m), repeat=s) if replacement else itertools.combinations(range(m), s)
-    return float(np.mean([((vectors[list(d)].mean(axis=0) - mean) ** 2).sum() for d in draws]))
+    return float(np.mean([draw_variance(gram, d) for d in draws]))
 
 
 def drawn_variance(vectors: np.ndarray, s: int, replacement: bool, draws: int, seed: int) -> float:
     """The expectation over `draws` draws made as the engine makes them (one generator per seed)."""
-    rng, mean, m = np.random.default_rng(seed), vectors.mean(axis=0), len(vectors)
+    rng, gram, m = np.random.default_rng(seed), centred_gram(vectors), len(vectors)
     total = 0.0
     for _ in range(draws):
-        chosen = rng.integers(m, size=s) if replacement else rng.choice(m, size=s, replace=False)
-        total += float(((vectors[chosen].mean(axis=0) - mean) ** 2).sum())
+        total += draw_variance(gram, rng.integers(m, size=s) if replacement else rng.choice(m, size=s, replace=False))
     return total / draws
 
 
