@@ -6,11 +6,14 @@ import sys
 
 import pytest
 import torch
+import yaml
 
 from asyncfl.bench import Case, bench_case, engine_overhead, fast_numerics, format_table
 from asyncfl.data import DatasetInfo
 from asyncfl.models import build_model
 from asyncfl.numerics import Numerics
+from asyncfl.paper_round import PAPER_SHAPES, seconds_per_round, sweep_updates
+from conftest import REPO
 
 
 def test_every_trainer_is_timed_on_the_same_round():
@@ -40,7 +43,7 @@ def test_quick_bench_command_writes_json(tmp_path):
     """The CI-sized run of `asyncfl bench`: every case, every trainer, the engine, in one JSON file."""
     out = tmp_path / "bench.json"
     command = [sys.executable, "-m", "asyncfl", "bench", "--quick", "--device", "cpu", "--json", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
     assert report["quick"] and report["device"] == "cpu" and report["matmul_fp32_tflops"] > 0
@@ -51,6 +54,25 @@ def test_quick_bench_command_writes_json(tmp_path):
     }
     assert report["engine"]["clients"] == 1000 and report["engine"]["share_of_cnn_round"] > 0
     assert "cnn-many-small" in result.stdout and "arrivals/s" in result.stdout
+    paper = report["paper_round"]
+    assert {(r["model"], r["trainer"]) for r in paper["rounds"]} == {
+        (m, t) for m in ("cnn", "resnet20") for t in ("plain", "vectorised")
+    }
+    assert all(r["extrapolated"] and r["paper_seconds_per_round"] > r["seconds_per_round"] > 0 for r in paper["rounds"])
+    assert paper["sweep_device_hours"]["total"] > 0 and "device-hours" in result.stdout
+
+
+def test_sweep_counts_client_updates_under_budgets():
+    """config.yaml by hand: MNIST, per seed, AFL J = 3, 4, 6, 7, 8 at 1,000 rounds (28,000) + J = 5 at
+    its 5,000-update budget, sync, FedAsync, FedBuff 5,000 each = 48,000; the staleness variant 15,000;
+    × 3 seeds = 189,000. CIFAR-10: 200 rounds: 5,600 + 4 × 1,000 = 9,600, variant 3,000; × 3 = 37,800."""
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    assert sweep_updates(config) == {"cnn": 189_000, "resnet20": 37_800}
+
+
+def test_paper_round_runs_the_real_engine():
+    seconds = seconds_per_round(PAPER_SHAPES[0], "plain", torch.device("cpu"), quick=True, rounds=2)
+    assert 0 < seconds < 60
 
 
 def test_engine_overhead_runs_rounds_with_a_null_trainer(tmp_path):

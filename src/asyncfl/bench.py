@@ -28,6 +28,7 @@ from asyncfl.config import make_config
 from asyncfl.data import Dataset, DatasetInfo
 from asyncfl.models import build_model, has_batchnorm
 from asyncfl.numerics import Numerics
+from asyncfl.paper_round import format_paper_rounds, paper_round_bench
 from asyncfl.partition import Partition
 from asyncfl.runtime import choose_device, trainer_class, trainer_name
 from asyncfl.training import LocalResult, LocalTask, PlainTrainer
@@ -250,8 +251,9 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_bench(device_name: str, quick: bool, report: Callable[[str], None] = print) -> dict:
-    """The whole benchmark: every case × trainer, then the engine's share of the fastest cnn round.
+def run_bench(device_name: str, quick: bool, report: Callable[[str], None] = print, sweep: Path | None = None) -> dict:
+    """The whole benchmark: every case × trainer, the engine's share of the fastest cnn round, then
+    the paper round through the real engine and the projected cost of the `sweep` config.
 
     `report` gets each part as it is measured (the full run takes minutes); the JSON-ready result is returned.
     """
@@ -269,6 +271,12 @@ def run_bench(device_name: str, quick: bool, report: Callable[[str], None] = pri
         f"{engine['clients_per_round']} ({engine['seconds_per_round']} s per round, "
         f"{engine['share_of_cnn_round']:.1%} of the fastest cnn-28x28 round above)"
     )
+    paper = paper_round_bench(device, quick, ("plain", "vectorised"), sweep) if sweep else None
+    if paper:
+        fastest = min(r["paper_seconds_per_round"] for r in paper["rounds"] if r["model"] == "cnn")
+        engine["share_of_paper_cnn_round"] = round(engine["seconds_per_round"] / fastest, 4)
+        report(format_paper_rounds(paper, device))
+        report(f"engine: {engine['share_of_paper_cnn_round']:.2%} of the fastest paper cnn round")
     return {
         "device": str(device),
         "torch": torch.__version__,
@@ -276,4 +284,5 @@ def run_bench(device_name: str, quick: bool, report: Callable[[str], None] = pri
         "matmul_fp32_tflops": round(peak, 4),
         "trainers": rows,
         "engine": engine,
+        "paper_round": paper,
     }

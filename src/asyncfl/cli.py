@@ -128,7 +128,9 @@ def cmd_bench(args: argparse.Namespace) -> None:
     """Training speed: reference-style loop vs plain vs vectorised trainer, and the engine's own cost."""
     from asyncfl.bench import run_bench
 
-    result = run_bench(args.device, args.quick)
+    if args.sweep and not args.sweep.is_file():
+        raise InputError(f"--sweep {args.sweep} not found; give a workflow config (config/config.yaml) or omit it")
+    result = run_bench(args.device, args.quick, sweep=args.sweep)
     if args.json:
         write_json(args.json, result)
 
@@ -230,6 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", choices=DEVICES, default="auto")
     bench.add_argument("--quick", action="store_true", help="smaller data, one repeat: under a minute on a CPU")
     bench.add_argument("--json", type=Path, help="also write the results as JSON")
+    bench.add_argument(
+        "--sweep",
+        type=Path,
+        default=Path("config/config.yaml") if Path("config/config.yaml").is_file() else None,
+        help="workflow config whose training cost to project (default: config/config.yaml where present)",
+    )
     bench.set_defaults(run=cmd_bench)
     return parser
 
