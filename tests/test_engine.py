@@ -369,6 +369,19 @@ def test_it_learns_digits(tmp_path, digits_partition, algorithm):
     assert accuracy[0] < 0.7 and accuracy[-1] >= 0.8, accuracy
 
 
+def test_graphed_run_is_byte_identical_to_plain_on_the_cpu(tmp_path, digits_partition):
+    """On the CPU the graphed trainer's step runs uncaptured: the whole run gives the plain run's bytes."""
+    from asyncfl.partition import load_partition
+
+    for trainer in ("plain", "graphed"):
+        config = make_config(
+            {"algorithm": "afl", "clients_per_round": 5, "rounds": 6, "local_epochs": 2, "trainer": trainer}
+        )
+        Simulation(config, load_dataset("digits"), load_partition(digits_partition), tmp_path / trainer).run()
+    for name in ("metrics.csv", "events.csv", "model.pt"):
+        assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "graphed" / name).read_bytes(), name
+
+
 def test_vectorised_and_plain_runs_agree(tmp_path, digits_partition):
     from asyncfl.partition import load_partition
 

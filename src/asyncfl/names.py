@@ -12,5 +12,5 @@ DATASETS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST", "cifar10": "CIFA
 MODELS = {"cnn": "CNN (3 conv layers)", "resnet20": "ResNet-20"}
 OPTIMIZERS = ("adam", "sgd")
 DEVICES = ("auto", "cpu", "cuda")
-TRAINERS = ("auto", "vectorised", "plain")
+TRAINERS = ("auto", "vectorised", "plain", "graphed")
 PRECISIONS = ("fp32", "tf32", "bf16")

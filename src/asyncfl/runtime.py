@@ -10,6 +10,7 @@ import torch
 
 from asyncfl.config import TrainConfig
 from asyncfl.errors import InputError
+from asyncfl.graphed import GraphedTrainer
 from asyncfl.numerics import Numerics
 from asyncfl.training import PlainTrainer
 from asyncfl.vectorised import VectorisedTrainer
@@ -39,11 +40,15 @@ def numerics_for(config: TrainConfig) -> Numerics:
 
 def trainer_name(name: str, device: torch.device) -> str:
     """`trainer: auto` is vectorised on CUDA and plain on the CPU, where oneDNN runs vmap's grouped
-    convolutions slower than one client's plain ones (asyncfl bench, README "Speed")."""
+    convolutions slower than one client's plain ones (asyncfl bench, README "Speed"). `graphed` is
+    chosen by name only until the GPU benchmark has measured it (README "Speed")."""
     if name == "auto":
         return "vectorised" if device.type == "cuda" else "plain"
     return name
 
 
-def trainer_class(name: str, device: torch.device) -> type[PlainTrainer] | type[VectorisedTrainer]:
-    return VectorisedTrainer if trainer_name(name, device) == "vectorised" else PlainTrainer
+TRAINER_CLASSES = {"plain": PlainTrainer, "vectorised": VectorisedTrainer, "graphed": GraphedTrainer}
+
+
+def trainer_class(name: str, device: torch.device) -> type[PlainTrainer | VectorisedTrainer | GraphedTrainer]:
+    return TRAINER_CLASSES[trainer_name(name, device)]

@@ -1,0 +1,72 @@
+"""The graphed trainer's step, uncaptured on the CPU, against the plain trainer: index gather, optimizer
+reset per dispatch, per-epoch learning rates, early stopping, tail batches. Capture and streams run
+only on CUDA (the last test; it skips without a GPU)."""
+
+import pytest
+import torch
+
+from asyncfl.graphed import GraphedTrainer
+from asyncfl.training import LocalTask, PlainTrainer
+from training_cases import OFFSETS, make_case
+
+
+def tasks_for(start, lrs, device="cpu"):
+    return [
+        LocalTask(start, torch.arange(OFFSETS[c], OFFSETS[c + 1], device=device), lrs, (0, 3, c, 0))
+        for c in range(len(OFFSETS) - 1)
+    ]
+
+
+def assert_same(results, reference):
+    for result, expected in zip(results, reference, strict=True):
+        assert result.epochs_run == expected.epochs_run and result.train_loss == expected.train_loss
+        for key in expected.state:
+            assert torch.equal(result.state[key], expected.state[key]), key
+
+
+@pytest.mark.parametrize("name,channels", [("cnn", 1), ("resnet20", 3)])
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_same_bytes_as_the_plain_trainer(name, channels, optimizer):
+    """Unequal clients (40, 64, 72, 64 samples, batch 16: tail batches of 8), lrs changing per epoch."""
+    model, images, labels, start = make_case(name, channels)
+    lrs = (3e-3, 2e-3, 1e-3)
+    plain = PlainTrainer(model, images, labels, 16, optimizer, patience=10).train(tasks_for(start, lrs))
+    graphed = GraphedTrainer(model, images, labels, 16, optimizer, patience=10)
+    assert_same(graphed.train(tasks_for(start, lrs)), plain)
+
+
+def test_optimizer_state_is_fresh_for_every_dispatch():
+    """The same client twice in one call, and again in a second call: three identical results."""
+    model, images, labels, start = make_case("cnn", 1)
+    trainer = GraphedTrainer(model, images, labels, 16, "adam", patience=10)
+    task = tasks_for(start, (2e-3, 1e-3))[1]
+    first, second = trainer.train([task, task])
+    (third,) = trainer.train([task])
+    assert_same([second, third], [first, first])
+
+
+def test_early_stopping_matches_the_plain_trainer():
+    """A learning rate so large that the loss climbs: patience 1 stops both trainers at the same epoch."""
+    model, images, labels, start = make_case("cnn", 1)
+    lrs = (0.5,) * 6
+    plain = PlainTrainer(model, images, labels, 16, "adam", patience=1).train(tasks_for(start, lrs))
+    graphed = GraphedTrainer(model, images, labels, 16, "adam", patience=1).train(tasks_for(start, lrs))
+    assert_same(graphed, plain)
+    assert any(result.epochs_run < len(lrs) for result in plain)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only (CI has no GPU)")
+def test_captured_on_cuda_matches_itself_and_is_batch_invariant():
+    """CUDA: replayed graphs on several streams; a client's result alone equals its result among others."""
+    model, images, labels, start = make_case("cnn", 1)
+    model, images, labels = model.cuda(), images.cuda(), labels.cuda()
+    start = {k: v.cuda() for k, v in start.items()}
+    trainer = GraphedTrainer(model, images, labels, 16, "adam", patience=10)
+    tasks = tasks_for(start, (2e-3, 1e-3), device="cuda")
+    together = trainer.train(tasks)
+    alone = [trainer.train([task])[0] for task in tasks]
+    assert_same(alone, together)
+    plain = PlainTrainer(model, images, labels, 16, "adam", patience=10).train(tasks)
+    for result, reference in zip(together, plain, strict=True):
+        for key, value in reference.state.items():
+            assert torch.allclose(result.state[key].float(), value.float(), atol=1e-5), key
