@@ -260,24 +260,7 @@ def test_bad_config_is_one_line(tmp_path, line, message):
     config = tmp_path / "bad.yaml"
     config.write_text(line + "\n")
     partition = tmp_path / "p.npz"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "asyncfl",
-            "train",
-            "--dataset",
-            "digits",
-            "--partition",
-            str(partition),
-            "--config",
-            str(config),
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    result = subprocess.run(train_command(partition, tmp_path / "out", config), capture_output=True, text=True)
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
 
@@ -293,20 +276,9 @@ def digits_partition(tmp_path_factory) -> Path:
 
 def train_command(partition: Path, out: Path, config: Path, *extra: str) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "asyncfl",
-        "train",
-        "--dataset",
-        "digits",
-        "--partition",
-        str(partition),
-        "--config",
-        str(config),
-        "--out",
-        str(out),
-        *extra,
-    ]
+        sys.executable, "-m", "asyncfl", "train", "--dataset", "digits", "--partition", str(partition),
+        "--config", str(config), "--out", str(out), *extra,
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("trainer", ["plain", "vectorised"])

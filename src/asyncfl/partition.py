@@ -140,12 +140,18 @@ def load_partition(path: Path) -> Partition:
         raise InputError(f"partition file {path} not found; make it with `asyncfl partition ... --out {path}`")
     try:
         with np.load(path, allow_pickle=False) as npz:
+            if not isinstance(npz, np.lib.npyio.NpzFile):
+                raise ValueError("a single array, not an .npz archive")
+            missing = [key for key in ("indices", "offsets", "dataset") if key not in npz.files]
+            if missing:
+                raise InputError(f"partition file {path} lacks the array {missing[0]!r}; {remake}")
             indices, offsets, dataset = npz["indices"], npz["offsets"], str(npz["dataset"])
-    except KeyError as error:
-        raise InputError(f"partition file {path} lacks the array {error}; {remake}") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
-        reason = str(error).splitlines()[0][:100] if str(error) else type(error).__name__
-        raise InputError(f"partition file {path} is not a readable .npz ({reason}); {remake}") from None
+        # numpy calls any non-archive "pickled data" and suggests loading it unsafely: not repeated here
+        reason = "not an .npz archive" if "pickle" in str(error) else str(error).splitlines()[0][:100]
+        raise InputError(
+            f"partition file {path} is not a readable .npz ({reason or type(error).__name__}); {remake}"
+        ) from None
     integer = indices.dtype.kind in "iu" and offsets.dtype.kind in "iu" and indices.ndim == offsets.ndim == 1
     if (
         not integer

@@ -97,8 +97,10 @@ def save_checkpoint(path: Path, identity: dict, state: RunState, logs: dict[str,
 
 def load_failure(error: Exception) -> str:
     """Why torch.load refused a file, in a few words (torch's own advice to unpickle anyway is not repeated)."""
-    if "Weights only load failed" in str(error):
+    if "Unsupported global" in str(error):
         return "it holds Python objects besides tensors and plain data; unpickling those could run code"
+    if "Weights only load failed" in str(error):
+        return "corrupt, or not a torch file"
     first_line = str(error).strip().splitlines()[0][:120] if str(error).strip() else ""
     return f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
 
