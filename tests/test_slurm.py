@@ -31,10 +31,12 @@ def slurm():
     skip_unless(cluster_is_up(), "no SLURM cluster here: start one with `tests/slurm/cluster.sh start`")
 
 
-def write_config(path: Path, **train) -> Path:
-    """The quick config reduced to one small experiment with one AFL run."""
+def write_config(path: Path, rounds: int = 30, **train) -> Path:
+    """The quick config reduced to one small experiment with one AFL run of `rounds` rounds (no budget)."""
     config = yaml.safe_load((REPO / "config/quick.yaml").read_text())
     experiment = {**config["experiments"]["digits_cnn"], "algorithms": ["afl"], "participation": [5], "seeds": [0]}
+    experiment.pop("budget", None)
+    experiment["rounds"] = rounds  # the workflow's key: refused under train:
     experiment["train"] = {**experiment["train"], **train}
     config["experiments"] = {"small": experiment}
     path.write_text(yaml.safe_dump(config))
@@ -76,11 +78,7 @@ def test_a_failing_job_is_reported_promptly_and_a_rerun_completes(tmp_path):
 
 
 def test_a_cancelled_training_job_resumes_from_its_checkpoint(tmp_path):
-    config = write_config(tmp_path / "long.yaml", local_epochs=1, checkpoint_every=2, eval_every=5)
-    with open(config) as stream:
-        settings = yaml.safe_load(stream)
-    settings["experiments"]["small"]["rounds"] = 60
-    config.write_text(yaml.safe_dump(settings))
+    config = write_config(tmp_path / "long.yaml", rounds=60, local_epochs=1, checkpoint_every=2, eval_every=5)
 
     local = tmp_path / "local"
     straight = snakemake(f"{RUN}/model.pt", "--cores", "1", "--configfile", str(config), workdir=local)
