@@ -115,7 +115,7 @@ class Simulation:
         trainer: Trainer | None = None,
     ):
         self.context = prepare_run(config, dataset, partition, partition_sha256, trainer)
-        self.config, self.sizes, self.out, self.strategy = config, partition.sizes, Path(out), make_strategy(config)
+        self.config, self.out, self.strategy = config, Path(out), make_strategy(config)
         model_state = {k: v.detach().clone() for k, v in self.context.model.state_dict().items()}
         self.state = RunState.fresh(model_state, config.seed, partition.num_clients)
         # Not checkpointed: derived, or empty at every checkpoint.
@@ -131,11 +131,11 @@ class Simulation:
     def sample_clients(self, count: int) -> np.ndarray:
         """Uniform draw of clients to dispatch: idle ones without replacement, any with replacement."""
         if self.config.replacement:
-            return self.state.rng.integers(len(self.sizes), size=count)
+            return self.state.rng.integers(len(self.context.sizes), size=count)
         return self.state.rng.choice(np.flatnonzero(self.in_flight == 0), size=count, replace=False)
 
     def dispatch(self, client: int) -> None:
-        job = next_job(self.config, self.context.system, self.state, client, int(self.sizes[client]))
+        job = next_job(self.config, self.context.system, self.state, client, int(self.context.sizes[client]))
         self.state.starts.setdefault(job.version, self.state.global_state)
         self.state.outstanding[job.key] = job
         self.spawn(job)
@@ -195,7 +195,7 @@ class Simulation:
         """Fold the buffered updates into the global model; log the round; True when the run is over."""
         config, state = self.config, self.state
         jobs, results = [job for job, _ in self.buffer], [result for _, result in self.buffer]
-        sizes = [int(self.sizes[j.client]) for j in jobs]
+        sizes = [int(self.context.sizes[j.client]) for j in jobs]
         old = state.global_state
         new, coefficients = self.strategy.aggregate(old, server_updates(config, state, jobs, results, sizes))
         norm = update_norm(new, old, self.parameter_names)

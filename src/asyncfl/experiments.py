@@ -6,6 +6,7 @@ so a mistake fails `snakemake -n` with the key named instead of failing hours la
 Kept free of heavy imports, like `names`.
 """
 
+from collections.abc import Iterator
 from typing import Any
 
 from asyncfl.config import make_config
@@ -58,6 +59,14 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
 
 BUDGET_KEYS = {"updates": "max_updates", "virtual_time": "max_virtual_time"}
 ROUNDS_CAP = 100_000_000  # under a virtual-time budget the budget, not the rounds, ends a run
+
+
+def experiment_runs(experiment: dict[str, Any], reference_j: int) -> Iterator[tuple[str, int, int]]:
+    """(algorithm, J, seed) of every run of an experiment: AFL over the J sweep, the others at reference_J."""
+    for algorithm in experiment["algorithms"]:
+        for j in experiment["participation"] if algorithm == "afl" else [reference_j]:
+            for seed in experiment["seeds"]:
+                yield algorithm, j, seed
 
 
 def run_settings(experiment: dict[str, Any], j: int, reference_j: int) -> dict[str, Any]:

@@ -151,7 +151,7 @@ class GraphedTrainer:
         self.replicas = [
             Replica(copy.deepcopy(model), images, labels, uses_adam(optimizer), numerics) for _ in range(count)
         ]
-        self.batch_size, self.patience, self.numerics = batch_size, patience, numerics
+        self.batch_size, self.patience = batch_size, patience
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
         if len(self.replicas) == 1:
@@ -165,7 +165,6 @@ class GraphedTrainer:
 
         with ThreadPoolExecutor(len(self.replicas)) as pool:
             list(pool.map(work, range(min(len(self.replicas), len(tasks)))))
-        torch.cuda.current_stream().wait_stream(self.replicas[0].stream)
-        for replica in self.replicas[1:]:
+        for replica in self.replicas:  # the server reads the results on the default stream
             torch.cuda.current_stream().wait_stream(replica.stream)
         return results

@@ -20,7 +20,7 @@ import yaml
 
 from asyncfl.config import make_config
 from asyncfl.data import Dataset, DatasetInfo
-from asyncfl.experiments import run_settings
+from asyncfl.experiments import experiment_runs, run_settings
 from asyncfl.partition import Partition
 
 CLIENTS, PER_ROUND, EPOCHS = 10, 5, 10
@@ -87,11 +87,10 @@ def sweep_updates(config: dict) -> dict[str, int]:
     """Client updates the sweep trains, per model: budgets at reference_J, rounds × J elsewhere."""
     totals: dict[str, int] = {}
     for experiment in config["experiments"].values():
-        for algorithm in experiment["algorithms"]:
-            for j in experiment["participation"] if algorithm == "afl" else [config["reference_J"]]:
-                settings = run_settings(experiment, j, config["reference_J"])
-                updates = settings.get("max_updates") or settings["rounds"] * j
-                totals[experiment["model"]] = totals.get(experiment["model"], 0) + updates * len(experiment["seeds"])
+        for _, j, _ in experiment_runs(experiment, config["reference_J"]):
+            settings = run_settings(experiment, j, config["reference_J"])
+            updates = settings.get("max_updates") or settings["rounds"] * j
+            totals[experiment["model"]] = totals.get(experiment["model"], 0) + updates
     return totals
 
 

@@ -61,7 +61,11 @@ def enumerated_variance(vectors: np.ndarray, s: int, replacement: bool) -> float
 
 def drawn_variance(vectors: np.ndarray, s: int, replacement: bool, draws: int, seed: int) -> float:
     """The expectation over `draws` draws made as the engine makes them (one generator per seed)."""
-    rng, gram, m = np.random.default_rng(seed), centred_gram(vectors), len(vectors)
+    return gram_drawn_variance(centred_gram(vectors), s, replacement, draws, seed)
+
+
+def gram_drawn_variance(gram: np.ndarray, s: int, replacement: bool, draws: int, seed: int) -> float:
+    rng, m = np.random.default_rng(seed), len(gram)
     total = 0.0
     for _ in range(draws):
         total += draw_variance(gram, rng.integers(m, size=s) if replacement else rng.choice(m, size=s, replace=False))
@@ -93,10 +97,10 @@ def client_updates(run: Path, dataset: str, root: Path | None, partition_path: P
 
 def sampling_variance_table(updates: np.ndarray, draws: int, seeds: int) -> pd.DataFrame:
     """Per J and sampling rule: the closed form, and the engine's draws as mean ± sd over seeds."""
-    rows = []
+    rows, gram = [], centred_gram(updates)  # one Gram matrix for every J, rule and seed
     for j in range(1, len(updates) + 1):
         for replacement in (False, True):
-            drawn = [drawn_variance(updates, j, replacement, draws, seed) for seed in range(seeds)]
+            drawn = [gram_drawn_variance(gram, j, replacement, draws, seed) for seed in range(seeds)]
             rows.append(
                 {
                     "J": j,

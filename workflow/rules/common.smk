@@ -8,7 +8,7 @@ from pathlib import Path
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
 from asyncfl.errors import InputError
-from asyncfl.experiments import check_workflow_config, run_settings
+from asyncfl.experiments import check_workflow_config, experiment_runs, run_settings
 from asyncfl.layout import RUN_FILES, THEORY_FIGURES, figure_titles
 from asyncfl.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
@@ -83,12 +83,7 @@ def partition_file(exp, seed, suffix=".npz"):
 
 def runs(name):
     """(algorithm, J, seed) of an experiment: AFL over the J sweep, the others at the reference J."""
-    exp = config["experiments"][name]
-    for algorithm in exp["algorithms"]:
-        sweep = exp["participation"] if algorithm == "afl" else [REFERENCE_J]
-        for J in sweep:
-            for seed in exp["seeds"]:
-                yield algorithm, J, seed
+    return experiment_runs(config["experiments"][name], REFERENCE_J)
 
 
 def run_files(name, files=RUN_FILES):
