@@ -77,19 +77,28 @@ def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
 class AFL(Strategy):
     """The paper's AFL: M clients in flight, aggregate every J arrivals, weights n_c·s(τ_c), mixing β."""
 
+    @property
+    def mixing(self) -> float:
+        """β of θ ← (1−β)θ + β·aggregate."""
+        return self.config.mixing
+
     def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
         return staleness_aware_average(
             global_state,
             [u.state for u in updates],
             [u.size for u in updates],
             [u.weight for u in updates],
-            self.config.mixing,
+            self.mixing,
         )
 
 
 @register("sync")
-class Sync(Strategy):
+class Sync(AFL):
     """FedAvg: J clients per round, wait for all (τ = 0, so s = 1), the size-weighted mean replaces the model."""
+
+    @property
+    def mixing(self) -> float:
+        return 1.0
 
     @property
     def initial_clients(self) -> int:
@@ -100,11 +109,6 @@ class Sync(Strategy):
 
     def check(self, clients: int) -> None:
         """Sync never keeps more than J in flight: M does not apply."""
-
-    def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
-        return staleness_aware_average(
-            global_state, [u.state for u in updates], [u.size for u in updates], [u.weight for u in updates], 1.0
-        )
 
 
 @register("fedasync")
