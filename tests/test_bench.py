@@ -8,18 +8,21 @@ import pytest
 import torch
 import yaml
 
-from asyncfl.bench import Case, bench_case, engine_overhead, fast_numerics, format_table
+from asyncfl.bench import Case, bench_case, cpu_precision, engine_overhead, fast_numerics, format_table
 from asyncfl.data import DatasetInfo
 from asyncfl.models import build_model
 from asyncfl.numerics import Numerics
 from asyncfl.paper_round import PAPER_SHAPES, seconds_per_round, sweep_updates
 from conftest import REPO
 
+# the knobs' row on this CPU: bf16 only where torch runs AVX-512 kernels (bench.cpu_precision)
+KNOBS_ROW = f"plain {cpu_precision(torch.backends.cpu.get_cpu_capability())} nhwc"
+
 
 def test_every_trainer_is_timed_on_the_same_round():
     case = Case("tiny", "cnn", (1, 8, 8), clients=4, per_round=2, samples=30, batch_size=8)
     rows = bench_case(case, torch.device("cpu"), repeats=1)
-    assert [r["trainer"] for r in rows] == ["reference loop", "plain", "vectorised", "plain bf16 nhwc"]
+    assert [r["trainer"] for r in rows] == ["reference loop", "plain", "vectorised", KNOBS_ROW]
     assert rows[0]["speedup"] == 1.0
     for row in rows:
         assert row["seconds_per_round"] > 0 and row["tflops"] > 0
@@ -34,7 +37,8 @@ def test_fast_numerics_per_device():
         build_model(name, DatasetInfo("t", tuple("0123456789"), 3, (8, 8), (0.0,) * 3, (1.0,) * 3, 255.0))
         for name in ("cnn", "resnet20")
     )
-    assert fast_numerics(cnn, torch.device("cpu")) == ("plain", Numerics("bf16", channels_last=True))
+    assert fast_numerics(cnn, torch.device("cpu"), "AVX512") == ("plain", Numerics("bf16", channels_last=True))
+    assert fast_numerics(cnn, torch.device("cpu"), "AVX2") == ("plain", Numerics("fp32", channels_last=True))
     assert fast_numerics(cnn, torch.device("cuda")) == ("vectorised", Numerics("bf16"))
     assert fast_numerics(resnet, torch.device("cuda")) == ("vectorised", Numerics("tf32"))  # BatchNorm: no bf16 vmap
 
@@ -50,7 +54,7 @@ def test_quick_bench_command_writes_json(tmp_path):
     assert {(r["case"], r["trainer"]) for r in report["trainers"]} == {
         (case, trainer)
         for case in ("cnn-28x28", "resnet20-32x32", "cnn-many-small")
-        for trainer in ("reference loop", "plain", "vectorised", "plain bf16 nhwc")
+        for trainer in ("reference loop", "plain", "vectorised", KNOBS_ROW)
     }
     assert report["engine"]["clients"] == 1000 and report["engine"]["share_of_cnn_round"] > 0
     assert "cnn-many-small" in result.stdout and "arrivals/s" in result.stdout

@@ -51,9 +51,9 @@ class Case:
 def cases(quick: bool) -> list[Case]:
     """(a) the paper's models, C = 10, J = 5; (b) many small clients. --quick shrinks the data, not the shapes."""
     return [
-        Case("cnn-28x28", "cnn", (1, 28, 28), 10, 5, 400 if quick else 6000, 64),
-        Case("resnet20-32x32", "resnet20", (3, 32, 32), 10, 5, 128 if quick else 6000, 64),
-        Case("cnn-many-small", "cnn", (1, 28, 28), 1000, 50, 50, 10),
+        Case("cnn-28x28", "cnn", (1, 28, 28), 10, 5, 192 if quick else 6000, 64),
+        Case("resnet20-32x32", "resnet20", (3, 32, 32), 10, 5, 64 if quick else 6000, 64),
+        Case("cnn-many-small", "cnn", (1, 28, 28), 1000, 50, 20 if quick else 50, 10),
     ]
 
 
@@ -74,16 +74,24 @@ def reference_round(model, start, images, labels, clients, epochs, batch_size, d
                 optimizer.step()
 
 
-def fast_numerics(model: torch.nn.Module, device: torch.device) -> tuple[str, Numerics]:
+def cpu_precision(capability: str) -> str:
+    """bf16 where torch runs AVX-512 kernels, fp32 elsewhere. oneDNN's bf16 convolutions ran 1.5× faster
+    than fp32 on the AVX-512 machine of the README's table, and 10–14× slower on an AVX2-only one, which
+    emulates them (README "Speed")."""
+    return "bf16" if capability.startswith("AVX512") else "fp32"
+
+
+def fast_numerics(model: torch.nn.Module, device: torch.device, capability: str | None = None) -> tuple[str, Numerics]:
     """The default trainer of the device with the speed knobs that suit it, for the knobs' row.
 
-    CPU (plain): bf16 autocast and NHWC, oneDNN's fastest path here. CUDA (vectorised): bf16, or
-    TF32 where BatchNorm rules bf16 out under vmap; NCHW, since NHWC for cuDNN's grouped
-    convolutions is not measured yet (no GPU was at hand).
+    CPU (plain): NHWC, oneDNN's fastest layout, with bf16 autocast where the CPU runs it at speed
+    (`capability`: torch's, by default). CUDA (vectorised): bf16, or TF32 where BatchNorm rules bf16
+    out under vmap; NCHW, since NHWC for cuDNN's grouped convolutions is not measured yet.
     """
     name = trainer_name("auto", device)
     if name == "plain":
-        return name, Numerics("bf16", channels_last=True)
+        precision = cpu_precision(capability or torch.backends.cpu.get_cpu_capability())
+        return name, Numerics(precision, channels_last=True)
     return name, Numerics("tf32" if has_batchnorm(model) else "bf16")
 
 

@@ -10,12 +10,16 @@ its own static indices and, on CUDA, its own graph.
 
 Clients of one call train on a pool of replicas (model, optimizer, static tensors), each on its own
 CUDA stream; a replica resets everything at each dispatch, so a client's result does not depend on
-which clients trained beside it. On the CPU the same step runs uncaptured with one replica, so the
-tests check its logic against `PlainTrainer` (tests/test_graphed.py); capture and streams are only
-exercised on CUDA.
+which clients trained beside it. Three rules of CUDA and torch shape the code (README "Speed"):
+torch allows one graph capture at a time in a process, so every graph a call needs is captured
+before any replica trains, one after another; the replicas' streams do not wait for the server's
+stream on their own, so they are made to, before training (the start states) and after (the
+results); and nothing in a captured step may read a device value on the host, which rules out
+SGD's foreach kernel (it reads a tensor learning rate with `.item()`). On the CPU the same step runs
+uncaptured with one replica, so the tests check its logic against `PlainTrainer`
+(tests/test_graphed.py); capture and streams are only exercised on CUDA.
 """
 
-import contextlib
 import copy
 import math
 import threading
@@ -32,6 +36,12 @@ from asyncfl.training import EarlyStopping, LocalResult, LocalTask, epoch_permut
 
 CAPTURE_SECONDS = 120  # a capture that has not finished by then is reported, never waited on forever
 STREAMS = 5  # replicas on their own CUDA streams; BatchNorm models use one (README "Speed")
+WARMUP_STEPS = 3  # eager steps before a capture: lazy optimizer state, cuBLAS and cuDNN workspaces
+
+
+def batch_sizes(client_sizes: list[int], batch_size: int) -> set[int]:
+    """Every minibatch size the clients' epochs contain: the full size and each last, smaller batch."""
+    return {size for n in client_sizes for size in (min(n, batch_size), n % batch_size) if size}
 
 
 class Replica:
@@ -40,18 +50,20 @@ class Replica:
     def __init__(self, model: nn.Module, images, labels, adam: bool, numerics: Numerics):
         self.model, self.images, self.labels, self.numerics = model, images, labels, numerics
         device = images.device
+        cuda = device.type == "cuda"
         parameters = list(model.parameters())
-        self.lr = torch.zeros((), dtype=torch.float64, device=device)
-        capturable = device.type == "cuda"
+        # CPU: float64, as the plain trainer's Python-float lr; CUDA: float32, what the capturable
+        # Adam and the fused SGD read on the device
+        self.lr = torch.zeros((), dtype=torch.float32 if cuda else torch.float64, device=device)
         self.optimizer = (
-            torch.optim.Adam(parameters, lr=self.lr, capturable=capturable, foreach=capturable)
+            torch.optim.Adam(parameters, lr=self.lr, capturable=cuda, foreach=cuda)
             if adam
-            else torch.optim.SGD(parameters, lr=self.lr, foreach=capturable)
+            else torch.optim.SGD(parameters, lr=self.lr, foreach=False, fused=cuda)
         )
         self.loss_sum = torch.zeros((), dtype=torch.float64, device=device)
         self.indices: dict[int, torch.Tensor] = {}  # static minibatch indices per batch size
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
-        self.stream = torch.cuda.Stream(device) if capturable else None
+        self.stream = torch.cuda.Stream(device) if cuda else None
 
     def step(self, size: int) -> None:
         """One optimizer step on the minibatch in `self.indices[size]`; adds loss × size to the sum."""
@@ -64,30 +76,23 @@ class Replica:
         self.optimizer.step()
         self.loss_sum.add_(loss.detach().double() * size)
 
-    def run_step(self, batch: torch.Tensor) -> None:
-        size = len(batch)
-        if size not in self.indices:
-            self.indices[size] = torch.empty_like(batch)
-        self.indices[size].copy_(batch)
-        if self.stream is None:
-            self.step(size)
-            return
-        if size not in self.graphs:
-            self.graphs[size] = self.capture(size)
-        self.graphs[size].replay()
+    def prepare(self, sizes: set[int]) -> None:
+        """Static indices for each batch size (index 0 until a batch is copied in) and, on CUDA, its graph."""
+        for size in sorted(sizes - self.indices.keys()):
+            self.indices[size] = torch.zeros(size, dtype=torch.long, device=self.images.device)
+            if self.stream is not None:
+                self.graphs[size] = self.capture(size)
 
     def capture(self, size: int) -> "torch.cuda.CUDAGraph":
-        """Warm up on the replica's stream (lazy optimizer state, cuBLAS workspaces), capture one step,
-        and put back the state the warm-up changed, so the client in training is not disturbed. The
-        capture runs in a thread given `CAPTURE_SECONDS`: the hazard seen on this hardware is a capture
-        that hangs."""
+        """Warm up on the replica's stream, then capture one step. The warm-up changes the model and the
+        optimizer state, which `reset` rewrites at the next dispatch. The capture runs in a thread
+        given `CAPTURE_SECONDS`: the hazard seen on this hardware is a capture that hangs."""
         graph, failure = torch.cuda.CUDAGraph(), []
-        saved = [value.clone() for value in self.state_tensors()]
 
         def record() -> None:
             try:
                 with torch.cuda.stream(self.stream):
-                    for _ in range(3):
+                    for _ in range(WARMUP_STEPS):
                         self.step(size)
                     self.stream.synchronize()
                     with torch.cuda.graph(graph, stream=self.stream, capture_error_mode="thread_local"):
@@ -101,19 +106,15 @@ class Replica:
         if worker.is_alive() or failure:
             reason = f"{failure[0]}" if failure else f"did not finish in {CAPTURE_SECONDS} s"
             raise InputError(f"CUDA graph capture of a batch of {size} failed ({reason}); use trainer: plain")
-        current = self.state_tensors()
-        with torch.no_grad(), torch.cuda.stream(self.stream):
-            for value, before in zip(current, saved + [None] * (len(current) - len(saved)), strict=True):
-                if before is None:  # optimizer state born in the warm-up: fresh, as at a dispatch
-                    value.zero_()
-                else:
-                    value.copy_(before)
         return graph
 
-    def state_tensors(self) -> list[torch.Tensor]:
-        """What a step changes: the model's parameters and buffers, the optimizer state, the loss sum."""
-        optimizer_state = [v for state in self.optimizer.state.values() for v in state.values()]
-        return [*self.model.state_dict().values(), self.loss_sum, *optimizer_state]
+    def run_step(self, batch: torch.Tensor) -> None:
+        size = len(batch)
+        self.indices[size].copy_(batch)
+        if self.stream is None:
+            self.step(size)
+        else:
+            self.graphs[size].replay()
 
     def reset(self, task: LocalTask) -> None:
         """Fresh client: the start model and a fresh optimizer state, written in place."""
@@ -128,17 +129,23 @@ class Replica:
         self.reset(task)
         self.model.train()
         stopping, epoch_loss, epochs_run = EarlyStopping(patience), math.nan, 0
-        with torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext():
-            for lr, order in zip(task.lrs, epoch_permutations(task), strict=True):
-                self.lr.fill_(lr)
-                self.loss_sum.zero_()
-                for batch in order.split(batch_size):
-                    self.run_step(batch)
-                epoch_loss, epochs_run = self.loss_sum.item() / len(order), epochs_run + 1  # the epoch's one sync
-                if not math.isfinite(epoch_loss) or stopping.should_stop(epoch_loss):
-                    break
-            state = {key: value.detach().clone() for key, value in self.model.state_dict().items()}
+        for lr, order in zip(task.lrs, epoch_permutations(task), strict=True):
+            self.lr.fill_(lr)
+            self.loss_sum.zero_()
+            for batch in order.split(batch_size):
+                self.run_step(batch)
+            epoch_loss, epochs_run = self.loss_sum.item() / len(order), epochs_run + 1  # the epoch's one sync
+            if not math.isfinite(epoch_loss) or stopping.should_stop(epoch_loss):
+                break
+        state = {key: value.detach().clone() for key, value in self.model.state_dict().items()}
         return LocalResult(state, epoch_loss, epochs_run)
+
+    def train_all(self, tasks: list[LocalTask], batch_size: int, patience: int) -> list[LocalResult]:
+        """The tasks one after another, on the replica's stream where it has one."""
+        if self.stream is None:
+            return [self.train_one(task, batch_size, patience) for task in tasks]
+        with torch.cuda.stream(self.stream):
+            return [self.train_one(task, batch_size, patience) for task in tasks]
 
 
 class GraphedTrainer:
@@ -154,17 +161,25 @@ class GraphedTrainer:
         self.batch_size, self.patience = batch_size, patience
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
+        """Replica r trains tasks r, r + R, r + 2R, … (R replicas). Every replica allocation happens
+        between the two stream waits, so a result the server frees is never reused by a replica
+        before the server's reads of it are done."""
+        streams = [replica.stream for replica in self.replicas if replica.stream is not None]
+        server = torch.cuda.current_stream() if streams else None
+        for stream in streams:  # the start states were written on the server's stream
+            stream.wait_stream(server)
+        sizes = batch_sizes([len(task.indices) for task in tasks], self.batch_size)
+        for replica in self.replicas:  # every capture before any training: one capture at a time
+            replica.prepare(sizes)
+        shares = [tasks[index :: len(self.replicas)] for index in range(len(self.replicas))]
         if len(self.replicas) == 1:
-            return [self.replicas[0].train_one(task, self.batch_size, self.patience) for task in tasks]
-        results: list[LocalResult | None] = [None] * len(tasks)
-
-        def work(index: int) -> None:
-            replica = self.replicas[index]
-            for position in range(index, len(tasks), len(self.replicas)):
-                results[position] = replica.train_one(tasks[position], self.batch_size, self.patience)
-
-        with ThreadPoolExecutor(len(self.replicas)) as pool:
-            list(pool.map(work, range(min(len(self.replicas), len(tasks)))))
-        for replica in self.replicas:  # the server reads the results on the default stream
-            torch.cuda.current_stream().wait_stream(replica.stream)
-        return results
+            trained = [self.replicas[0].train_all(shares[0], self.batch_size, self.patience)]
+        else:
+            with ThreadPoolExecutor(len(self.replicas)) as pool:
+                trained = list(
+                    pool.map(lambda r, share: r.train_all(share, self.batch_size, self.patience), self.replicas, shares)
+                )
+        for stream in streams:  # the server reads the results on its own stream
+            server.wait_stream(stream)
+        count = len(self.replicas)
+        return [trained[position % count][position // count] for position in range(len(tasks))]
