@@ -20,6 +20,7 @@ uncaptured with one replica, so the tests check its logic against `PlainTrainer`
 (tests/test_graphed.py); capture and streams are only exercised on CUDA.
 """
 
+import contextlib
 import copy
 import math
 import threading
@@ -76,10 +77,16 @@ class Replica:
         self.optimizer.step()
         self.loss_sum.add_(loss.detach().double() * size)
 
+    def on_stream(self) -> contextlib.AbstractContextManager:
+        """The replica's stream as the current one (CUDA); nothing on the CPU."""
+        return torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext()
+
     def prepare(self, sizes: set[int]) -> None:
-        """Static indices for each batch size (index 0 until a batch is copied in) and, on CUDA, its graph."""
+        """Static indices for each batch size (index 0 until a batch is copied in) and, on CUDA, its graph.
+        The indices are written on the replica's stream, which the warm-up and the replays read them on."""
         for size in sorted(sizes - self.indices.keys()):
-            self.indices[size] = torch.zeros(size, dtype=torch.long, device=self.images.device)
+            with self.on_stream():
+                self.indices[size] = torch.zeros(size, dtype=torch.long, device=self.images.device)
             if self.stream is not None:
                 self.graphs[size] = self.capture(size)
 
@@ -142,9 +149,7 @@ class Replica:
 
     def train_all(self, tasks: list[LocalTask], batch_size: int, patience: int) -> list[LocalResult]:
         """The tasks one after another, on the replica's stream where it has one."""
-        if self.stream is None:
-            return [self.train_one(task, batch_size, patience) for task in tasks]
-        with torch.cuda.stream(self.stream):
+        with self.on_stream():
             return [self.train_one(task, batch_size, patience) for task in tasks]
 
 
