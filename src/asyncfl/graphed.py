@@ -33,7 +33,7 @@ from torch.nn import functional as F
 from asyncfl.errors import InputError
 from asyncfl.models import has_batchnorm
 from asyncfl.numerics import Numerics
-from asyncfl.training import EarlyStopping, LocalResult, LocalTask, epoch_permutations, uses_adam
+from asyncfl.training import EarlyStopping, LocalResult, LocalTask, LocalTrainer, epoch_permutations, uses_adam
 
 CAPTURE_SECONDS = 120  # a capture that has not finished by then is reported, never waited on forever
 STREAMS = 5  # replicas on their own CUDA streams; BatchNorm models use one (README "Speed")
@@ -98,7 +98,7 @@ class Replica:
 
         def record() -> None:
             try:
-                with torch.cuda.stream(self.stream):
+                with self.on_stream():
                     for _ in range(WARMUP_STEPS):
                         self.step(size)
                     self.stream.synchronize()
@@ -153,17 +153,18 @@ class Replica:
             return [self.train_one(task, batch_size, patience) for task in tasks]
 
 
-class GraphedTrainer:
+class GraphedTrainer(LocalTrainer):
     """Clients on a pool of replicas (one per CUDA stream; one on the CPU), each step a graph replay."""
 
-    def __init__(self, model, images, labels, batch_size: int, optimizer: str, patience: int, numerics=Numerics()):
-        model = numerics.prepare(model)
-        cuda = images.device.type == "cuda"
-        count = (1 if has_batchnorm(model) else STREAMS) if cuda else 1
+    def __init__(self, *args, **kwargs):
+        """`LocalTrainer`'s arguments; each replica trains its own copy of the model."""
+        super().__init__(*args, **kwargs)
+        cuda = self.images.device.type == "cuda"
+        count = (1 if has_batchnorm(self.model) else STREAMS) if cuda else 1
+        adam = uses_adam(self.optimizer)
         self.replicas = [
-            Replica(copy.deepcopy(model), images, labels, uses_adam(optimizer), numerics) for _ in range(count)
+            Replica(copy.deepcopy(self.model), self.images, self.labels, adam, self.numerics) for _ in range(count)
         ]
-        self.batch_size, self.patience = batch_size, patience
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
         """Replica r trains tasks r, r + R, r + 2R, … (R replicas). Every replica allocation happens
@@ -176,8 +177,9 @@ class GraphedTrainer:
         sizes = batch_sizes([len(task.indices) for task in tasks], self.batch_size)
         for replica in self.replicas:  # every capture before any training: one capture at a time
             replica.prepare(sizes)
-        shares = [tasks[index :: len(self.replicas)] for index in range(len(self.replicas))]
-        if len(self.replicas) == 1:
+        count = len(self.replicas)
+        shares = [tasks[index::count] for index in range(count)]
+        if count == 1:
             trained = [self.replicas[0].train_all(shares[0], self.batch_size, self.patience)]
         else:
             with ThreadPoolExecutor(len(self.replicas)) as pool:
@@ -186,5 +188,4 @@ class GraphedTrainer:
                 )
         for stream in streams:  # the server reads the results on its own stream
             server.wait_stream(stream)
-        count = len(self.replicas)
         return [trained[position % count][position // count] for position in range(len(tasks))]

@@ -72,8 +72,9 @@ class EarlyStopping:
         return self.bad_epochs >= self.patience
 
 
-class PlainTrainer:
-    """One client at a time, minibatch Adam/SGD over data already on the device."""
+class LocalTrainer:
+    """What every trainer holds: the model in the chosen memory layout, the training set already on the
+    device, and the local-training settings. The optimizer name is checked here, once, for all of them."""
 
     def __init__(
         self,
@@ -85,8 +86,13 @@ class PlainTrainer:
         patience: int,
         numerics: Numerics = Numerics(),
     ):
+        uses_adam(optimizer)
         self.model, self.images, self.labels = numerics.prepare(model), images, labels
         self.batch_size, self.optimizer, self.patience, self.numerics = batch_size, optimizer, patience, numerics
+
+
+class PlainTrainer(LocalTrainer):
+    """One client at a time, minibatch Adam/SGD over data already on the device."""
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
         return [self.train_one(task) for task in tasks]

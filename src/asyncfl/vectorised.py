@@ -8,18 +8,16 @@ import math
 from collections import defaultdict
 
 import torch
-from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 from torch.nn import functional as F
 
 from asyncfl.algorithms import State
-from asyncfl.numerics import Numerics
-from asyncfl.training import EarlyStopping, LocalResult, LocalTask, epoch_permutations, uses_adam
+from asyncfl.training import EarlyStopping, LocalResult, LocalTask, LocalTrainer, epoch_permutations, uses_adam
 
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults
 
 
-class VectorisedTrainer:
+class VectorisedTrainer(LocalTrainer):
     """All tasks in one batch: per-client parameters, buffers and optimizer state stacked on a leading axis.
 
     Clients step together. At each step the clients that still have a batch are grouped by
@@ -33,21 +31,13 @@ class VectorisedTrainer:
     the model's depth, and a step in which every client takes part gathers and scatters nothing.
     """
 
-    def __init__(
-        self,
-        model: nn.Module,
-        images: torch.Tensor,
-        labels: torch.Tensor,
-        batch_size: int,
-        optimizer: str,
-        patience: int,
-        numerics: Numerics = Numerics(),
-    ):
-        """bf16 with a BatchNorm model cannot run under vmap: `checks.check_run` refuses it for runs."""
-        self.model, self.images, self.labels = numerics.prepare(model), images, labels
-        self.batch_size, self.adam, self.patience, self.numerics = batch_size, uses_adam(optimizer), patience, numerics
-        self.shapes = {name: p.shape for name, p in model.named_parameters()}
-        self.buffer_names = [name for name, _ in model.named_buffers()]
+    def __init__(self, *args, **kwargs):
+        """`LocalTrainer`'s arguments. bf16 with a BatchNorm model cannot run under vmap: `checks.check_run`
+        refuses it for runs."""
+        super().__init__(*args, **kwargs)
+        self.adam = uses_adam(self.optimizer)
+        self.shapes = {name: p.shape for name, p in self.model.named_parameters()}
+        self.buffer_names = [name for name, _ in self.model.named_buffers()]
         self.step_group = vmap(grad_and_value(self.batch_loss, has_aux=True))
 
     def batch_loss(self, parameters: State, buffers: State, images: torch.Tensor, labels: torch.Tensor):
