@@ -32,6 +32,7 @@ UPDATES = "Client updates aggregated (the budget)"
 VIRTUAL_TIME = "Virtual wall-clock time (s)"
 BAND = ("sd", 1)
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
+TITLE_CHARACTERS_PER_INCH = 16  # of a suptitle at fontsize "medium" in the paper context
 
 
 def load_runs(runs: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -84,7 +85,10 @@ def draw_figures(runs: Path, partition_stats: Path, reference_j: int, out: Path,
     for name, figure_title in figure_titles(reference_j).items():
         height = 2.6 if name != "partition_heatmap" else 0.9 + 0.18 * stats["clients"]
         panels = 2 if name in two_panels else 1
-        written += save_figure(drawers[name], panels, height, f"{title}: {figure_title}", Path(out) / name)
+        heading = f"{title}: {figure_title}"
+        if len(heading) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * panels:  # it would be cut at the edges
+            heading = f"{title}:\n{figure_title}"
+        written += save_figure(drawers[name], panels, height, heading, Path(out) / name)
     return written
 
 
