@@ -3,6 +3,9 @@
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,37 @@ def quick_local_run(tmp_path_factory) -> Path:
     result = snakemake("--cores", "2", "--configfile", str(REPO / "config/quick.yaml"), workdir=workdir)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     return workdir
+
+
+@contextmanager
+def started(command: list[str], **options) -> Iterator[subprocess.Popen]:
+    """A process for the block, killed and reaped when the block ends, pass or fail."""
+    process = subprocess.Popen(command, **options)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen, what: str, cap: float = 1800) -> None:
+    """Wait on an event (not a deadline that load can miss): until `condition` holds, failing if the
+    process ends first, or after `cap` seconds, a cap no healthy run reaches, saying which it was."""
+    waited = time.monotonic()
+    while not condition():
+        assert process.poll() is None, f"the process ended (exit {process.returncode}) before {what}"
+        assert time.monotonic() - waited < cap, f"{what} did not happen within {cap:.0f} s"
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def full_disk(tmp_path) -> Iterator[Path]:
+    """A 64 KiB tmpfs: a real filesystem that runs out of space (mounting needs root)."""
+    skip_unless(os.geteuid() == 0, "mounting a small tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
+    skip_unless(result.returncode == 0, f"cannot mount a tmpfs here: {result.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from asyncfl.config import make_config
 from asyncfl.data import Dataset, DatasetInfo, load_dataset
 from asyncfl.engine import Simulation, TrainingDiverged
 from asyncfl.partition import Partition, dirichlet_partition, partition_stats, save_partition
+from conftest import started, wait_for
 
 FIXED_CLIENTS = dict(
     speed_distribution="constant",
@@ -293,15 +293,15 @@ def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition, trai
     )
     assert straight.returncode == 0, straight.stderr
     killed_out = tmp_path / "killed"
-    process = subprocess.Popen(
-        train_command(digits_partition, killed_out, config), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + 300
-    while not (killed_out / "checkpoint.pt").exists() or len(read_csv(killed_out / "metrics.csv")) < 10:
-        assert process.poll() is None and time.monotonic() < deadline, "run ended before it could be killed"
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    command = train_command(digits_partition, killed_out, config)
+    with started(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
+        wait_for(
+            lambda: (killed_out / "checkpoint.pt").exists() and len(read_csv(killed_out / "metrics.csv")) >= 10,
+            process,
+            "a checkpoint and 10 rounds",
+        )
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
     rows_at_kill = len(read_csv(killed_out / "metrics.csv"))
     assert 10 <= rows_at_kill < 40 and not (killed_out / "model.pt").exists()
     (killed_out / "events.csv").unlink()  # Snakemake deletes the declared outputs of a failed job

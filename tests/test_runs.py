@@ -3,16 +3,20 @@ contradicts the CSVs beside it: through the real command, concurrently where it 
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 from asyncfl.cli import main
-from conftest import ENV, REPO
+from asyncfl.files import sha256
+from conftest import ENV, REPO, started, wait_for
 
 OUTPUTS = ("metrics.csv", "events.csv", "model.pt", "run.json")
 SETTINGS = '{"eval_every": 2, "checkpoint_every": 2, "gamma0": 0.01}'
@@ -131,3 +135,94 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(partition, lone_run, tmp_p
     (out / ".lock").write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
     assert main(train_argv(partition, out, 30)) == 0
     assert outputs(out) == lone_run and os.path.exists(out / "run.json")
+
+
+def test_logs_deleted_mid_run_are_written_whole_before_run_json(partition, lone_run, tmp_path):
+    """Snakemake deletes the outputs of a job it thinks failed while the orphan still runs: the run
+    writes its logs whole again from memory, never hashing and finishing on a partial log."""
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
+    with started(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
+        wait_for(lambda: (rows(out / "metrics.csv") or 0) >= 4, process, "round 3")
+        process.send_signal(signal.SIGSTOP)  # deterministic: nothing moves while the logs are deleted
+        assert not (out / "run.json").exists(), "the run finished before its logs could be deleted"
+        (out / "metrics.csv").unlink()
+        (out / "events.csv").unlink()
+        process.send_signal(signal.SIGCONT)
+        assert process.wait() == 0, process.stderr.read()
+    assert outputs(out) == lone_run
+    summary = json.loads((out / "run.json").read_text())
+    assert all(sha256(out / name) == digest for name, digest in summary["sha256"].items())
+
+
+@pytest.mark.parametrize("planted", [".lock", "metrics.csv", ".metrics.csv.123.tmp"])
+def test_a_symlink_planted_in_a_run_folder_is_refused(partition, tmp_path, capsys, planted):
+    out, victim = tmp_path / "run", tmp_path / "precious.txt"
+    out.mkdir()
+    victim.write_text("keep me")
+    (out / planted).symlink_to(victim)
+    assert main(train_argv(partition, out, 2)) == 1
+    err = capsys.readouterr().err
+    assert f"{out / planted} is a symbolic link" in err and len(err.strip().splitlines()) == 1
+    assert victim.read_text() == "keep me"
+
+
+def kill_mid_run(partition: Path, out: Path, *extra: str) -> None:
+    """Leave `out` as a SIGKILLed run leaves it: a checkpoint, some rows, no model.pt."""
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30, *extra)]
+    with started(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
+        wait_for(lambda: (out / "checkpoint.pt").exists(), process, "the first checkpoint")
+        process.kill()
+    assert not (out / "model.pt").exists()
+
+
+@pytest.fixture
+def one_thread_run(partition, tmp_path) -> Iterator[dict[str, bytes]]:
+    """An uninterrupted run on one torch thread (sums split over other thread counts round differently)."""
+    threads = torch.get_num_threads()
+    try:
+        assert main(train_argv(partition, tmp_path / "straight", 30, "--threads", "1")) == 0
+        yield outputs(tmp_path / "straight")
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_a_damaged_checkpoint_or_other_threads_are_refused_then_resume_is_byte_identical(
+    partition, one_thread_run, tmp_path, capsys
+):
+    out = tmp_path / "run"
+    kill_mid_run(partition, out, "--threads", "1")
+    checkpoint = out / "checkpoint.pt"
+    good = checkpoint.read_bytes()
+    flipped = bytearray(good)
+    flipped[len(good) // 2] ^= 0x01
+    checkpoint.write_bytes(bytes(flipped))
+    assert main(train_argv(partition, out, 30, "--threads", "1")) == 1
+    assert "do not match its checksum" in capsys.readouterr().err and checkpoint.read_bytes() == bytes(flipped)
+    checkpoint.write_bytes(good)
+    assert main(train_argv(partition, out, 30, "--threads", "2")) == 1
+    assert "written with 1 torch threads" in capsys.readouterr().err and checkpoint.exists()
+    assert main(train_argv(partition, out, 30, "--threads", "1")) == 0
+    assert outputs(out) == one_thread_run
+
+
+def test_a_diverged_global_model_stops_the_run_unsaved(partition, tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = train_argv(partition, out, 2)
+    argv[argv.index("afl")] = "fedbuff"
+    argv[argv.index(SETTINGS)] = '{"server_lr": 1e300, "gamma0": 0.01}'
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "round 1: the aggregated global model has nan or inf entries" in err
+    assert not (out / "model.pt").exists() and not (out / "run.json").exists()
+
+
+def test_durations_of_any_allowed_size_end(partition, tmp_path):
+    """Clients that take 1e20 virtual seconds and more: the virtual clock still reaches them."""
+    out = tmp_path / "run"
+    argv = train_argv(partition, out, 3)
+    argv[argv.index(SETTINGS)] = '{"seconds_per_sample": 1e6, "speed_sigma": 10, "latency_median": 1e9}'
+    command = [sys.executable, "-m", "asyncfl", *argv]
+    result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "run.json").read_text())["virtual_time"] > 1e9

@@ -1,15 +1,18 @@
 """An asyncio event loop on a virtual clock: time jumps to the next scheduled event instead of sleeping.
 
 Clients are ordinary asyncio tasks that sleep for hours of virtual time; a run costs
-only its compute. The loop's `select` never blocks: it advances the clock by the
-timeout the loop asked for (the gap to the earliest timer) and polls. If every task
-waits and nothing is scheduled, the simulation is stuck, and that is an error rather
-than a hang.
+only its compute. The loop's `select` never blocks: it sets the clock to the earliest
+pending timer and polls. It jumps to the timer itself rather than adding the timeout the
+loop asked for, because asyncio caps that timeout at one day (a duration of 1e20 s would
+take 1e15 turns) and because `now + (when − now)` can round below `when`, where a turn
+that adds nothing would repeat for ever. If every task waits and nothing is scheduled, the
+simulation is stuck, and that is an error rather than a hang.
 """
 
 import asyncio
+import math
 import selectors
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -22,14 +25,17 @@ class SimulationDeadlock(RuntimeError):
 class JumpingSelector(selectors.DefaultSelector):
     """A selector that turns a wait of `timeout` seconds into a jump of the virtual clock."""
 
-    def __init__(self, start: float):
+    def __init__(self, start: float, next_timer: Callable[[], float | None]):
         super().__init__()
         self.now = start
+        self.next_timer = next_timer  # when the earliest pending timer can run, None without one
 
     def select(self, timeout: float | None = None) -> list:
         if timeout is None:
             raise SimulationDeadlock("every task is waiting and no event is scheduled")
-        self.now += max(timeout, 0.0)
+        due = self.next_timer()
+        if timeout > 0 and due is not None:
+            self.now = max(self.now, due)
         return super().select(0)
 
 
@@ -37,8 +43,19 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """asyncio's selector loop with `time()` read from the jumping selector."""
 
     def __init__(self, start: float = 0.0):
-        self.clock = JumpingSelector(start)
+        self.clock = JumpingSelector(start, self.next_timer)
         super().__init__(self.clock)
+
+    def next_timer(self) -> float | None:
+        """The first time at which the earliest timer runs. asyncio keeps its timers in the heap
+        `_scheduled` and pops cancelled ones off its head before it selects, so the head is the timer
+        the loop waits for; it runs once `when < time() + clock resolution`, a sum that rounds to
+        time() itself far out (from about 1e7 s), where the clock must go one float past `when`."""
+        scheduled = self._scheduled  # type: ignore[attr-defined]
+        if not scheduled:
+            return None
+        due = scheduled[0].when()
+        return due if due < due + self._clock_resolution else math.nextafter(due, math.inf)
 
     def time(self) -> float:
         return self.clock.now

@@ -14,6 +14,7 @@ byte-identical outputs.
 
 import asyncio
 import dataclasses
+import hashlib
 import math
 import time
 from dataclasses import dataclass
@@ -185,7 +186,7 @@ class Simulation:
                     self.dispatch(int(client))
                 if aggregated and state.version % self.config.checkpoint_every == 0:
                     snapshot = dataclasses.replace(state, wall_seconds=self.elapsed())
-                    save_checkpoint(self.out / CHECKPOINT, self.context.identity, snapshot, logs.texts())
+                    save_checkpoint(self.out / CHECKPOINT, self.context.identity, snapshot, logs.settled_texts())
         finally:
             for task in self.clients:
                 task.cancel()
@@ -198,6 +199,7 @@ class Simulation:
         sizes = [int(self.context.sizes[j.client]) for j in jobs]
         old = state.global_state
         new, coefficients = self.strategy.aggregate(old, server_updates(config, state, jobs, results, sizes))
+        check_finite_model(new, state.version, self.out)
         norm = update_norm(new, old, self.parameter_names)
         record = Aggregation.of(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
         state.global_state, state.version = new, state.version + 1
@@ -229,9 +231,10 @@ class Simulation:
         logs = RunLogs(self.out, resumed[1] if resumed else None, self.config.rounds, self.state.version)
         try:
             run_virtual(self.serve(logs), start=self.state.now)
+            texts = logs.settled_texts()
         finally:
             logs.close()
-        return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed())
+        return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts)
 
 
 def next_job(config: TrainConfig, system: ClientSystem, state: RunState, client: int, size: int) -> Job:
@@ -250,6 +253,16 @@ def check_finite(result: LocalResult, job: Job, version: int, out: Path) -> None
         raise TrainingDiverged(
             f"round {version + 1}, client {job.client}: training loss is {result.train_loss}; "
             f"rows up to round {version} are kept in {out}; lower gamma0 or check the data"
+        )
+
+
+def check_finite_model(state: State, version: int, out: Path) -> None:
+    """A global model with a nan or inf entry is never logged or saved as a result (one device sync)."""
+    floating = [torch.isfinite(tensor).all() for tensor in state.values() if tensor.is_floating_point()]
+    if floating and not bool(torch.stack(floating).all()):
+        raise TrainingDiverged(
+            f"round {version + 1}: the aggregated global model has nan or inf entries; rows up to round {version} "
+            f"are kept in {out}; lower server_lr, mixing or gamma0"
         )
 
 
@@ -286,9 +299,14 @@ def stop_condition(config: TrainConfig, version: int, now: float, norm: float, u
     return ""
 
 
-def write_outputs(out: Path, context: RunContext, state: RunState, stop_reason: str, wall_seconds: float) -> dict:
-    """The finished run's model.pt and run.json (hashes of the outputs last); the checkpoint goes."""
+def write_outputs(
+    out: Path, context: RunContext, state: RunState, stop_reason: str, wall_seconds: float, logs: dict[str, str]
+) -> dict:
+    """The finished run's model.pt and run.json (hashes of the outputs last); the checkpoint goes.
+    The logs' hashes are those of the texts this run wrote, which `RunLogs.settled_texts` put on disk."""
     save_torch(out / "model.pt", state.global_state)
+    hashes = {"model.pt": sha256(out / "model.pt")}
+    hashes.update({f"{name}.csv": hashlib.sha256(logs[name].encode()).hexdigest() for name in ("metrics", "events")})
     summary = {
         **context.identity,
         **run_environment(context.device),
@@ -298,7 +316,8 @@ def write_outputs(out: Path, context: RunContext, state: RunState, stop_reason: 
         "wall_seconds": wall_seconds,
         "started_at": state.started_at,
         "finished_at": utc_now(),
-        "sha256": {name: sha256(out / name) for name in OUTPUTS},
+        "torch_threads": torch.get_num_threads(),
+        "sha256": {name: hashes[name] for name in OUTPUTS},
     }
     write_json(out / "run.json", summary)
     (out / CHECKPOINT).unlink(missing_ok=True)

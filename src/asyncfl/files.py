@@ -25,6 +25,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        tmp.unlink(missing_ok=True)  # a planted symlink here would be written through; os.replace never follows one
         yield tmp
         os.replace(tmp, path)
     except OSError as error:  # name the file the user asked for, not its temporary sibling
@@ -33,32 +34,53 @@ def atomic_path(path: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def append_text(path: Path, text: str, start: bool = False) -> None:
-    """Append `text` to a log file (or start it with `text`) whole or not at all: a failed write
-    (a full disk) is cut back to the previous end, so no torn line stays behind."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if start else os.O_APPEND)
+def open_log(path: Path, text: str) -> int:
+    """Create (or empty) the log at `path`, write `text`, and return the descriptor for appends. It
+    refuses to follow a symlink: a run writes its own files only (README "Outputs")."""
     try:
-        descriptor = os.open(path, flags, 0o644)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW, 0o644)
     except OSError as error:
         raise OSError(error.errno, error.strerror, str(path)) from None
     try:
-        end = os.lseek(descriptor, 0, os.SEEK_END)
-        data = text.encode()
-        try:
-            while data:
-                data = data[os.write(descriptor, data) :]
-        except OSError as error:
-            if os.path.isfile(path):
-                os.ftruncate(descriptor, end)
-            raise OSError(error.errno, error.strerror, str(path)) from None
-    finally:
+        append_whole(descriptor, path, text)
+    except OSError:
         os.close(descriptor)
+        raise
+    return descriptor
+
+
+def append_whole(descriptor: int, path: Path, text: str) -> None:
+    """Append `text` through `descriptor` whole or not at all: a failed write (a full disk) is cut back
+    to the previous end, so no torn line stays behind."""
+    end = os.lseek(descriptor, 0, os.SEEK_END)
+    data = text.encode()
+    try:
+        while data:
+            data = data[os.write(descriptor, data) :]
+    except OSError as error:
+        os.ftruncate(descriptor, end)
+        raise OSError(error.errno, error.strerror, str(path)) from None
+
+
+def same_file(descriptor: int, path: Path) -> bool:
+    """Whether `path` still names the file open as `descriptor` (not deleted, replaced or moved)."""
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(descriptor)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a text file atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
 
 
 def write_json(path: Path, data: Any) -> None:
     """Write JSON with sorted keys, so equal data gives equal bytes."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:

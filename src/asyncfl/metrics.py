@@ -1,6 +1,12 @@
 """What a run records (README "Training"): append-only CSV logs that a resumed run restores from its
 checkpoint, the rows that go into them, and the progress shown while it runs.
 
+A log's text is kept in memory, and that copy is the one a checkpoint stores and run.json hashes.
+Rows also go to the file at once, through a descriptor held open, for whoever watches the run; the
+file is checked against the memory copy at every checkpoint and at the end, and written again whole
+where it differs (deleted, replaced or cut short by someone else), so a run never vouches for a log
+it did not write whole.
+
 Numbers are written with Python's shortest round-trip repr, so equal runs give equal bytes.
 Wall-clock seconds differ between equal runs, so they live in their own file
 (timings.csv) and metrics.csv stays byte-reproducible.
@@ -8,7 +14,7 @@ Wall-clock seconds differ between equal runs, so they live in their own file
 
 import csv
 import io
-import math
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +22,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from asyncfl.files import append_text
+from asyncfl.files import append_whole, open_log, same_file, write_text
 
 METRICS_COLUMNS = (
     "round",
@@ -46,29 +52,47 @@ TIMINGS_COLUMNS = ("round", "wall_seconds")
 
 
 def cell(value: object) -> str:
-    """One CSV cell: missing values (None, nan) are empty, floats use their shortest exact repr."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """One CSV cell: a missing value (None: not evaluated this round) is empty, floats use their
+    shortest exact repr (nan and inf included, so a diverged value never reads as a missing one)."""
+    if value is None:
         return ""
     return repr(value) if isinstance(value, float) else str(value)
 
 
 class CsvLog:
-    """An append-only CSV file with a fixed header, flushed after every append."""
+    """An append-only CSV log with a fixed header: its text in memory, its rows on disk as they come."""
 
     def __init__(self, path: Path, columns: tuple[str, ...], resumed_text: str | None = None):
-        """Start the file afresh, or with the text it had at a checkpoint (the file itself may be gone:
+        """Start the log afresh, or with the text it had at a checkpoint (the file itself may be gone:
         Snakemake deletes the outputs of a failed job)."""
         self.path, self.columns = Path(path), columns
-        append_text(self.path, ",".join(columns) + "\n" if resumed_text is None else resumed_text, start=True)
+        self.parts = [",".join(columns) + "\n" if resumed_text is None else resumed_text]
+        self.descriptor = open_log(self.path, self.parts[0])
 
     def append(self, rows: list[dict]) -> None:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerows([[cell(row[column]) for column in self.columns] for row in rows])
-        append_text(self.path, buffer.getvalue())
+        append_whole(self.descriptor, self.path, buffer.getvalue())
+        self.parts.append(buffer.getvalue())
 
     def text(self) -> str:
-        return self.path.read_text()
+        """The whole log as this run wrote it."""
+        if len(self.parts) > 1:
+            self.parts = ["".join(self.parts)]
+        return self.parts[0]
+
+    def settle(self) -> None:
+        """Make the file at `path` hold exactly the log's text: rewritten whole if anyone else touched it."""
+        text = self.text()
+        if same_file(self.descriptor, self.path) and self.path.read_bytes() == text.encode():
+            return
+        os.close(self.descriptor)
+        write_text(self.path, text)
+        self.descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+
+    def close(self) -> None:
+        os.close(self.descriptor)
 
 
 class Progress:
@@ -188,9 +212,14 @@ class RunLogs:
         self.timings.append([{"round": aggregation.version, "wall_seconds": wall_seconds}])
         self.progress.update(aggregation.version, aggregation.now, aggregation.train_loss, aggregation.test_accuracy)
 
-    def texts(self) -> dict[str, str]:
-        """What a checkpoint keeps of the logs."""
-        return {"metrics": self.metrics.text(), "events": self.events.text(), "timings": self.timings.text()}
+    def settled_texts(self) -> dict[str, str]:
+        """The logs' texts, for a checkpoint or run.json, after making the files on disk hold them."""
+        logs = {"metrics": self.metrics, "events": self.events, "timings": self.timings}
+        for log in logs.values():
+            log.settle()
+        return {name: log.text() for name, log in logs.items()}
 
     def close(self) -> None:
+        for log in (self.metrics, self.events, self.timings):
+            log.close()
         self.progress.close()

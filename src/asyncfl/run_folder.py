@@ -28,10 +28,13 @@ MOVABLE = (*OUTPUTS, RUN_RECORD, "timings.csv", CHECKPOINT)
 @contextmanager
 def owned(out: Path) -> Iterator[None]:
     """Hold the folder for the block; a second owner fails at once with one line naming the first."""
+    if str(out) in ("", "."):
+        raise InputError("--out is empty or the current folder; give a folder of its own for the run's outputs")
     if out.is_file():
         raise InputError(f"--out {out} is a file; give a folder for the run's outputs")
     out.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    refuse_symlinks(out)
+    descriptor = os.open(out / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -47,6 +50,16 @@ def owned(out: Path) -> Iterator[None]:
         yield
     finally:
         os.close(descriptor)  # releases the lock; the file stays, so no two processes lock two files
+
+
+def refuse_symlinks(out: Path) -> None:
+    """A run writes its own files only: a symlink planted in its folder would redirect a write elsewhere."""
+    planted = sorted(entry.name for entry in out.iterdir() if entry.is_symlink())
+    if planted:
+        raise InputError(
+            f"{out / planted[0]} is a symbolic link; a run folder holds only the run's own files, "
+            "so remove the link (and any other) and run the same command again"
+        )
 
 
 def read_holder(descriptor: int) -> dict:

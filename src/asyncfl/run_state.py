@@ -2,10 +2,13 @@
 
 A checkpoint is written at an aggregation (every `checkpoint_every` rounds) with `torch.save`
 and read back with `weights_only=True`: tensors, numbers, strings and lists only, nothing that
-unpickling could run.
+unpickling could run. The file starts with a line naming the format and the SHA-256 of the
+torch bytes after it, checked before they are read: a flipped byte is refused, never resumed.
 """
 
 import dataclasses
+import hashlib
+import io
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,11 +19,12 @@ import torch
 from asyncfl.algorithms import State
 from asyncfl.config import TrainConfig, config_dict
 from asyncfl.errors import InputError
-from asyncfl.files import save_torch
+from asyncfl.files import atomic_path
 from asyncfl.training import LocalResult
 
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3
 CHECKPOINT = "checkpoint.pt"
+CHECKPOINT_MAGIC = b"asyncfl-checkpoint"  # first line: MAGIC FORMAT SHA256\n, then torch.save's bytes
 OUTPUTS = ("model.pt", "metrics.csv", "events.csv")  # byte-identical for equal runs; hashed in run.json
 SAMPLING_STREAM = 2  # the seed's random stream that draws clients
 
@@ -74,12 +78,12 @@ class RunState:
 
 
 def save_checkpoint(path: Path, identity: dict, state: RunState, logs: dict[str, str]) -> None:
-    """Write the state and the logs' text so far, atomically."""
-    save_torch(
-        path,
+    """Write the state and the logs' text so far, atomically, behind their checksum."""
+    buffer = io.BytesIO()
+    torch.save(
         {
-            "format": CHECKPOINT_FORMAT,
             "identity": identity,
+            "torch_threads": torch.get_num_threads(),
             "version": state.version,
             "now": state.now,
             "wall_seconds": state.wall_seconds,
@@ -92,7 +96,12 @@ def save_checkpoint(path: Path, identity: dict, state: RunState, logs: dict[str,
             "results": [{"key": list(key), **dataclasses.asdict(result)} for key, result in state.results.items()],
             "logs": logs,
         },
+        buffer,
     )
+    payload = buffer.getvalue()
+    header = b"%s %d %s\n" % (CHECKPOINT_MAGIC, CHECKPOINT_FORMAT, hashlib.sha256(payload).hexdigest().encode())
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(header + payload)
 
 
 def load_failure(error: Exception) -> str:
@@ -112,14 +121,24 @@ def load_checkpoint(path: Path, identity: dict, device: torch.device) -> tuple[R
         return None
     unreadable = f"{path} is not a readable asyncfl checkpoint"
     fix = "delete it to start the run afresh"
+    header, _, payload = path.read_bytes().partition(b"\n")
+    fields = header.split(b" ")
+    if len(fields) != 3 or fields[0] != CHECKPOINT_MAGIC or fields[1] != str(CHECKPOINT_FORMAT).encode():
+        raise InputError(f"{unreadable} (another format or version of asyncfl); {fix}")
+    if hashlib.sha256(payload).hexdigest().encode() != fields[2]:
+        raise InputError(f"{unreadable} (its bytes do not match its checksum: damaged on disk); {fix}")
     try:
-        checkpoint = torch.load(path, map_location=device, weights_only=True)
+        checkpoint = torch.load(io.BytesIO(payload), map_location=device, weights_only=True)
     except Exception as error:  # torch reports a bad file with many types; none of them is a bug of ours
         raise InputError(f"{unreadable} ({load_failure(error)}); {fix}") from None
-    if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
-        raise InputError(f"{unreadable} (another format or version of asyncfl); {fix}")
-    if checkpoint.get("identity") != identity:
+    if not isinstance(checkpoint, dict) or checkpoint.get("identity") != identity:
         raise InputError(f"{path} belongs to a run with other settings or data; {fix}, or use another --out")
+    if checkpoint.get("torch_threads") != torch.get_num_threads():
+        raise InputError(
+            f"{path} was written with {checkpoint.get('torch_threads')} torch threads and this run has "
+            f"{torch.get_num_threads()}: sums split over other threads round differently, so resume with "
+            f"--threads {checkpoint.get('torch_threads')} (under Snakemake: --cores at least that), or {fix}"
+        )
     try:
         rng = np.random.default_rng()
         rng.bit_generator.state = checkpoint["rng"]
