@@ -152,3 +152,53 @@ def test_fashion_mnist_config_plans_from_debians_copy():
     counts = job_counts(result.stdout)
     assert counts["train"] == 36 and counts["theory"] == 2 and counts["figures"] == 2
     assert "--root /usr/share/datasets/fashion-mnist" in result.stdout
+
+
+def tiny_config(**changes) -> dict:
+    """The quick config cut to one small experiment: AFL and sync, one seed, two rounds."""
+    config = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+    tiny = {**config["experiments"]["digits_cnn"], "rounds": 2, "participation": [5], "seeds": [0]}
+    tiny.update(algorithms=["afl", "sync"], budget={"updates": 10})
+    config["experiments"] = {"tiny": tiny}
+    config.update(changes)
+    return config
+
+
+def test_no_config_value_or_path_reaches_a_shell_as_code(tmp_path):
+    """Shell code planted in every user value that reaches a rule's command: the whole pipeline runs
+    and no marker appears, or the value is refused while Snakemake parses."""
+    marker = "$(touch INJECTED)`touch INJECTED`"
+    workdir = tmp_path / f"work {marker}"
+    workdir.mkdir()
+    config = tiny_config(data={"roots": {"digits": f"root {marker}"}})
+    path = workdir / f"tiny {marker} '.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake("--cores", "2", "--configfile", str(path), workdir=workdir)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert (workdir / "results/archive/SHA256SUMS").is_file()
+    assert not list(tmp_path.rglob("INJECTED")) and not (REPO / "INJECTED").exists()
+    provenance = (workdir / "results/archive/provenance.json").read_text()
+    assert marker.replace("`", "") in provenance.replace("`", "")  # the command line, recorded as text
+
+    for edit, message in (
+        ({"zenodo": {"record": f"{marker}123"}}, "does not match '^[0-9]+$'"),
+        ({"experiments": {f"x{marker}": config["experiments"]["tiny"]}}, "does not match"),
+    ):
+        path.write_text(yaml.safe_dump({**config, **edit}))
+        refused = snakemake("-n", "--configfile", str(path), workdir=workdir)
+        assert refused.returncode != 0 and message in refused.stdout + refused.stderr, refused.stderr[-2000:]
+    assert not list(tmp_path.rglob("INJECTED"))
+
+
+def test_numbers_as_users_write_them(tmp_path):
+    """Scientific notation is a number, and an α of 1e-06 names its partition file in decimals."""
+    config = tiny_config()
+    config["experiments"]["tiny"]["alpha"] = 1e-06
+    text = yaml.safe_dump(config).replace("gamma0: 0.01", "gamma0: 1e-2").replace("alpha: 1.0e-06", "alpha: 1e-6")
+    assert "gamma0: 1e-2" in text and "alpha: 1e-6" in text  # text to PyYAML, as users write them
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    result = snakemake("-n", "-p", "--configfile", str(path), workdir=tmp_path)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert "results/partitions/digits_alpha0.000001_C10_seed0.npz" in result.stdout
+    assert '"gamma0": 0.01' in result.stdout

@@ -16,8 +16,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-import yaml
-
+from asyncfl.config import read_yaml
 from asyncfl.errors import InputError
 from asyncfl.files import atomic_path, sha256, write_json
 from asyncfl.provenance import git, machine, package_versions
@@ -133,11 +132,11 @@ def archive_settings(configs: list[Path]) -> dict:
     """The metadata of the archive: the configs' `archive` sections merged, checked before anything is written."""
     settings: dict = {}
     for path in configs:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise InputError(f"cannot read config {path}: {str(error).splitlines()[0]}") from None
-        settings.update(loaded.get("archive", {}) if isinstance(loaded, dict) else {})
+        loaded = read_yaml(path) or {}
+        section = loaded.get("archive") if isinstance(loaded, dict) else None
+        if section is not None and not isinstance(section, dict):
+            raise InputError(f"{path}: archive must be a mapping (title, creators, license, paper), not {section!r}")
+        settings.update(section or {})
     missing = [key for key in ARCHIVE_KEYS if key not in settings]
     paper = settings.get("paper")
     if not missing and (not isinstance(paper, dict) or not {"title", "authors"} <= set(paper)):

@@ -127,9 +127,14 @@ def cmd_fetch_record(args: argparse.Namespace) -> None:
 def cmd_bench(args: argparse.Namespace) -> None:
     """Training speed: reference-style loop vs plain vs vectorised trainer, and the engine's own cost."""
     from asyncfl.bench import run_bench
+    from asyncfl.paper_round import load_sweep
 
-    if args.sweep and not args.sweep.is_file():
-        raise InputError(f"--sweep {args.sweep} not found; give a workflow config (config/config.yaml) or omit it")
+    if args.sweep:  # every argument checked before minutes of measuring
+        load_sweep(args.sweep)
+    if args.json and not args.json.parent.is_dir():
+        raise InputError(
+            f"--json {args.json}: folder {args.json.parent} does not exist; create it or give another path"
+        )
     result = run_bench(args.device, args.quick, sweep=args.sweep)
     if args.json:
         write_json(args.json, result)

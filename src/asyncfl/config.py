@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -174,14 +175,39 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     return config
 
 
+# Numbers in scientific notation as users write them (1e-3, 5E4): YAML 1.1, which PyYAML follows,
+# reads them as text unless they have a dot and a signed exponent; YAML 1.2 reads them as floats.
+SCIENTIFIC = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+
+
+def with_numbers(value: Any) -> Any:
+    """`value` (a loaded YAML document) with every scientific-notation string turned into a float."""
+    if isinstance(value, dict):
+        return {key: with_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [with_numbers(item) for item in value]
+    if isinstance(value, str) and SCIENTIFIC.fullmatch(value):
+        return float(value)
+    return value
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML file's content, or one line naming the file and what is wrong with it."""
+    try:
+        return with_numbers(yaml.safe_load(Path(path).read_bytes().decode("utf-8")))
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not UTF-8 text (byte {error.start}); save it as UTF-8") from None
+    except RecursionError:
+        raise InputError(f"{path} is nested too deeply to be a configuration") from None
+    except (OSError, yaml.YAMLError) as error:
+        raise InputError(f"cannot read {path}: {str(error).splitlines()[0]}") from None
+
+
 def load_config(path: Path | None, settings: dict[str, Any], overrides: dict[str, Any]) -> TrainConfig:
     """Defaults ← YAML file ← `settings` ← command-line options (those not None)."""
     values: dict[str, Any] = {}
     if path is not None:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise InputError(f"cannot read config {path}: {str(error).splitlines()[0]}") from None
+        loaded = read_yaml(path) or {}
         if not isinstance(loaded, dict):
             raise InputError(f"{path}: expected a mapping of keys to values")
         values.update(loaded)

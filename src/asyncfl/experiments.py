@@ -6,8 +6,12 @@ so a mistake fails `snakemake -n` with the key named instead of failing hours la
 Kept free of heavy imports, like `names`.
 """
 
+import os
+import shlex
 from collections.abc import Iterator
 from typing import Any
+
+import numpy as np
 
 from asyncfl.config import make_config
 from asyncfl.errors import InputError
@@ -84,9 +88,21 @@ def run_settings(experiment: dict[str, Any], j: int, reference_j: int) -> dict[s
     return settings
 
 
+def decimal_text(value: float) -> str:
+    """A number in plain decimals, as file names and the alpha wildcard spell it (1e-06 → 0.000001;
+    0.5 and 1.0 and 2 as Python writes them)."""
+    return str(value) if isinstance(value, int) else np.format_float_positional(value, trim="0")
+
+
 def check_workflow_config(config: dict[str, Any]) -> None:
     """Every check of the workflow's configuration the schema cannot make; raises InputError."""
     for dataset in config.get("data", {}).get("roots", {}):
         check_choice("data.roots", dataset, DATASETS)
     for name, experiment in config["experiments"].items():
         check_experiment(name, experiment, config["reference_J"])
+
+
+def record_command(argv: list[str]) -> None:
+    """Hand the workflow's command line to the archive rule (its provenance) through the environment,
+    as ASYNCFL_WORKFLOW_COMMAND: a rule param would make every new command line re-run the archive."""
+    os.environ["ASYNCFL_WORKFLOW_COMMAND"] = shlex.join(argv)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 
-from asyncfl.config import make_config
+from asyncfl.config import make_config, read_yaml
 from asyncfl.data import Dataset, DatasetInfo
+from asyncfl.errors import InputError
 from asyncfl.experiments import experiment_runs, run_settings
 from asyncfl.partition import Partition
 
@@ -83,6 +83,21 @@ def seconds_per_round(shape: PaperShape, trainer: str, device: torch.device, qui
     return float(np.median(np.diff(wall))) if len(wall) > 1 else wall[0]
 
 
+def load_sweep(path: Path) -> dict[str, int]:
+    """Client updates per model of the workflow config at `path`, checked as the workflow checks it."""
+    from asyncfl.experiments import check_workflow_config
+
+    config = read_yaml(path)
+    try:
+        check_workflow_config(config)
+        return sweep_updates(config)
+    except (KeyError, TypeError, AttributeError, ValueError) as error:
+        raise InputError(
+            f"--sweep {path} is not a workflow config ({type(error).__name__}: {error}); give one like "
+            "config/config.yaml, or omit --sweep"
+        ) from None
+
+
 def sweep_updates(config: dict) -> dict[str, int]:
     """Client updates the sweep trains, per model: budgets at reference_J, rounds × J elsewhere."""
     totals: dict[str, int] = {}
@@ -113,7 +128,7 @@ def paper_round_bench(device: torch.device, quick: bool, trainers: tuple[str, ..
                     "extrapolated": quick,
                 }
             )
-    updates = sweep_updates(yaml.safe_load(Path(sweep).read_text()))
+    updates = load_sweep(Path(sweep))
     best = {m: min(r["paper_seconds_per_round"] for r in rows if r["model"] == m) / PER_ROUND for m in updates}
     hours = {m: round(updates[m] * best[m] / 3600, 2) for m in updates}
     return {

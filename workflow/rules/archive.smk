@@ -26,8 +26,7 @@ rule archive:
     params:
         configs=workflow.configfiles,
         out=subpath(output[0], parent=True),
-        command=COMMAND,
     shell:
         ASYNCFL
-        + " archive --files {input:q} --config {params.configs:q} --command {params.command:q}"
+        + ' archive --files {input:q} --config {params.configs:q} --command "$ASYNCFL_WORKFLOW_COMMAND"'
         " --out {params.out:q} > {log:q} 2>&1"

@@ -7,14 +7,25 @@ from pathlib import Path
 # The package's light modules (configuration, file layout) plan the DAG; rules run its CLI.
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
+from asyncfl.config import with_numbers
 from asyncfl.errors import InputError
-from asyncfl.experiments import check_workflow_config, experiment_runs, run_settings
+from asyncfl.experiments import (
+    check_workflow_config,
+    decimal_text,
+    experiment_runs,
+    record_command,
+    run_settings,
+)
 from asyncfl.layout import RUN_FILES, THEORY_FIGURES, figure_titles
 from asyncfl.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
+from snakemake.utils import validate
 
+# 1e-3 as users write it: a number (Snakemake's YAML reader, like PyYAML, would keep it as text).
+config.update(with_numbers(config))
+validate(config, "../schemas/config.schema.yaml")
 try:
     check_workflow_config(config)
 except InputError as error:
@@ -54,7 +65,7 @@ ARCHIVE = [
     )
 ]
 # The archive's provenance records how the workflow was started.
-COMMAND = shlex.join(sys.argv)
+record_command(sys.argv)
 
 
 wildcard_constraints:
@@ -77,8 +88,10 @@ def data_root(dataset):
 
 
 def partition_file(exp, seed, suffix=".npz"):
-    """Partitions depend on data, α, C and seed only, so every algorithm of one seed shares one."""
-    return f"results/partitions/{exp['dataset']}_alpha{exp['alpha']}_C{exp['clients']}_seed{seed}{suffix}"
+    """Partitions depend on data, α, C and seed only, so every algorithm of one seed shares one.
+    α is written out in decimals (1e-06 as 0.000001), as the alpha wildcard expects."""
+    alpha = decimal_text(exp["alpha"])
+    return f"results/partitions/{exp['dataset']}_alpha{alpha}_C{exp['clients']}_seed{seed}{suffix}"
 
 
 def runs(name):

@@ -14,4 +14,4 @@ rule prepare_data:
         root=lambda wildcards: data_root(wildcards.dataset),
     shell:
         ASYNCFL
-        + " data --dataset {wildcards.dataset} --root {params.root:q} --summary {output:q} > {log:q} 2>&1"
+        + " data --dataset {wildcards.dataset:q} --root {params.root:q} --summary {output:q} > {log:q} 2>&1"

@@ -27,5 +27,5 @@ rule figures:
         reference_j=REFERENCE_J,
     shell:
         ASYNCFL
-        + " figures --runs {params.runs:q} --partition-stats {input.stats:q} --reference-j {params.reference_j}"
+        + " figures --runs {params.runs:q} --partition-stats {input.stats:q} --reference-j {params.reference_j:q}"
         " --title {wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"

@@ -12,6 +12,6 @@ rule partition:
         root=lambda wildcards: data_root(wildcards.dataset),
         min_size=config["min_partition_size"],
     shell:
-        ASYNCFL + " partition --dataset {wildcards.dataset} --root {params.root:q}"
-        " --clients {wildcards.clients} --alpha {wildcards.alpha} --seed {wildcards.seed}"
-        " --min-size {params.min_size} --out {output.npz:q} > {log:q} 2>&1"
+        ASYNCFL + " partition --dataset {wildcards.dataset:q} --root {params.root:q}"
+        " --clients {wildcards.clients:q} --alpha {wildcards.alpha:q} --seed {wildcards.seed:q}"
+        " --min-size {params.min_size:q} --out {output.npz:q} > {log:q} 2>&1"

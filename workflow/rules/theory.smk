@@ -33,5 +33,5 @@ rule theory:
         out=subpath(output.table, parent=True),
     shell:
         ASYNCFL
-        + " theory --dataset {params.dataset} --root {params.root:q} --run {params.run:q}"
+        + " theory --dataset {params.dataset:q} --root {params.root:q} --run {params.run:q}"
         " --partition {input.partition:q} --title {wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"

@@ -29,6 +29,6 @@ rule train:
         out=subpath(output.run, parent=True),
     shell:
         ASYNCFL
-        + " train --dataset {params.dataset} --root {params.root:q} --partition {input.partition:q}"
-        " --algorithm {wildcards.algorithm} --clients-per-round {wildcards.J} --seed {wildcards.seed}"
-        " --settings {params.settings:q} --threads {threads} --out {params.out:q} > {log:q} 2>&1"
+        + " train --dataset {params.dataset:q} --root {params.root:q} --partition {input.partition:q}"
+        " --algorithm {wildcards.algorithm:q} --clients-per-round {wildcards.J:q} --seed {wildcards.seed:q}"
+        " --settings {params.settings:q} --threads {threads:q} --out {params.out:q} > {log:q} 2>&1"

@@ -16,4 +16,4 @@ if config["zenodo"]["record"]:
             record=config["zenodo"]["record"],
         shell:
             ASYNCFL
-            + " fetch-record --record {params.record} --out {output:q} > {log:q} 2>&1"
+            + " fetch-record --record {params.record:q} --out {output:q} > {log:q} 2>&1"
