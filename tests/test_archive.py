@@ -5,6 +5,7 @@ import json
 import subprocess
 import tarfile
 
+import pytest
 import yaml
 
 from asyncfl.archive import archive_results, zenodo_metadata
@@ -27,6 +28,7 @@ def make_results(root):
                 "started_at": "2026-01-01T00:00:00+00:00",
                 "finished_at": "2026-01-01T00:01:00+00:00",
                 "wall_seconds": 60.0,
+                "sha256": {"metrics.csv": hashlib.sha256(b"round,train_loss\n1,0.5\n").hexdigest()},
             }
         )
     )
@@ -125,3 +127,45 @@ def test_one_sha256sum_check_verifies_everything(tmp_path, capsys):
     check = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=out, capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count(": OK") == len((out / "SHA256SUMS").read_text().splitlines()) == 4
+
+
+def test_a_run_csv_edited_after_its_run_is_never_archived(tmp_path, capsys):
+    assert archive_cli(capsys, tmp_path)[0] == 0
+    shipped = {name: (tmp_path / "out" / name).read_bytes() for name in ("asyncfl-results.tar.gz", "SHA256SUMS")}
+    (tmp_path / "results/run/metrics.csv").write_text("round,train_loss\n1,0.1\n")
+    files = [tmp_path / "results/run/metrics.csv", tmp_path / "results/run/run.json"]
+    argv = ["archive", "--files", *map(str, files), "--base", str(tmp_path), "--out", str(tmp_path / "out")]
+    code = main([*argv, "--config", str(tmp_path / "quick.yaml")])
+    err = capsys.readouterr().err
+    assert code == 1 and "metrics.csv is not the file its run wrote" in err and len(err.strip().splitlines()) == 1
+    assert {name: (tmp_path / "out" / name).read_bytes() for name in shipped} == shipped  # nothing replaced
+
+
+@pytest.mark.parametrize("record", ["{", "[]", '{"sha256": {}}'])
+def test_a_corrupt_run_json_fails_before_anything_is_written(tmp_path, capsys, record):
+    files, _ = make_results(tmp_path)
+    (tmp_path / "results/run/run.json").write_text(record)
+    (tmp_path / "quick.yaml").write_text(yaml.safe_dump({"archive": SETTINGS}))
+    argv = ["archive", "--files", *map(str, files), "--base", str(tmp_path), "--out", str(tmp_path / "out")]
+    code = main([*argv, "--config", str(tmp_path / "quick.yaml")])
+    err = capsys.readouterr().err
+    assert code == 1 and "run.json" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("section", ["archive: [1, 2]\n", "archive: null\n", "archive: 'text'\n"])
+def test_an_archive_section_that_is_not_a_mapping_is_one_line(tmp_path, capsys, section):
+    files, _ = make_results(tmp_path)
+    (tmp_path / "odd.yaml").write_text(section)
+    argv = ["archive", "--files", *map(str, files), "--config", str(tmp_path / "odd.yaml")]
+    assert main([*argv, "--base", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("asyncfl archive: error: ") and "odd.yaml" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_newline_in_a_member_name_is_refused(tmp_path, capsys):
+    odd = tmp_path / "results" / "two\nlines.csv"
+    odd.parent.mkdir(parents=True)
+    odd.write_text("x\n")
+    code, _, err = archive_cli(capsys, tmp_path, str(odd))
+    assert code == 1 and "newline or backslash" in err and not (tmp_path / "out").exists()

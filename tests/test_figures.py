@@ -1,6 +1,7 @@
 """Figures from CSVs: every file, for runs laid out as the workflow lays them out."""
 
 import csv
+import hashlib
 import json
 
 import numpy as np
@@ -24,6 +25,17 @@ def write_run(folder, speed: float, seed: int):
     (folder / "metrics.csv").write_text(METRICS + "\n".join(rows) + "\n")
     events = [f"{r},{(r + c) % 4},{r - 1},0.0,1.0,{c % 2},0.5,0.001,1,10,0.5" for r in range(1, 11) for c in range(2)]
     (folder / "events.csv").write_text(EVENTS + "\n".join(events) + "\n")
+    seal(folder)
+
+
+def seal(folder) -> None:
+    """The run.json a finished run writes beside its CSVs: their hashes."""
+    hashes = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in ("metrics.csv", "events.csv")}
+    (folder / "run.json").write_text(json.dumps({"sha256": hashes}))
+
+
+def run_folders(runs) -> list:
+    return sorted((runs / "runs").glob("*/J*/seed*"))
 
 
 @pytest.fixture
@@ -43,25 +55,60 @@ def runs(tmp_path):
 
 
 def test_every_figure_as_png_and_pdf(runs):
-    written = draw_figures(runs / "runs", runs / "stats.json", 5, runs / "figures", "tiny")
+    written = draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny")
     expected = {f"{name}.{ext}" for name in figure_titles(5) for ext in ("png", "pdf")}
     assert {p.name for p in written} == expected
     assert all((runs / "figures" / name).stat().st_size > 1000 for name in expected)
 
 
 def test_reference_j_without_runs_is_an_error(runs):
-    with pytest.raises(InputError, match="no runs with J = 7"):
-        draw_figures(runs / "runs", runs / "stats.json", 7, runs / "figures", "tiny")
+    with pytest.raises(InputError, match="no AFL run with J = 7"):
+        draw_figures(run_folders(runs), runs / "stats.json", 7, runs / "figures", "tiny")
 
 
 def test_no_runs_is_an_error(tmp_path):
-    with pytest.raises(InputError, match="no runs under"):
-        draw_figures(tmp_path, tmp_path / "stats.json", 5, tmp_path / "figures", "tiny")
+    with pytest.raises(InputError, match="no run folders given"):
+        draw_figures([], tmp_path / "stats.json", 5, tmp_path / "figures", "tiny")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda f: (f / "metrics.csv").write_text(""),
+        lambda f: (f / "metrics.csv").write_text(METRICS),
+        lambda f: (f / "events.csv").write_bytes(bytes(range(256))),
+        lambda f: (f / "metrics.csv").write_text((f / "metrics.csv").read_text().replace("0.5,1,", "0.5,2,")),
+        lambda f: (f / "events.csv").unlink(),
+    ],
+    ids=["empty", "header-only", "random-bytes", "edited", "missing"],
+)
+def test_a_csv_its_run_did_not_write_is_refused_by_name(runs, damage):
+    folder = runs / "runs" / "sync" / "J5" / "seed1"
+    damage(folder)
+    with pytest.raises(InputError, match=r"seed1/(metrics|events)\.csv (is not the file its run wrote|is missing)"):
+        draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny")
+    assert not (runs / "figures").exists()
+
+
+def test_only_the_runs_given_are_drawn(runs):
+    """A run folder left beside the config's runs (removed from the config) is not drawn."""
+    given = [f for f in run_folders(runs) if "fedbuff" not in str(f)]
+    metrics, _ = load_runs(given)
+    assert set(metrics.algorithm) == {"afl", "sync"}
+
+
+@pytest.mark.parametrize(
+    "stats", ["", "[]", '{"clients": 4}', '{"dataset": "x", "clients": 3, "alpha": 1, "seed": 0, "class_counts": []}']
+)
+def test_bad_partition_stats_are_refused_by_name(runs, stats):
+    (runs / "stats.json").write_text(stats)
+    with pytest.raises(InputError, match="stats.json is not"):
+        draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny")
 
 
 def test_participation_counts_equal_the_events(runs):
     """The participation figure's points: per algorithm, seed and client, the updates in events.csv."""
-    metrics, events = load_runs(runs / "runs")
+    metrics, events = load_runs(run_folders(runs))
     table = participation_table(events[events.J == 5])
     for row in table.itertuples():
         path = runs / "runs" / row.algorithm / "J5" / f"seed{row.seed}" / "events.csv"
@@ -75,6 +122,6 @@ def test_participation_counts_equal_the_events(runs):
 
 
 def test_updates_axis_counts_the_client_updates_aggregated(runs):
-    metrics, _ = load_runs(runs / "runs")
+    metrics, _ = load_runs(run_folders(runs))
     run = metrics[(metrics.algorithm == "sync") & (metrics.seed == 0)]
     assert run.updates.tolist() == [2 * r for r in run["round"]]  # two events per round in the fixture

@@ -8,7 +8,6 @@ and the same SHA256SUMS.
 import gzip
 import hashlib
 import io
-import json
 import os
 import platform
 import shutil
@@ -20,8 +19,10 @@ from asyncfl.config import read_yaml
 from asyncfl.errors import InputError
 from asyncfl.files import atomic_path, sha256, write_json
 from asyncfl.provenance import git, machine, package_versions
+from asyncfl.run_record import RUN_RECORD, read_run_record, verify_run_files
 
 ARCHIVE_KEYS = ("title", "creators", "license", "paper")
+RUN_LOGS = ("metrics.csv", "events.csv")  # what the archive ships of a run, beside its run.json
 
 
 def build_archive(members: dict[str, Path], tarball: Path) -> dict[str, str]:
@@ -51,7 +52,7 @@ def write_checksums(path: Path, tarball: Path, members: dict[str, str]) -> None:
 
 def provenance(runs: list[Path], command: str) -> dict:
     """Where and with what the results were made: git commit, packages, hardware, times, command line."""
-    summaries = [json.loads(Path(r).read_text()) for r in runs]
+    summaries = [read_run_record(Path(r).parent) for r in runs]
     return {
         "git_commit": git("rev-parse", "HEAD"),
         "git_dirty": bool(git("status", "--porcelain")),
@@ -63,9 +64,9 @@ def provenance(runs: list[Path], command: str) -> dict:
             "run_hosts": sorted({s.get("hostname", "?") for s in summaries}),
         },
         "runs": len(summaries),
-        "started_at": min((s["started_at"] for s in summaries), default=None),
-        "finished_at": max((s["finished_at"] for s in summaries), default=None),
-        "training_wall_seconds": round(sum(s["wall_seconds"] for s in summaries), 3),
+        "started_at": min((str(s.get("started_at")) for s in summaries), default=None),
+        "finished_at": max((str(s.get("finished_at")) for s in summaries), default=None),
+        "training_wall_seconds": round(sum(float(s.get("wall_seconds") or 0) for s in summaries), 3),
         "command": command,
     }
 
@@ -101,6 +102,10 @@ def member_names(files: list[Path], configs: list[Path], base: Path) -> dict[str
                 f"{path} is outside --base {base}; archive members are named by their path under --base, "
                 "so pass a --base that holds every file"
             )
+        if any(character in relative for character in "\n\r\\"):
+            raise InputError(
+                f"{path!r} has a newline or backslash in its name, which SHA256SUMS cannot list; rename it"
+            )
         named.append((Path(relative).as_posix(), Path(path)))
     named += [(f"config/{Path(path).name}", Path(path)) for path in configs]
     members: dict[str, Path] = {}
@@ -119,11 +124,15 @@ def archive_results(
     if missing:
         raise InputError(f"cannot archive missing files: {', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}")
     members = member_names(files, configs, base)
-    metadata = zenodo_metadata(settings)
+    records = [Path(f) for f in files if Path(f).name == RUN_RECORD]
+    archived = {Path(f).resolve() for f in files}
+    for record in records:  # every run's CSVs checked against its run.json before anything is written
+        verify_run_files(record.parent, tuple(n for n in RUN_LOGS if (record.parent / n).resolve() in archived))
+    metadata, made_with = zenodo_metadata(settings), provenance(records, command)
     tarball = Path(out) / "asyncfl-results.tar.gz"
     checksums = build_archive(members, tarball)
     write_checksums(Path(out) / "SHA256SUMS", tarball, checksums)
-    write_json(Path(out) / "provenance.json", provenance([f for f in files if Path(f).name == "run.json"], command))
+    write_json(Path(out) / "provenance.json", made_with)
     write_json(Path(out) / ".zenodo.json", metadata)
     return tarball, len(members)
 

@@ -193,7 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(run=cmd_train)
 
     figures = commands.add_parser("figures", help="draw an experiment's figures (PNG and PDF) from its CSVs")
-    figures.add_argument("--runs", type=Path, required=True, help="folder with ALGORITHM/JN/seedS/ runs")
+    figures.add_argument(
+        "--runs", type=Path, nargs="+", required=True, help="run folders …/ALGORITHM/JN/seedS (each with its run.json)"
+    )
     figures.add_argument("--partition-stats", type=Path, required=True, help="FILE.json of a partition")
     figures.add_argument("--reference-j", type=at_least(1), default=5, help="J of the single-J figures (default 5)")
     figures.add_argument("--title", default="", help="experiment name shown in every title")

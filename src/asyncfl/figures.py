@@ -20,8 +20,10 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from asyncfl.errors import InputError  # noqa: E402
+from asyncfl.files import atomic_path  # noqa: E402
 from asyncfl.layout import RUN_DIR, figure_titles  # noqa: E402
 from asyncfl.names import ALGORITHMS  # noqa: E402
+from asyncfl.run_record import verify_run_files  # noqa: E402
 
 ALGORITHM_COLOURS = dict(zip(ALGORITHMS, sns.color_palette("colorblind", len(ALGORITHMS)), strict=True))
 J_VALUES = range(1, 21)
@@ -35,36 +37,61 @@ COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 TITLE_CHARACTERS_PER_INCH = 16  # of a suptitle at fontsize "medium" in the paper context
 
 
-def load_runs(runs: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """All runs' metrics and events, each row tagged with algorithm, J and seed."""
+def load_runs(runs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The given run folders' metrics and events, each row tagged with algorithm, J and seed, after
+    checking each CSV against its run.json (README "Outputs")."""
     metrics, events = [], []
-    for path in sorted(Path(runs).glob("*/J*/seed*/metrics.csv")):
-        match = RUN_DIR.search(path.parent.relative_to(runs).as_posix())
+    for run in runs:
+        match = RUN_DIR.search(Path(run).resolve().as_posix())
         if not match:
-            continue
+            raise InputError(f"{run} is not a run folder (expected …/ALGORITHM/JN/seedS, as asyncfl train writes)")
+        verify_run_files(run, ("metrics.csv", "events.csv"))
         tags = {"algorithm": match["algorithm"], "J": int(match["J"]), "seed": int(match["seed"])}
-        run_events = pd.read_csv(path.parent / "events.csv")
-        run_metrics = pd.read_csv(path)
+        run_events = pd.read_csv(Path(run) / "events.csv")
+        run_metrics = pd.read_csv(Path(run) / "metrics.csv")
         # The cost axis of equal-budget comparisons: client updates aggregated up to each round.
         run_metrics["updates"] = run_metrics["round"].map(run_events.groupby("round").size().cumsum())
         metrics.append(run_metrics.assign(**tags))
         events.append(run_events.assign(**tags))
     if not metrics:
-        raise InputError(f"no runs under {runs} (expected {runs}/ALGORITHM/JN/seedS/metrics.csv)")
+        raise InputError("no run folders given; pass them as --runs results/EXPERIMENT/runs/*/J*/seed*")
     return pd.concat(metrics, ignore_index=True), pd.concat(events, ignore_index=True)
 
 
-def draw_figures(runs: Path, partition_stats: Path, reference_j: int, out: Path, title: str) -> list[Path]:
+STATS_KEYS = ("dataset", "clients", "alpha", "seed", "class_counts")
+
+
+def load_partition_stats(path: Path) -> dict:
+    """The partition's statistics (FILE.json of asyncfl partition), checked for what the figures read."""
+    try:
+        stats = json.loads(Path(path).read_bytes())
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path} is not a readable partition statistics file ({type(error).__name__})") from None
+    missing = [key for key in STATS_KEYS if not isinstance(stats, dict) or key not in stats]
+    if not missing and not (isinstance(stats["class_counts"], list) and len(stats["class_counts"]) == stats["clients"]):
+        missing = ["one class_counts row per client"]
+    if missing:
+        raise InputError(
+            f"{path} is not the statistics file of a partition (lacks {', '.join(missing)}); "
+            "give the FILE.json that asyncfl partition wrote beside FILE.npz"
+        )
+    return stats
+
+
+def draw_figures(runs: list[Path], partition_stats: Path, reference_j: int, out: Path, title: str) -> list[Path]:
     """Draw every figure as PNG (300 dpi) and PDF into `out`; return the paths written."""
     sns.set_theme(
         context="paper", style="whitegrid", font_scale=0.9, rc={"legend.fontsize": "small", "legend.framealpha": 0.8}
     )
     metrics, events = load_runs(runs)
-    stats = json.loads(Path(partition_stats).read_text())
+    stats = load_partition_stats(partition_stats)
     ref_metrics, ref_events = metrics[reference_j == metrics.J], events[reference_j == events.J]
-    if ref_metrics.empty:
-        raise InputError(f"no runs with J = {reference_j} under {runs}; set the reference J to one that was run")
     afl = ref_metrics[ref_metrics.algorithm == "afl"]
+    if afl.empty:
+        raise InputError(
+            f"no AFL run with J = {reference_j} among --runs; the figures compare against it: add one, "
+            "or set --reference-j to a J that AFL ran"
+        )
     drawers = {
         f"server_loss_J{reference_j}": lambda ax: server_loss(ax, afl),
         f"client_selection_J{reference_j}": lambda ax: client_selection(ax, ref_events, stats["clients"]),
@@ -100,7 +127,8 @@ def save_figure(draw, panels: int, height: float, title: str, stem: Path) -> lis
     fig.suptitle(title, fontsize="medium")
     written = []
     for suffix, options in ((".png", {"dpi": 300}), (".pdf", {"metadata": {"CreationDate": None}})):
-        fig.savefig(stem.with_suffix(suffix), **options)
+        with atomic_path(stem.with_suffix(suffix)) as tmp:  # a full disk leaves no truncated figure
+            fig.savefig(tmp, format=suffix[1:], **options)
         written.append(stem.with_suffix(suffix))
     plt.close(fig)
     return written

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from asyncfl.errors import InputError
 from asyncfl.files import sha256
+from asyncfl.run_record import RUN_RECORD
 from asyncfl.run_state import CHECKPOINT, OUTPUTS, utc_now
 
 LOCK = ".lock"
 REPLACED = "replaced"  # --force moves a folder's old outputs into replaced/TIMESTAMP/
-RUN_RECORD = "run.json"
 MOVABLE = (*OUTPUTS, RUN_RECORD, "timings.csv", CHECKPOINT)
 
 

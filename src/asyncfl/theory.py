@@ -9,7 +9,6 @@ engine's own draws (`rng.choice` / `rng.integers`) repeated over many seeds.
 """
 
 import itertools
-import json
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +19,11 @@ from asyncfl.algorithms import delay_aware_lr
 from asyncfl.config import make_config
 from asyncfl.data import load_dataset
 from asyncfl.engine import SHUFFLE_STREAM, prepare_run
+from asyncfl.errors import InputError
 from asyncfl.files import atomic_path, sha256
 from asyncfl.partition import load_partition
+from asyncfl.run_record import verify_run_files
+from asyncfl.run_state import load_failure
 from asyncfl.training import LocalTask
 
 PROBE_DISPATCH = 1 << 30  # the probe's shuffle stream: apart from every dispatch of the run itself
@@ -75,11 +77,18 @@ def gram_drawn_variance(gram: np.ndarray, s: int, replacement: bool, draws: int,
 def client_updates(run: Path, dataset: str, root: Path | None, partition_path: Path) -> np.ndarray:
     """θ_c − θ for every client c, each trained once (the run's settings and learning-rate schedule at
     its last round) from the run's final global model θ: the population the sampling claim is about."""
-    summary = json.loads((run / "run.json").read_text())
+    summary = verify_run_files(run, ("model.pt",))
+    if not isinstance(summary.get("config"), dict) or not isinstance(summary.get("rounds_completed"), int):
+        raise InputError(f"{run}/run.json lacks the run's config or rounds; train it again")
     config = make_config({**summary["config"], "trainer": "plain"}, f"{run}/run.json")
     partition = load_partition(partition_path)
+    if sha256(partition_path) != summary.get("partition_sha256") or dataset != summary.get("dataset"):
+        raise InputError(
+            f"{partition_path} ({dataset}) is not the partition {run} was trained on; give that run's "
+            "--dataset and --partition (its run.json names the dataset and the partition's SHA-256)"
+        )
     context = prepare_run(config, load_dataset(dataset, root), partition, sha256(partition_path), None)
-    start = torch.load(run / "model.pt", map_location=context.device, weights_only=True)
+    start = load_model_state(run / "model.pt", context.model, context.device)
     version = summary["rounds_completed"]
     tasks = []
     for client in range(partition.num_clients):
@@ -93,6 +102,18 @@ def client_updates(run: Path, dataset: str, root: Path | None, partition_path: P
         for result in context.trainer.train(tasks)
     ]
     return torch.stack(flat).cpu().numpy()
+
+
+def load_model_state(path: Path, model: torch.nn.Module, device: torch.device) -> dict[str, torch.Tensor]:
+    """The global model a run saved, read without unpickling code, with the keys of the run's model."""
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # torch reports a bad file with many types; none of them is a bug of ours
+        raise InputError(f"{path} is not a readable model ({load_failure(error)}); train the run again") from None
+    expected = model.state_dict()
+    if not isinstance(state, dict) or set(state) != set(expected):
+        raise InputError(f"{path} does not hold the weights of the run's {type(model).__name__}; train the run again")
+    return state
 
 
 def sampling_variance_table(updates: np.ndarray, draws: int, seeds: int) -> pd.DataFrame:

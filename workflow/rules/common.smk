@@ -99,12 +99,16 @@ def runs(name):
     return experiment_runs(config["experiments"][name], REFERENCE_J)
 
 
-def run_files(name, files=RUN_FILES):
+def run_folders(name):
+    """The experiment's run folders: only those of the config, whatever else lies beside them."""
     return [
-        f"results/{name}/runs/{algorithm}/J{J}/seed{seed}/{file}"
+        f"results/{name}/runs/{algorithm}/J{J}/seed{seed}"
         for algorithm, J, seed in runs(name)
-        for file in files
     ]
+
+
+def run_files(name, files=RUN_FILES):
+    return [f"{folder}/{file}" for folder in run_folders(name) for file in files]
 
 
 def all_figures():

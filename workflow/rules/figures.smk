@@ -1,7 +1,7 @@
 rule figures:
     input:
         runs=lambda wildcards: run_files(
-            wildcards.experiment, ("metrics.csv", "events.csv")
+            wildcards.experiment, ("metrics.csv", "events.csv", "run.json")
         ),
         stats=lambda wildcards: partition_file(
             experiment(wildcards), experiment(wildcards)["seeds"][0], ".json"
@@ -23,7 +23,7 @@ rule figures:
         torch_env
     params:
         out=subpath(output[0], parent=True),
-        runs="results/{experiment}/runs",
+        runs=lambda wildcards: run_folders(wildcards.experiment),
         reference_j=REFERENCE_J,
     shell:
         ASYNCFL
