@@ -135,3 +135,172 @@ def test_disk_full_is_one_line(capsys, full_disk, partition):
     out = full_disk / "run"
     line = error_line(capsys, [*TRAIN, "--partition", str(partition), "--out", str(out), "--rounds", "40"])
     assert "No space left on device" in line and str(out) in line and "free some space" in line
+
+
+@pytest.fixture(scope="module")
+def finished(partition, tmp_path_factory) -> Path:
+    """A finished two-round run: the folder the theory probe, figures and archive read."""
+    out = tmp_path_factory.mktemp("finished") / "afl" / "J2" / "seed0"
+    assert main([*TRAIN, "--partition", str(partition), "--out", str(out)]) == 0
+    return out
+
+
+def gz_bomb(folder: Path) -> Path:
+    """A 60 KB archive that inflates to 60 MB, far past the labels file it claims to be."""
+    import gzip
+
+    raw = folder / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "train-labels-idx1-ubyte.gz").write_bytes(gzip.compress(b"\0" * 60_000_000))
+    return folder
+
+
+def copy_run(finished: Path, tmp: Path, damage) -> Path:
+    import shutil
+
+    run = tmp / "copy" / "afl" / "J2" / "seed0"
+    shutil.copytree(finished, run)
+    damage(run)
+    return run
+
+
+# Each case: (argv given tmp_path, the finished run and the partition; what the line must name)
+HOSTILE = {
+    "config not UTF-8": (
+        lambda t, r, p: [
+            *TRAIN,
+            "--partition",
+            str(p),
+            "--out",
+            str(t / "o"),
+            "--config",
+            str(write(t, b"a: \xff\xfe")),
+        ],
+        "is not UTF-8",
+    ),
+    "config nested too deeply": (
+        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--config", str(write(t, b"[" * 20000))],
+        "x.yaml",
+    ),
+    "empty --out": (lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", ""], "--out is empty"),
+    "staleness weights underflow": (
+        lambda t, r, p: [
+            *TRAIN,
+            "--partition",
+            str(p),
+            "--out",
+            str(t / "o"),
+            "--rounds",
+            "6",
+            "--settings",
+            '{"concurrency": 4, "staleness": "polynomial", "staleness_a": 5000}',
+        ],  # fmt: skip
+        "lower staleness_a",
+    ),
+    "gzip bomb": (lambda t, r, p: ["data", "--dataset", "mnist", "--root", str(gz_bomb(t))], "is corrupt or truncated"),
+    "theory: another partition": (
+        lambda t, r, p: [
+            "theory",
+            "--dataset",
+            "digits",
+            "--run",
+            str(r),
+            "--partition",
+            str(other(t)),
+            "--out",
+            str(t),
+        ],
+        "is not the partition",
+    ),
+    "theory: random model.pt": (
+        lambda t, r, p: [
+            "theory",
+            "--dataset",
+            "digits",
+            "--partition",
+            str(p),
+            "--out",
+            str(t),
+            "--run",
+            str(copy_run(r, t, lambda d: (d / "model.pt").write_bytes(os.urandom(500)))),
+        ],  # fmt: skip
+        "model.pt is not the file its run wrote",
+    ),
+    "theory: corrupt run.json": (
+        lambda t, r, p: [
+            "theory",
+            "--dataset",
+            "digits",
+            "--partition",
+            str(p),
+            "--out",
+            str(t),
+            "--run",
+            str(copy_run(r, t, lambda d: (d / "run.json").write_text("{"))),
+        ],  # fmt: skip
+        "run.json is not a readable run record",
+    ),
+    "theory: empty run.json": (
+        lambda t, r, p: [
+            "theory",
+            "--dataset",
+            "digits",
+            "--partition",
+            str(p),
+            "--out",
+            str(t),
+            "--run",
+            str(copy_run(r, t, lambda d: (d / "run.json").write_text(""))),
+        ],  # fmt: skip
+        "run.json is not a readable run record",
+    ),
+    "figures: header-only CSV": (
+        lambda t, r, p: [
+            "figures",
+            "--partition-stats",
+            str(p.with_suffix(".json")),
+            "--out",
+            str(t / "f"),
+            "--runs",
+            str(copy_run(r, t, lambda d: (d / "metrics.csv").write_text("round\n"))),
+        ],  # fmt: skip
+        "metrics.csv is not the file its run wrote",
+    ),
+    "figures: no AFL run at the reference J": (
+        lambda t, r, p: [
+            "figures",
+            "--partition-stats",
+            str(p.with_suffix(".json")),
+            "--out",
+            str(t),
+            "--runs",
+            str(r),
+        ],
+        "no AFL run with J = 5",
+    ),
+    "bench: --sweep not a workflow config": (
+        lambda t, r, p: ["bench", "--quick", "--sweep", str(write(t, b"reference_J: 5\n"))],
+        "is not a workflow config",
+    ),
+}
+
+
+def write(folder: Path, content: bytes) -> Path:
+    (folder / "x.yaml").write_bytes(content)
+    return folder / "x.yaml"
+
+
+def other(folder: Path) -> Path:
+    path = folder / "other.npz"
+    argv = ["partition", "--dataset", "digits", "--clients", "5", "--alpha", "1", "--seed", "1", "--out", str(path)]
+    assert main(argv) == 0
+    return path
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_hostile_input_is_one_line_naming_it(capsys, tmp_path, partition, finished, case):
+    make_argv, expected = HOSTILE[case]
+    argv = make_argv(tmp_path, finished, partition)
+    capsys.readouterr()
+    line = error_line(capsys, argv)
+    assert expected in line, line

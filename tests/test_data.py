@@ -230,3 +230,11 @@ def test_real_fashion_mnist_from_debian():
     assert data.NORMALISATION["fashion-mnist"][0][0] == pytest.approx(
         dataset.train_images.float().mean().item() / 255, abs=1e-3
     )
+
+
+def test_the_wrong_dataset_name_for_a_real_copy_says_which_it_is(tmp_path):
+    """--dataset mnist pointed at Fashion-MNIST: the file is not corrupt, and is not to be deleted."""
+    skip_unless(DEBIAN_FASHION.is_dir(), f"{DEBIAN_FASHION} missing: apt-get install dataset-fashion-mnist")
+    with pytest.raises(InputError, match="is fashion-mnist's, not this dataset's; pass --dataset fashion-mnist"):
+        load_dataset("mnist", DEBIAN_FASHION)
+    assert not list(DEBIAN_FASHION.glob("*/raw"))  # nothing written into the read-only copy

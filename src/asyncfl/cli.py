@@ -259,6 +259,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:  # the disk, not the code: full, read-only, a file where a folder goes
         print(f"asyncfl {args.command}: error: {os_error_line(error)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(
+            f"asyncfl {args.command}: interrupted; run the same command again (training resumes from its last "
+            "checkpoint, every other step starts afresh; no output is left half-written)",
+            file=sys.stderr,
+        )
+        return 130
     return 0
 
 

@@ -5,7 +5,6 @@ them into floats there. Nothing here ever iterates over samples in Python.
 """
 
 import contextlib
-import gzip
 import hashlib
 import sys
 import tempfile
@@ -79,6 +78,14 @@ IDX_CONTENT_MD5 = {
         "t10k-images-idx3-ubyte": "8181f5470baa50b63fa0f6fddb340f0a",
         "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
     },
+}
+# Bytes of each uncompressed IDX file (the same for both datasets): decompression stops past them,
+# so a small archive that inflates to gigabytes is refused without filling memory.
+IDX_SIZES = {
+    "train-images-idx3-ubyte": 47_040_016,
+    "train-labels-idx1-ubyte": 60_008,
+    "t10k-images-idx3-ubyte": 7_840_016,
+    "t10k-labels-idx1-ubyte": 10_008,
 }
 DIGITS_TEST_FRACTION = 0.2
 
@@ -187,17 +194,38 @@ def read_idx_file(cls: type, root: Path, filename: str, archive_md5: str) -> byt
     path = next((p for p in (raw_dir / filename, root / filename, raw_dir / name, root / name) if p.is_file()), None)
     if path is None:
         return None
+    if path.stat().st_size > 2 * IDX_SIZES[name]:  # no copy of this file, compressed or not, is this large
+        raise_corrupt(path)
     content = path.read_bytes()
     if path.suffix == ".gz":
-        if hashlib.md5(content).hexdigest() == archive_md5:
-            return gzip.decompress(content)
-        try:
-            content = gzip.decompress(content)
-        except (OSError, EOFError, zlib.error):  # zlib reports flipped bytes inside the stream
-            raise_corrupt(path)
+        archive_matches = hashlib.md5(content).hexdigest() == archive_md5
+        content = bounded_gunzip(content, IDX_SIZES[name], path)
+        if archive_matches:
+            return content
     if hashlib.md5(content).hexdigest() != IDX_CONTENT_MD5[cls.__name__][name]:
+        raise_corrupt(path, other_dataset(cls.__name__, name, content))
+    return content
+
+
+def bounded_gunzip(data: bytes, size: int, path: Path) -> bytes:
+    """The gzip stream `data` decompressed, refused as corrupt if it would exceed `size` bytes."""
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        content = inflater.decompress(data, size + 1)
+    except zlib.error:  # zlib reports flipped bytes inside the stream
+        raise_corrupt(path)
+    if len(content) > size or not inflater.eof:
         raise_corrupt(path)
     return content
+
+
+def other_dataset(class_name: str, name: str, content: bytes) -> str:
+    """Which other IDX dataset `content` is, when it is one (a --dataset pointed at the wrong copy)."""
+    digest = hashlib.md5(content).hexdigest()
+    for other, sums in IDX_CONTENT_MD5.items():
+        if other != class_name and sums[name] == digest:
+            return {cls.__name__: key for key, cls in IDX_DATASETS.items()}[other]
+    return ""
 
 
 def load_cifar10(root: Path, download: bool) -> Dataset:
@@ -242,8 +270,12 @@ def require_md5(path: Path, expected: str) -> None:
         raise_corrupt(path)
 
 
-def raise_corrupt(path: Path) -> NoReturn:
+def raise_corrupt(path: Path, actual_dataset: str = "") -> NoReturn:
     """One line naming the bad file; the file stays in place for the user to inspect."""
+    if actual_dataset:
+        raise InputError(
+            f"{path} is {actual_dataset}'s, not this dataset's; pass --dataset {actual_dataset} or another --root"
+        )
     raise InputError(
         f"{path} is corrupt or truncated (its MD5 is not the published one); "
         "delete it and run `asyncfl data` again to fetch a fresh copy"

@@ -139,13 +139,16 @@ def load_partition(path: Path) -> Partition:
     if not path.is_file():
         raise InputError(f"partition file {path} not found; make it with `asyncfl partition ... --out {path}`")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            if not isinstance(npz, np.lib.npyio.NpzFile):
-                raise ValueError("a single array, not an .npz archive")
+        npz = np.load(path, allow_pickle=False)
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ValueError("a single array, not an .npz archive")
+        with npz:
             missing = [key for key in ("indices", "offsets", "dataset") if key not in npz.files]
             if missing:
                 raise InputError(f"partition file {path} lacks the array {missing[0]!r}; {remake}")
             indices, offsets, dataset = npz["indices"], npz["offsets"], str(npz["dataset"])
+    except MemoryError:
+        raise InputError(f"partition file {path} claims arrays larger than memory; {remake}") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
         # numpy calls any non-archive "pickled data" and suggests loading it unsafely: not repeated here
         reason = "not an .npz archive" if "pickle" in str(error) else str(error).splitlines()[0][:100]
