@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,12 +59,10 @@ def outputs(out: Path) -> dict[str, bytes]:
 def test_two_concurrent_commands_one_proceeds_and_matches_a_lone_run(partition, lone_run, tmp_path):
     out = tmp_path / "run"
     command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
-    first = subprocess.Popen(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not (out / "metrics.csv").exists() and time.monotonic() < deadline:  # the first owns the folder
-        time.sleep(0.05)
-    second = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
-    first_out, first_err = first.communicate(timeout=600)
+    with started(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as first:
+        wait_for(lambda: (out / "metrics.csv").exists(), first, "the first command's metrics.csv")  # it owns the folder
+        second = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=1800)
+        first_out, first_err = first.communicate(timeout=1800)
     assert first.returncode == 0, first_err
     assert second.returncode == 1, second.stderr
     line = second.stderr.strip()
@@ -119,12 +116,9 @@ def test_a_killed_rerun_leaves_no_run_json_beside_other_csvs(partition, tmp_path
     out = tmp_path / "run"
     assert main(train_argv(partition, out, 30)) == 0
     command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30, "--force")]
-    process = subprocess.Popen(command, cwd=REPO, env=ENV, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and rows(out / "metrics.csv") in (None, 0, 31):  # until it is mid-run
-        time.sleep(0.02)
-    process.kill()
-    process.wait()
+    with started(command, cwd=REPO, env=ENV, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL) as process:
+        wait_for(lambda: rows(out / "metrics.csv") not in (None, 0, 31), process, "the rerun's first rows")
+        process.kill()
     assert not (out / "run.json").exists() and not (out / "model.pt").exists()
 
 
@@ -223,6 +217,6 @@ def test_durations_of_any_allowed_size_end(partition, tmp_path):
     argv = train_argv(partition, out, 3)
     argv[argv.index(SETTINGS)] = '{"seconds_per_sample": 1e6, "speed_sigma": 10, "latency_median": 1e9}'
     command = [sys.executable, "-m", "asyncfl", *argv]
-    result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "run.json").read_text())["virtual_time"] > 1e9
