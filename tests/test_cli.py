@@ -198,91 +198,38 @@ HOSTILE = {
         "lower staleness_a",
     ),
     "gzip bomb": (lambda t, r, p: ["data", "--dataset", "mnist", "--root", str(gz_bomb(t))], "is corrupt or truncated"),
-    "theory: another partition": (
-        lambda t, r, p: [
-            "theory",
-            "--dataset",
-            "digits",
-            "--run",
-            str(r),
-            "--partition",
-            str(other(t)),
-            "--out",
-            str(t),
-        ],
-        "is not the partition",
-    ),
+    "theory: another partition": (lambda t, r, p: theory_argv(t, other(t), r), "is not the partition"),
     "theory: random model.pt": (
-        lambda t, r, p: [
-            "theory",
-            "--dataset",
-            "digits",
-            "--partition",
-            str(p),
-            "--out",
-            str(t),
-            "--run",
-            str(copy_run(r, t, lambda d: (d / "model.pt").write_bytes(os.urandom(500)))),
-        ],  # fmt: skip
+        lambda t, r, p: theory_argv(t, p, copy_run(r, t, lambda d: (d / "model.pt").write_bytes(os.urandom(500)))),
         "model.pt is not the file its run wrote",
     ),
     "theory: corrupt run.json": (
-        lambda t, r, p: [
-            "theory",
-            "--dataset",
-            "digits",
-            "--partition",
-            str(p),
-            "--out",
-            str(t),
-            "--run",
-            str(copy_run(r, t, lambda d: (d / "run.json").write_text("{"))),
-        ],  # fmt: skip
+        lambda t, r, p: theory_argv(t, p, copy_run(r, t, lambda d: (d / "run.json").write_text("{"))),
         "run.json is not a readable run record",
     ),
     "theory: empty run.json": (
-        lambda t, r, p: [
-            "theory",
-            "--dataset",
-            "digits",
-            "--partition",
-            str(p),
-            "--out",
-            str(t),
-            "--run",
-            str(copy_run(r, t, lambda d: (d / "run.json").write_text(""))),
-        ],  # fmt: skip
+        lambda t, r, p: theory_argv(t, p, copy_run(r, t, lambda d: (d / "run.json").write_text(""))),
         "run.json is not a readable run record",
     ),
     "figures: header-only CSV": (
-        lambda t, r, p: [
-            "figures",
-            "--partition-stats",
-            str(p.with_suffix(".json")),
-            "--out",
-            str(t / "f"),
-            "--runs",
-            str(copy_run(r, t, lambda d: (d / "metrics.csv").write_text("round\n"))),
-        ],  # fmt: skip
+        lambda t, r, p: figures_argv(t, p, copy_run(r, t, lambda d: (d / "metrics.csv").write_text("round\n"))),
         "metrics.csv is not the file its run wrote",
     ),
-    "figures: no AFL run at the reference J": (
-        lambda t, r, p: [
-            "figures",
-            "--partition-stats",
-            str(p.with_suffix(".json")),
-            "--out",
-            str(t),
-            "--runs",
-            str(r),
-        ],
-        "no AFL run with J = 5",
-    ),
+    "figures: no AFL run at the reference J": (lambda t, r, p: figures_argv(t, p, r), "no AFL run with J = 5"),
     "bench: --sweep not a workflow config": (
         lambda t, r, p: ["bench", "--quick", "--sweep", str(write(t, b"reference_J: 5\n"))],
         "is not a workflow config",
     ),
 }
+
+
+def theory_argv(folder: Path, partition: Path, run: Path) -> list[str]:
+    return ["theory", "--dataset", "digits", "--partition", str(partition), "--out", str(folder), "--run", str(run)]
+
+
+def figures_argv(folder: Path, partition: Path, run: Path) -> list[str]:
+    stats = str(partition.with_suffix(".json"))
+    return ["figures", "--partition-stats", stats, "--out", str(folder / "figures"), "--runs", str(run)]
 
 
 def write(folder: Path, content: bytes) -> Path:
