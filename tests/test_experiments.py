@@ -33,6 +33,11 @@ def test_shipped_configs_pass(path):
         (lambda e, c: e.update(participation=[5, 11]), "J = 11 > clients = 10; use J ≤ 10"),
         (lambda e, c: e["train"].update(rounds=3), "digits_cnn.train.rounds is set by the workflow"),
         (lambda e, c: e["train"].update(gama0=1.0), "experiments.digits_cnn.train: unknown key 'gama0'"),
+        (lambda e, c: e.update(budget={"updates": 12}), "budget.updates = 12 is not a multiple of afl's 5"),
+        (
+            lambda e, c: e.update(budget={"updates": 15}) or e["train"].update(buffer_size=4),
+            "budget.updates = 15 is not a multiple of fedbuff's 4 updates per round, so that run would pay 16",
+        ),
     ],
 )
 def test_mistakes_name_the_key(edit, message):

@@ -59,6 +59,27 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
             raise InputError(f"{key}.train.{BUDGET_KEYS[budget_key]} and {key}.budget.{budget_key} both set; keep one")
     for j in sorted({*participation, reference_j}):
         make_config(run_settings(experiment, j, reference_j), f"{key}.train")
+    check_budget_divides(key, experiment, reference_j)
+
+
+def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int) -> None:
+    """An update budget is equal only if every compared algorithm's round divides it: a run stops at
+    the first aggregation at or after the budget, so AFL at J = 5 would pay 15 updates for a budget
+    of 12 while FedAsync pays 12. Updates per round: J for AFL and sync, K for FedBuff, 1 for FedAsync
+    (asyncfl.strategies)."""
+    updates = experiment.get("budget", {}).get("updates")
+    if updates is None:
+        return
+    config = make_config(run_settings(experiment, reference_j, reference_j), f"{key}.train")
+    per_round = {"afl": reference_j, "sync": reference_j, "fedbuff": config.buffer_size or reference_j}
+    for algorithm in experiment["algorithms"]:
+        size = per_round.get(algorithm, 1)
+        if updates % size:
+            raise InputError(
+                f"{key}.budget.updates = {updates} is not a multiple of {algorithm}'s {size} updates per round, "
+                f"so that run would pay {-(-updates // size) * size}; use a multiple of every round size "
+                f"(e.g. {updates - updates % size or size})"
+            )
 
 
 BUDGET_KEYS = {"updates": "max_updates", "virtual_time": "max_virtual_time"}
