@@ -220,3 +220,16 @@ def test_durations_of_any_allowed_size_end(partition, tmp_path):
     result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "run.json").read_text())["virtual_time"] > 1e9
+
+
+def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
+    with started(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as process:
+        wait_for(lambda: (out / "checkpoint.pt").exists(), process, "the first checkpoint")
+        process.send_signal(signal.SIGINT)
+        err = process.communicate(timeout=1800)[1]
+    assert process.returncode == 130 and err.startswith("asyncfl train: interrupted; run the same command again")
+    assert len(err.strip().splitlines()) == 1, err
+    assert main(train_argv(partition, out, 30)) == 0
+    assert outputs(out) == lone_run

@@ -113,6 +113,9 @@ def test_quick_config_end_to_end(quick_local_run):
 
     again = snakemake("--cores", "2", "--configfile", config, workdir=tmp_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    # Another command line (the archive's provenance records it) is no reason to redo anything.
+    other = snakemake("-n", "--cores", "1", "--keep-going", "--configfile", config, workdir=tmp_path)
+    assert other.returncode == 0 and "Nothing to be done" in other.stdout + other.stderr, other.stdout[-2000:]
 
     report = snakemake("--configfile", config, "--report", str(tmp_path / "report.html"), workdir=tmp_path)
     assert report.returncode == 0, report.stderr[-2000:]
