@@ -29,7 +29,7 @@ def staleness_weight(kind: str, tau: int, a: float, b: float) -> float:
     raise ValueError(f"unknown staleness function {kind!r}")
 
 
-def delay_aware_lr(gamma0: float, t: int, alpha_lr: float, delay: float) -> float:
+def delay_aware_lr(gamma0: float, t: float, alpha_lr: float, delay: float) -> float:
     """γ = γ0 / (√(t+1) · (1 + α·d)): later rounds and slower clients take smaller steps."""
     return gamma0 / (math.sqrt(t + 1) * (1.0 + alpha_lr * delay))
 

@@ -35,7 +35,13 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
             f"clients_per_round (J) = {config.clients_per_round} exceeds the {clients} clients of "
             "the partition; lower J or set replacement: true"
         )
-    make_strategy(config).check(clients)
+    strategy = make_strategy(config)
+    strategy.check(clients)
+    if trainer_name(config.trainer, device) == "graphed" and (config.prox_mu or strategy.optimizer_per_epoch):
+        raise InputError(
+            f"the graphed trainer has no proximal term and keeps one optimizer per dispatch, so it cannot run "
+            f"prox_mu = {config.prox_mu} or algorithm {config.algorithm}; use trainer: plain or vectorised"
+        )
     if np.any(partition.sizes == 0):
         raise InputError("the partition has clients without samples; make it with --min-size 1 or more")
     if config.precision == "tf32" and device.type != "cuda":

@@ -16,6 +16,7 @@ from asyncfl.names import ALGORITHMS, DEVICES, MODELS, OPTIMIZERS, PRECISIONS, T
 
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
 DISTRIBUTIONS = ("lognormal", "constant")
+LR_CLOCKS = ("round", "equivalent_round", "epoch")
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,10 @@ class TrainConfig:
     optimizer: str = "adam"  # or "sgd" (paper: Adam)
     gamma0: float = 1e-3  # γ0 of γ = γ0 / (√(t+1)·(1 + α_lr·d_c)) (paper)
     alpha_lr: float = 0.01  # paper
-    lr_time: str = "round"  # t = server round at dispatch; "epoch": the local epoch (reference code)
+    # t of γ at dispatch: "round", the server round (paper); "equivalent_round", client updates aggregated
+    # / J, which counts the same for every algorithm (project's choice, where algorithms are compared;
+    # equal to "round" for afl and sync); "epoch", the local epoch (the paper's reference code)
+    lr_time: str = "round"
     lr_delay: str = "duration"  # d_c = the dispatch's whole duration, or "latency" only
     # s(τ): constant | inverse | polynomial | hinge. Project's choice: the paper's §V weights by size
     # only (constant), which config/config.yaml sets for the paper's experiments
@@ -46,6 +50,7 @@ class TrainConfig:
     fedasync_alpha: float = 0.6  # α of fedasync: α_t = α·s(τ)
     server_lr: float = 1.0  # η_g of fedbuff
     patience: int = 10  # early stopping on the client's epoch loss
+    prox_mu: float = 0.0  # μ of FedProx's μ/2‖θ − θ_start‖² in every client's objective (0: none; paper: none)
     kappa: float = 0.0  # stop when ‖θ_{v+1} − θ_v‖ ≤ κ over parameters only; 0 disables (paper gives no κ)
     eval_every: int = 1  # rounds between test evaluations of the global model (and the last round)
     replacement: bool = False  # sample clients with replacement (paper: without)
@@ -77,7 +82,7 @@ CHOICES = {
     "algorithm": tuple(ALGORITHMS),
     "model": tuple(MODELS),
     "optimizer": OPTIMIZERS,
-    "lr_time": ("round", "epoch"),
+    "lr_time": LR_CLOCKS,
     "lr_delay": ("duration", "latency"),
     "staleness": STALENESS_FUNCTIONS,
     "speed_distribution": DISTRIBUTIONS,
@@ -103,6 +108,7 @@ POSITIVE = (
 )
 NON_NEGATIVE = (
     "alpha_lr",
+    "prox_mu",
     "staleness_a",
     "staleness_b",
     "kappa",
@@ -129,6 +135,7 @@ AT_MOST = {
     "speed_sigma": 10.0,
     "latency_sigma": 10.0,
     "jitter_sigma": 10.0,
+    "prox_mu": 1e6,
 }
 
 

@@ -23,14 +23,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from asyncfl.algorithms import State, delay_aware_lr, staleness_weight, update_norm
+from asyncfl.algorithms import State, staleness_weight, update_norm
 from asyncfl.checks import check_run
 from asyncfl.clock import run_virtual, sleep_until
 from asyncfl.config import TrainConfig
 from asyncfl.data import Dataset, normalize
 from asyncfl.delays import ClientSystem
 from asyncfl.errors import InputError
-from asyncfl.evaluation import evaluate
+from asyncfl.evaluation import evaluate, training_gradient
 from asyncfl.files import save_torch, sha256, write_json
 from asyncfl.metrics import Aggregation, RunLogs
 from asyncfl.models import build_model
@@ -47,7 +47,7 @@ from asyncfl.run_state import (
     utc_now,
 )
 from asyncfl.runtime import choose_device, make_deterministic, numerics_for, trainer_class
-from asyncfl.strategies import Update, make_strategy
+from asyncfl.strategies import Strategy, Update, make_strategy
 from asyncfl.training import LocalResult, LocalTask, Trainer
 
 SHUFFLE_STREAM = 3  # the seed's random streams per (client, dispatch) that shuffle local epochs
@@ -67,10 +67,17 @@ class RunContext:
     model: torch.nn.Module
     test_images: torch.Tensor
     test_labels: torch.Tensor
+    train_images: torch.Tensor  # normalised, on the device: the global model's training loss and gradient
+    train_labels: torch.Tensor
     trainer: Trainer
     sizes: np.ndarray  # n_c per client
     client_indices: list[torch.Tensor]  # each client's training indices, on the device
     system: ClientSystem
+
+    @property
+    def all_indices(self) -> torch.Tensor:
+        """Every training sample of the partition: the data of L(θ) = Σ_c (n_c/n)·L_c(θ)."""
+        return torch.cat(self.client_indices)
 
 
 def prepare_run(
@@ -83,10 +90,11 @@ def prepare_run(
     make_deterministic(config.seed)
     model = build_model(config.model, dataset.info).to(device)
     images = normalize(dataset.train_images.to(device), dataset.info)
+    labels = dataset.train_labels.to(device)
     test_images = normalize(dataset.test_images.to(device), dataset.info)
     numerics = numerics_for(config)
     trainer = trainer or trainer_class(config.trainer, device)(
-        model, images, dataset.train_labels.to(device), config.batch_size, config.optimizer, config.patience, numerics
+        model, images, labels, config.batch_size, config.optimizer, config.patience, numerics
     )
     indices = [torch.from_numpy(partition.client_indices(c)).to(device) for c in range(partition.num_clients)]
     return RunContext(
@@ -96,6 +104,8 @@ def prepare_run(
         model,
         test_images,
         dataset.test_labels.to(device),
+        images,
+        labels,
         trainer,
         partition.sizes,
         indices,
@@ -118,7 +128,9 @@ class Simulation:
         self.context = prepare_run(config, dataset, partition, partition_sha256, trainer)
         self.config, self.out, self.strategy = config, Path(out), make_strategy(config)
         model_state = {k: v.detach().clone() for k, v in self.context.model.state_dict().items()}
-        self.state = RunState.fresh(model_state, config.seed, partition.num_clients)
+        self.state = RunState.fresh(
+            model_state, config.seed, partition.num_clients, own_models=not self.strategy.clients_load_global_model
+        )
         # Not checkpointed: derived, or empty at every checkpoint.
         self.buffer: list[tuple[Job, LocalResult]] = []
         self.in_flight = np.zeros(partition.num_clients, dtype=np.int64)
@@ -136,8 +148,12 @@ class Simulation:
         return self.state.rng.choice(np.flatnonzero(self.in_flight == 0), size=count, replace=False)
 
     def dispatch(self, client: int) -> None:
-        job = next_job(self.config, self.context.system, self.state, client, int(self.context.sizes[client]))
-        self.state.starts.setdefault(job.version, self.state.global_state)
+        state = self.state
+        aggregated = int(state.dispatch_counts.sum()) - len(state.outstanding) - len(self.buffer)
+        size = int(self.context.sizes[client])
+        job = next_job(self.config, self.strategy, self.context.system, state, client, size, aggregated)
+        if self.strategy.clients_load_global_model:
+            state.starts.setdefault(job.version, state.global_state)
         self.state.outstanding[job.key] = job
         self.spawn(job)
 
@@ -157,9 +173,15 @@ class Simulation:
         results = self.state.results
         if job.key not in results:
             pending = [j for j in [job, *self.state.outstanding.values()] if j.key not in results]
-            tasks = [local_task(j, self.state.starts[j.version], self.context, self.config.seed) for j in pending]
+            tasks = [local_task(j, self.start_of(j), self.context, self.strategy) for j in pending]
             results.update(zip((j.key for j in pending), self.context.trainer.train(tasks), strict=True))
         return results.pop(job.key)
+
+    def start_of(self, job: Job) -> State:
+        """The model a job trains from: the global model it was sent, or the client's own last model."""
+        if self.strategy.clients_load_global_model:
+            return self.state.starts[job.version]
+        return self.state.client_models[job.client]
 
     # ---- the server -----------------------------------------------------------------------------
     async def serve(self, logs: RunLogs) -> None:
@@ -198,11 +220,14 @@ class Simulation:
         jobs, results = [job for job, _ in self.buffer], [result for _, result in self.buffer]
         sizes = [int(self.context.sizes[j.client]) for j in jobs]
         old = state.global_state
-        new, coefficients = self.strategy.aggregate(old, server_updates(config, state, jobs, results, sizes))
+        starts = [self.start_of(job) for job in jobs]
+        new, coefficients = self.strategy.aggregate(old, server_updates(config, state, jobs, results, sizes, starts))
         check_finite_model(new, state.version, self.out)
         norm = update_norm(new, old, self.parameter_names)
         record = Aggregation.of(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
         state.global_state, state.version = new, state.version + 1
+        if not self.strategy.clients_load_global_model:
+            state.client_models.update({job.client: result.state for job, result in self.buffer})
         self.buffer.clear()
         live = {j.version for j in state.outstanding.values()}
         state.starts = {v: start for v, start in state.starts.items() if v in live}
@@ -212,6 +237,9 @@ class Simulation:
             context = self.context
             record.test_loss, record.test_accuracy = evaluate(
                 context.model, new, context.test_images, context.test_labels
+            )
+            record.global_train_loss, record.gradient_norm_squared = training_gradient(
+                context.model, new, context.train_images, context.train_labels, context.all_indices
             )
         logs.record(record, self.elapsed())
         return bool(self.stop_reason)
@@ -237,14 +265,15 @@ class Simulation:
         return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts)
 
 
-def next_job(config: TrainConfig, system: ClientSystem, state: RunState, client: int, size: int) -> Job:
-    """The client's next dispatch, now, from the current version: its arrival time and learning rates."""
+def next_job(
+    config: TrainConfig, strategy: Strategy, system: ClientSystem, state: RunState, client: int, size: int, updates: int
+) -> Job:
+    """The client's next dispatch, now, from the current version, after `updates` client updates were
+    aggregated: its arrival time and learning rates."""
     index = int(state.dispatch_counts[client])
     state.dispatch_counts[client] += 1
     duration = system.duration(config, client, size, index)
-    delay = system.delay(config, client, duration)
-    clocks = [state.version] * config.local_epochs if config.lr_time == "round" else range(config.local_epochs)
-    lrs = tuple(delay_aware_lr(config.gamma0, t, config.alpha_lr, delay) for t in clocks)
+    lrs = strategy.learning_rates(state.version, updates, system.delay(config, client, duration))
     return Job(client, index, state.version, state.now, state.now + duration, lrs)
 
 
@@ -267,21 +296,32 @@ def check_finite_model(state: State, version: int, out: Path) -> None:
 
 
 def server_updates(
-    config: TrainConfig, state: RunState, jobs: list[Job], results: list[LocalResult], sizes: list[int]
+    config: TrainConfig,
+    state: RunState,
+    jobs: list[Job],
+    results: list[LocalResult],
+    sizes: list[int],
+    starts: list[State],
 ) -> list[Update]:
     """The arrived updates as the strategy combines them, each with its staleness weight s(τ)."""
     weights = [
         staleness_weight(config.staleness, state.version - j.version, config.staleness_a, config.staleness_b)
         for j in jobs
     ]
-    starts = [state.starts[j.version] for j in jobs]
     return [Update(*u) for u in zip([r.state for r in results], starts, sizes, weights, strict=True)]
 
 
-def local_task(job: Job, start: State, context: RunContext, seed: int) -> LocalTask:
-    """What the trainer needs of a job: the model it starts from, its samples, rates and shuffle stream."""
+def local_task(job: Job, start: State, context: RunContext, strategy: Strategy) -> LocalTask:
+    """What the trainer needs of a job: the model it starts from, its samples, rates and shuffle stream,
+    and the local objective's proximal weight μ."""
+    config = context.config
     return LocalTask(
-        start, context.client_indices[job.client], job.lrs, (seed, SHUFFLE_STREAM, job.client, job.dispatch_index)
+        start,
+        context.client_indices[job.client],
+        job.lrs,
+        (config.seed, SHUFFLE_STREAM, job.client, job.dispatch_index),
+        config.prox_mu,
+        strategy.optimizer_per_epoch,
     )
 
 

@@ -1,7 +1,9 @@
-"""The server's view of the global model: loss and accuracy on the test set."""
+"""The server's view of the global model: loss and accuracy on the test set, and the loss and its
+gradient on the training set, the quantity the paper's convergence theorem bounds."""
 
 import torch
 from torch import nn
+from torch.func import functional_call, grad_and_value
 from torch.nn import functional as F
 
 from asyncfl.algorithms import State
@@ -24,3 +26,36 @@ def evaluate(
         loss += F.nll_loss(out, target, reduction="sum").double()
         correct += (out.argmax(dim=1) == target).sum()
     return loss.item() / len(labels), correct.item() / len(labels)
+
+
+def training_gradient(
+    model: nn.Module,
+    state: State,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    indices: torch.Tensor,
+    batch_size: int = 1000,
+) -> tuple[float, float]:
+    """L(θ) and ‖∇L(θ)‖² of the global model over the training samples `indices`, where
+    L = (1/n) Σ_i ℓ_i = Σ_c (n_c/n)·L_c, the n-weighted mean of the clients' objectives (Theorem 1's
+    L). Full batch, in fp32 with BatchNorm in eval mode, as the model is tested; θ = the parameters
+    (buffers are held fixed). A pure function of `state`: the model's own weights are not touched."""
+    model.eval()
+    parameters = {name: state[name] for name, _ in model.named_parameters()}
+    buffers = {name: state[name] for name, _ in model.named_buffers()}
+
+    def summed_loss(params: State, batch: torch.Tensor) -> torch.Tensor:
+        out = functional_call(model, (params, buffers), (images[batch],))
+        return F.nll_loss(out.float(), labels[batch], reduction="sum")
+
+    step = grad_and_value(summed_loss)
+    total = torch.zeros((), dtype=torch.float64, device=images.device)
+    gradient = {name: torch.zeros_like(value, dtype=torch.float64) for name, value in parameters.items()}
+    for batch in indices.split(batch_size):
+        grads, loss = step(parameters, batch)
+        total += loss.double()
+        for name, value in grads.items():
+            gradient[name] += value.double()
+    n = len(indices)
+    squared = sum((value / n).square().sum() for value in gradient.values())
+    return total.item() / n, float(squared)

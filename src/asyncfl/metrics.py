@@ -34,6 +34,8 @@ METRICS_COLUMNS = (
     "max_staleness",
     "update_norm",
     "lr",
+    "global_train_loss",
+    "gradient_norm_squared",
 )
 EVENTS_COLUMNS = (
     "round",
@@ -140,6 +142,8 @@ class Aggregation:
     update_norm: float
     test_loss: float | None = None  # set when the round evaluates the global model
     test_accuracy: float | None = None
+    global_train_loss: float | None = None  # L(θ_v) on the partition's training samples, when evaluated
+    gradient_norm_squared: float | None = None  # ‖∇L(θ_v)‖² on the same samples (Theorem 1's quantity)
 
     @classmethod
     def of(cls, version, now, jobs, results, sizes, coefficients, update_norm) -> "Aggregation":
@@ -177,6 +181,8 @@ class Aggregation:
             "max_staleness": max(taus),
             "update_norm": self.update_norm,
             "lr": sum(self.lrs) / len(self.lrs),
+            "global_train_loss": self.global_train_loss,
+            "gradient_norm_squared": self.gradient_norm_squared,
         }
 
     def event_rows(self) -> list[dict]:

@@ -7,7 +7,13 @@ The implementations are found by these names: algorithms in `strategies.STRATEGI
 """
 
 # Federated algorithms, in the order (and so the colour) every figure uses.
-ALGORITHMS = {"afl": "AFL", "sync": "Sync FL (FedAvg)", "fedasync": "FedAsync", "fedbuff": "FedBuff"}
+ALGORITHMS = {
+    "afl": "AFL",
+    "sync": "Sync FL (FedAvg)",
+    "fedasync": "FedAsync",
+    "fedbuff": "FedBuff",
+    "afl_as_coded": "AFL as the paper's code runs it",
+}
 DATASETS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST", "cifar10": "CIFAR-10", "digits": "digits (8×8)"}
 MODELS = {"cnn": "CNN (3 conv layers)", "resnet20": "ResNet-20"}
 OPTIMIZERS = ("adam", "sgd")

@@ -22,7 +22,7 @@ from asyncfl.errors import InputError
 from asyncfl.files import atomic_path
 from asyncfl.training import LocalResult
 
-CHECKPOINT_FORMAT = 3
+CHECKPOINT_FORMAT = 4
 CHECKPOINT = "checkpoint.pt"
 CHECKPOINT_MAGIC = b"asyncfl-checkpoint"  # first line: MAGIC FORMAT SHA256\n, then torch.save's bytes
 OUTPUTS = ("model.pt", "metrics.csv", "events.csv")  # byte-identical for equal runs; hashed in run.json
@@ -71,10 +71,18 @@ class RunState:
     # Updates already trained for outstanding jobs: kept, so a resumed run trains the same jobs
     # together as an uninterrupted one (a batch's numerics may depend on its members).
     results: dict[tuple, LocalResult] = field(default_factory=dict)
+    # Each client's own last model, for algorithms whose clients never load the global one
+    client_models: dict[int, State] = field(default_factory=dict)
 
     @classmethod
-    def fresh(cls, global_state: State, seed: int, clients: int) -> "RunState":
-        return cls(global_state, np.random.default_rng([seed, SAMPLING_STREAM]), np.zeros(clients, dtype=np.int64))
+    def fresh(cls, global_state: State, seed: int, clients: int, own_models: bool = False) -> "RunState":
+        """The state before the first dispatch; with `own_models`, every client holds the initial model."""
+        return cls(
+            global_state,
+            np.random.default_rng([seed, SAMPLING_STREAM]),
+            np.zeros(clients, dtype=np.int64),
+            client_models=dict.fromkeys(range(clients), global_state) if own_models else {},
+        )
 
 
 def save_checkpoint(path: Path, identity: dict, state: RunState, logs: dict[str, str]) -> None:
@@ -90,6 +98,7 @@ def save_checkpoint(path: Path, identity: dict, state: RunState, logs: dict[str,
             "started_at": state.started_at,
             "global_state": state.global_state,
             "starts": state.starts,
+            "client_models": state.client_models,
             "rng": state.rng.bit_generator.state,
             "dispatch_counts": state.dispatch_counts.tolist(),
             "outstanding": [dataclasses.asdict(job) for job in state.outstanding.values()],
@@ -151,6 +160,7 @@ def load_checkpoint(path: Path, identity: dict, device: torch.device) -> tuple[R
             wall_seconds=checkpoint["wall_seconds"],
             started_at=checkpoint["started_at"],
             starts=checkpoint["starts"],
+            client_models=checkpoint["client_models"],
             outstanding={
                 job.key: job for job in (Job(**{**j, "lrs": tuple(j["lrs"])}) for j in checkpoint["outstanding"])
             },

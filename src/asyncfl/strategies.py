@@ -1,9 +1,10 @@
 """The federated algorithms as small objects, in the spirit of Flower's strategies.
 
-The engine's event loop is the same for every algorithm; a strategy answers the four questions
-in which they differ: how many arrivals make a round (K), how many clients start, how many are
-dispatched after an arrival, and how the arrived updates combine into the next global model
-(README "Training"). The arithmetic lives in `algorithms` as pure functions.
+The engine's event loop is the same for every algorithm; a strategy answers the questions in which
+they differ: how many arrivals make a round (K), how many clients start, how many are dispatched
+after an arrival, how the arrived updates combine into the next global model, and what a client
+starts from and trains with (README "Training"). The arithmetic lives in `algorithms` as pure
+functions.
 
 Adding an algorithm: a subclass here, registered under its name, and that name with its display
 name in `names.ALGORITHMS` (the workflow and the figures read it from there).
@@ -13,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from asyncfl.algorithms import State, fedasync_update, fedbuff_update, staleness_aware_average
+from asyncfl.algorithms import State, delay_aware_lr, fedasync_update, fedbuff_update, staleness_aware_average
 from asyncfl.config import TrainConfig
 from asyncfl.errors import InputError
 from asyncfl.names import ALGORITHMS
@@ -32,8 +33,25 @@ class Update:
 class Strategy(ABC):
     """What distinguishes one algorithm from another; the engine does the rest."""
 
+    # Clients start each dispatch from the global model they are sent (False: from their own last model)
+    clients_load_global_model = True
+    # The local optimizer's state (Adam's moments) is created afresh at every dispatch (True: every epoch)
+    optimizer_per_epoch = False
+
     def __init__(self, config: TrainConfig):
         self.config = config
+
+    def learning_rates(self, version: int, updates: int, delay: float) -> tuple[float, ...]:
+        """γ of each local epoch of a dispatch made at global `version`, after `updates` client updates
+        were aggregated, by a client whose delay d_c is `delay`: γ = γ0 / (√(t+1)·(1 + α·d_c)), with t
+        as `lr_time` says. The one schedule of the runs and of `asyncfl theory`."""
+        config = self.config
+        if config.lr_time == "epoch":
+            clocks: list[float] = list(range(config.local_epochs))
+        else:
+            t = version if config.lr_time == "round" else updates / config.clients_per_round
+            clocks = [t] * config.local_epochs
+        return tuple(delay_aware_lr(config.gamma0, t, config.alpha_lr, delay) for t in clocks)
 
     @property
     def arrivals_per_round(self) -> int:
@@ -140,6 +158,35 @@ class FedBuff(Strategy):
             [u.start for u in updates],
             [u.weight for u in updates],
             self.config.server_lr,
+        )
+
+
+@register("afl_as_coded")
+class AFLAsCoded(Sync):
+    """AFL as the paper's public reference code runs it, for regenerating the paper's published curves;
+    not the algorithm the paper describes (that is `afl`). Emulated, as the code behaves:
+
+    - clients never load the global model: each trains on from its own last local model (the first
+      dispatch starts from the initial model), so the global model is only ever an average, never a
+      starting point;
+    - the server waits for all J dispatched clients (an `asyncio.gather` barrier) and takes their
+      size-weighted mean, as `sync` does;
+    - the delay-aware learning rate uses t = the local epoch and a constant delay d_c = 2 s, whatever
+      the client's real duration (the virtual clock still runs on the real durations);
+    - Adam is created afresh at every local epoch, so its moments never outlive an epoch.
+
+    `lr_time` and `lr_delay` do not apply; every other setting (γ0, α, I, batch size, μ) does.
+    """
+
+    clients_load_global_model = False
+    optimizer_per_epoch = True
+    CODED_DELAY = 2.0  # seconds: the constant the reference code passes as every client's delay
+
+    def learning_rates(self, version: int, updates: int, delay: float) -> tuple[float, ...]:
+        config = self.config
+        return tuple(
+            delay_aware_lr(config.gamma0, epoch, config.alpha_lr, self.CODED_DELAY)
+            for epoch in range(config.local_epochs)
         )
 
 

@@ -27,6 +27,8 @@ class LocalTask:
     indices: torch.Tensor  # the client's training indices, on the device
     lrs: tuple[float, ...]  # learning rate of each local epoch (I of them)
     shuffle_seed: tuple[int, ...]  # the client's own stream: (run seed, stream, client, dispatch index)
+    prox_mu: float = 0.0  # FedProx's μ: the objective is the data loss + μ/2‖θ − θ_start‖²
+    optimizer_per_epoch: bool = False  # a fresh optimizer every local epoch, not only every dispatch
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,12 @@ def uses_adam(optimizer: str) -> bool:
 
 def make_optimizer(name: str, parameters: Iterable[torch.Tensor], lr: float) -> torch.optim.Optimizer:
     return torch.optim.Adam(parameters, lr=lr) if uses_adam(name) else torch.optim.SGD(parameters, lr=lr)
+
+
+def proximal_term(model: nn.Module, anchor: list[torch.Tensor], mu: float) -> torch.Tensor:
+    """FedProx's μ/2‖θ − θ_start‖² over the model's parameters (`anchor`: θ_start, in parameter order).
+    Only the gradient sees it: the logged training loss stays the data loss."""
+    return mu / 2 * sum(((p - a) ** 2).sum() for p, a in zip(model.parameters(), anchor, strict=True))
 
 
 class EarlyStopping:
@@ -104,7 +112,10 @@ class PlainTrainer(LocalTrainer):
         optimizer = make_optimizer(self.optimizer, model.parameters(), task.lrs[0])  # fresh state per dispatch
         stopping = EarlyStopping(self.patience)
         epoch_loss, epochs_run = math.nan, 0
+        anchor = [task.start_state[name] for name, _ in model.named_parameters()] if task.prox_mu else []
         for lr, order in zip(task.lrs, epoch_permutations(task), strict=True):
+            if task.optimizer_per_epoch and epochs_run:
+                optimizer = make_optimizer(self.optimizer, model.parameters(), lr)
             for group in optimizer.param_groups:
                 group["lr"] = lr
             total = torch.zeros((), dtype=torch.float64, device=order.device)
@@ -113,7 +124,7 @@ class PlainTrainer(LocalTrainer):
                     log_probabilities = model(self.numerics.layout(self.images[batch]))
                 loss = F.nll_loss(log_probabilities.float(), self.labels[batch])
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                (loss + proximal_term(model, anchor, task.prox_mu) if anchor else loss).backward()
                 optimizer.step()
                 total += loss.detach().double() * len(batch)
             epoch_loss, epochs_run = (total / len(order)).item(), epochs_run + 1

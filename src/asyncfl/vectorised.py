@@ -62,6 +62,7 @@ class VectorisedTrainer(LocalTrainer):
         self.model.train()
         device = self.images.device
         flat = self.flatten([task.start_state for task in tasks])
+        proximal = Proximal.of(tasks, flat)
         buffers = stack_states(tasks, self.buffer_names)
         moments = (torch.zeros_like(flat), torch.zeros_like(flat))
         steps = torch.zeros(len(tasks), dtype=torch.float64, device=device)
@@ -74,6 +75,10 @@ class VectorisedTrainer(LocalTrainer):
             running = [c for c in running if epoch < len(tasks[c].lrs)]
             if not running:
                 break
+            fresh = [c for c in running if epoch and tasks[c].optimizer_per_epoch]
+            if fresh:  # a fresh optimizer for these clients' epoch: no moments, step count 0
+                for state in (*moments, steps):
+                    state[fresh] = 0
             longest = max(sizes)
             order = torch.stack(
                 [F.pad(orders[c][min(epoch, len(orders[c]) - 1)], (0, longest - sizes[c])) for c in range(len(tasks))]
@@ -90,7 +95,14 @@ class VectorisedTrainer(LocalTrainer):
                 for size, members in groups.items():
                     rows = None if len(members) == len(tasks) else torch.tensor(members, device=device)
                     loss = self.step(
-                        rows, order[take(rows)][:, start : start + size], lrs[take(rows)], flat, buffers, moments, steps
+                        rows,
+                        order[take(rows)][:, start : start + size],
+                        lrs[take(rows)],
+                        flat,
+                        buffers,
+                        moments,
+                        steps,
+                        proximal,
                     )
                     totals[take(rows)] += loss.double() * size
             for c, total in zip(running, totals[running].tolist(), strict=True):
@@ -108,6 +120,7 @@ class VectorisedTrainer(LocalTrainer):
         buffers: State,
         moments: tuple[torch.Tensor, torch.Tensor],
         steps: torch.Tensor,
+        proximal: "Proximal | None",
     ) -> torch.Tensor:
         """One optimizer step for the clients in `rows` (None: all), each on its own minibatch; their losses."""
         parameters = flat[take(rows)]
@@ -121,6 +134,8 @@ class VectorisedTrainer(LocalTrainer):
         for name, buffer in new_buffers.items():
             put(buffers[name], rows, buffer)
         grad = torch.cat([grads[name].flatten(1) for name in self.shapes], dim=1)
+        if proximal is not None:
+            grad = proximal.add_gradient(grad, parameters, rows)
         if not self.adam:
             put(flat, rows, parameters - per_client(lrs, flat) * grad)
             return loss
@@ -130,6 +145,25 @@ class VectorisedTrainer(LocalTrainer):
         put(moments[0], rows, m)
         put(moments[1], rows, v)
         return loss
+
+
+class Proximal:
+    """FedProx's μ/2‖θ − θ_start‖² for stacked clients: its gradient μ·(θ − θ_start), added to the data
+    loss's gradient (the logged loss stays the data loss, as in `training.PlainTrainer`)."""
+
+    def __init__(self, mu: torch.Tensor, anchor: torch.Tensor):
+        self.mu, self.anchor = mu, anchor  # per client; clients × P start parameters
+
+    @classmethod
+    def of(cls, tasks: list[LocalTask], flat: torch.Tensor) -> "Proximal | None":
+        """The tasks' proximal terms, or None when no task has one."""
+        if not any(task.prox_mu for task in tasks):
+            return None
+        mu = torch.tensor([task.prox_mu for task in tasks], dtype=flat.dtype, device=flat.device)
+        return cls(mu, flat.clone())
+
+    def add_gradient(self, grad: torch.Tensor, parameters: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+        return grad + per_client(self.mu[take(rows)], grad) * (parameters - self.anchor[take(rows)])
 
 
 def adam_step(
