@@ -100,7 +100,7 @@ def cmd_figures(args: argparse.Namespace) -> None:
     """Draw an experiment's figures from its runs' CSVs."""
     from asyncfl.figures import draw_figures
 
-    written = draw_figures(args.runs, args.partition_stats, args.reference_j, args.out, args.title)
+    written = draw_figures(args.runs, args.partition_stats, args.reference_j, args.out, args.title, args.as_coded)
     print(f"{len(written)} files → {args.out}")
 
 
@@ -200,6 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     figures.add_argument("--reference-j", type=at_least(1), default=5, help="J of the single-J figures (default 5)")
     figures.add_argument("--title", default="", help="experiment name shown in every title")
     figures.add_argument("--out", type=Path, required=True)
+    figures.add_argument(
+        "--as-coded",
+        action="store_true",
+        help="draw only the figure of AFL as the paper's code runs it beside AFL as described (needs both runs)",
+    )
     figures.set_defaults(run=cmd_figures)
 
     theory = commands.add_parser(

@@ -239,7 +239,7 @@ class Simulation:
                 context.model, new, context.test_images, context.test_labels
             )
             record.global_train_loss, record.gradient_norm_squared = training_gradient(
-                context.model, new, context.train_images, context.train_labels, context.all_indices
+                context.model, new, context.train_images, context.train_labels, context.all_indices, config.batch_size
             )
         logs.record(record, self.elapsed())
         return bool(self.stop_reason)
@@ -357,6 +357,7 @@ def write_outputs(
         "started_at": state.started_at,
         "finished_at": utc_now(),
         "torch_threads": torch.get_num_threads(),
+        "lr_clock": make_strategy(context.config).lr_clock,
         "sha256": {name: hashes[name] for name in OUTPUTS},
     }
     write_json(out / "run.json", summary)

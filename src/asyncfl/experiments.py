@@ -65,13 +65,18 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
 def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int) -> None:
     """An update budget is equal only if every compared algorithm's round divides it: a run stops at
     the first aggregation at or after the budget, so AFL at J = 5 would pay 15 updates for a budget
-    of 12 while FedAsync pays 12. Updates per round: J for AFL and sync, K for FedBuff, 1 for FedAsync
+    of 12 while FedAsync pays 12. Updates per round: J for AFL, sync and AFL as coded, K for FedBuff, 1 for FedAsync
     (asyncfl.strategies)."""
     updates = experiment.get("budget", {}).get("updates")
     if updates is None:
         return
     config = make_config(run_settings(experiment, reference_j, reference_j), f"{key}.train")
-    per_round = {"afl": reference_j, "sync": reference_j, "fedbuff": config.buffer_size or reference_j}
+    per_round = {
+        "afl": reference_j,
+        "sync": reference_j,
+        "afl_as_coded": reference_j,
+        "fedbuff": config.buffer_size or reference_j,
+    }
     for algorithm in experiment["algorithms"]:
         size = per_round.get(algorithm, 1)
         if updates % size:

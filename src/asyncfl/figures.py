@@ -21,7 +21,7 @@ import seaborn as sns  # noqa: E402
 
 from asyncfl.errors import InputError  # noqa: E402
 from asyncfl.files import atomic_path  # noqa: E402
-from asyncfl.layout import RUN_DIR, figure_titles  # noqa: E402
+from asyncfl.layout import AS_CODED_FIGURE, AS_CODED_TITLE, RUN_DIR, figure_titles  # noqa: E402
 from asyncfl.names import ALGORITHMS  # noqa: E402
 from asyncfl.run_record import verify_run_files  # noqa: E402
 
@@ -45,8 +45,13 @@ def load_runs(runs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
         match = RUN_DIR.search(Path(run).resolve().as_posix())
         if not match:
             raise InputError(f"{run} is not a run folder (expected …/ALGORITHM/JN/seedS, as asyncfl train writes)")
-        verify_run_files(run, ("metrics.csv", "events.csv"))
-        tags = {"algorithm": match["algorithm"], "J": int(match["J"]), "seed": int(match["seed"])}
+        record = verify_run_files(run, ("metrics.csv", "events.csv"))
+        tags = {
+            "algorithm": match["algorithm"],
+            "J": int(match["J"]),
+            "seed": int(match["seed"]),
+            "lr_clock": record.get("lr_clock", "round"),  # what t of γ counted (runs before it was recorded: round)
+        }
         run_events = pd.read_csv(Path(run) / "events.csv")
         run_metrics = pd.read_csv(Path(run) / "metrics.csv")
         # The cost axis of equal-budget comparisons: client updates aggregated up to each round.
@@ -78,8 +83,11 @@ def load_partition_stats(path: Path) -> dict:
     return stats
 
 
-def draw_figures(runs: list[Path], partition_stats: Path, reference_j: int, out: Path, title: str) -> list[Path]:
-    """Draw every figure as PNG (300 dpi) and PDF into `out`; return the paths written."""
+def draw_figures(
+    runs: list[Path], partition_stats: Path, reference_j: int, out: Path, title: str, as_coded: bool = False
+) -> list[Path]:
+    """Draw every figure as PNG (300 dpi) and PDF into `out` (with `as_coded`, only the figure of AFL as
+    the paper's code runs it beside AFL as described); return the paths written."""
     sns.set_theme(
         context="paper", style="whitegrid", font_scale=0.9, rc={"legend.fontsize": "small", "legend.framealpha": 0.8}
     )
@@ -105,12 +113,18 @@ def draw_figures(runs: list[Path], partition_stats: Path, reference_j: int, out:
         "staleness_distribution": lambda ax: staleness_distribution(ax, ref_events),
         "partition_heatmap": lambda ax: partition_heatmap(ax, stats),
         "algorithms_compared": lambda axes: algorithms_compared(axes, ref_metrics),
-        "gradient_norm": lambda ax: update_norms(ax, ref_metrics),
+        "gradient_norm": lambda axes: gradient_norms(axes, ref_metrics, reference_j),
+        AS_CODED_FIGURE: lambda axes: as_coded_vs_described(axes, ref_metrics),
     }
-    two_panels = {"test_metrics_updates", "test_metrics_time", "algorithms_compared"}
+    two_panels = {"test_metrics_updates", "test_metrics_time", "algorithms_compared", "gradient_norm", AS_CODED_FIGURE}
+    if as_coded and "afl_as_coded" not in set(ref_metrics.algorithm):
+        raise InputError(f"no afl_as_coded run with J = {reference_j} among --runs; add one to draw {AS_CODED_FIGURE}")
+    titles = {AS_CODED_FIGURE: AS_CODED_TITLE} if as_coded else figure_titles(reference_j)
     written = []
-    for name, figure_title in figure_titles(reference_j).items():
-        height = 2.6 if name != "partition_heatmap" else 0.9 + 0.18 * stats["clients"]
+    for name, figure_title in titles.items():
+        height = {"partition_heatmap": 0.9 + 0.18 * stats["clients"], "gradient_norm": 4.4, f"participation_J{reference_j}": 3.4}.get(
+            name, 2.6
+        )
         panels = 2 if name in two_panels else 1
         heading = f"{title}: {figure_title}"
         if len(heading) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * panels:  # it would be cut at the edges
@@ -134,18 +148,79 @@ def save_figure(draw, panels: int, height: float, title: str, stem: Path) -> lis
     return written
 
 
-def update_norms(ax, metrics: pd.DataFrame) -> None:
-    """‖θ_{v+1} − θ_v‖² against rounds, log–log, with the 1/rounds slope of the paper's bound (Theorem 1:
-    E‖∇L‖² ≤ 6(L(θ⁰) − L*)/(η̃𝒥) + a floor set by σ², ν² and the step size) anchored at round 1."""
-    data = metrics.assign(update_norm_squared=metrics.update_norm**2)
-    data = data[data.update_norm_squared > 0]
-    by_algorithm(ax, data, "round", "update_norm_squared", ROUND, "Squared norm of the global update")
-    ax.set(xscale="log", yscale="log")
-    rounds = np.unique(data["round"])
-    anchor = data[data["round"] == rounds[0]].update_norm_squared.mean()
-    ax.plot(rounds, anchor * rounds[0] / rounds, ls="--", color="grey", lw=1, label="∝ 1/rounds (paper's bound)")
-    ax.legend(fontsize="x-small")
-    relabel_algorithms(ax)
+# The rate the paper gives for the running mean Ψ = (1/𝒥) Σ_j E‖∇L(θ_j)‖², by what t of γ counts:
+# γ ∝ 1/√(t+1) over rounds (Lemma 3: O(log 𝒥/√𝒥)); γ constant over rounds, t the local epoch
+# (Theorem 1: O(1/𝒥) down to a floor set by σ², ν² and γ). Upper bounds; their constants are unknown.
+PAPER_RATES = {
+    "round": (-0.5, "Lemma 3, γ ∝ 1/√t"),
+    "equivalent_round": (-0.5, "Lemma 3, γ ∝ 1/√t"),
+    "epoch": (-1.0, "Theorem 1, γ constant over rounds, before its floor"),
+}
+
+
+def gradient_norms(axes, metrics: pd.DataFrame, reference_j: int) -> None:
+    """Left: ‖∇L(θ_v)‖² of the global model on the training set at its evaluations, and its running mean
+    (the paper's Ψ), log–log over equivalent rounds, with the paper's rate for each schedule drawn as a
+    slope only, and the slopes measured over the second half of the rounds named in the legend.
+    Right: ‖θ_{v+1} − θ_v‖², the update size, which carries γ² and is not the theorem's quantity."""
+    data = metrics.dropna(subset=["gradient_norm_squared"]).sort_values("round")
+    data = data.assign(equivalent_round=data.updates / reference_j)
+    data["running_mean"] = data.groupby(["algorithm", "seed"]).gradient_norm_squared.transform(
+        lambda g: g.expanding().mean()
+    )
+    ax = axes[0]
+    order = present_algorithms(data)
+    for algorithm in order:
+        runs = data[data.algorithm == algorithm]
+        colour = ALGORITHM_COLOURS[algorithm]
+        mean = runs.groupby("equivalent_round")[["gradient_norm_squared", "running_mean"]].mean()
+        ax.plot(mean.index, mean.gradient_norm_squared, color=colour, lw=0.8, alpha=0.5)
+        slope = fitted_slope(mean.index.to_numpy(), mean.running_mean.to_numpy())
+        ax.plot(mean.index, mean.running_mean, color=colour, lw=1.6, label=f"{ALGORITHMS[algorithm]}: slope {slope}")
+    for clock in sorted(set(data.lr_clock)):
+        rate, source = PAPER_RATES[clock]
+        x = np.unique(data.equivalent_round[data.lr_clock == clock])
+        anchor = data[data.lr_clock == clock].running_mean.median()
+        ax.plot(x, anchor * (x / x[len(x) // 2]) ** rate, ls="--", color="grey", lw=1, label=f"slope {rate:g}: {source}")
+    ax.set(xscale="log", yscale="log", xlabel="Equivalent rounds (client updates / J)", ylabel="‖∇L(θ)‖² on the training set")
+    ax.legend(
+        title="Thick: running mean Ψ, its slope over the 2nd half; thin: at each evaluation.\nDashed: the paper's "
+        "upper-bound rate, a slope only (constants unknown):\na slope at or below it agrees with the paper; "
+        "a shallower one does not show it",
+        title_fontsize="xx-small",
+        fontsize="xx-small",
+        loc="upper left",
+        bbox_to_anchor=(0, -0.22),
+        ncols=1,
+    )
+    norms = metrics.assign(update_norm_squared=metrics.update_norm**2)
+    norms = norms[norms.update_norm_squared > 0].assign(equivalent_round=lambda d: d.updates / reference_j)
+    by_algorithm(axes[1], norms, "equivalent_round", "update_norm_squared", "Equivalent rounds (client updates / J)", "")
+    axes[1].set(xscale="log", yscale="log", ylabel="‖θ_{v+1} − θ_v‖²")
+    axes[1].set_title("Update size: carries γ², not Theorem 1's quantity", fontsize="small")
+    axes[1].legend(fontsize="xx-small", loc="upper left", bbox_to_anchor=(0, -0.22))
+    relabel_algorithms(axes[1])
+
+
+def fitted_slope(x: np.ndarray, y: np.ndarray) -> str:
+    """The least-squares slope of log y on log x over the second half of the points, as text."""
+    half = slice(len(x) // 2, None)
+    keep = (x[half] > 0) & (y[half] > 0)
+    if keep.sum() < 2:
+        return "n/a (too few evaluations)"
+    return f"{np.polyfit(np.log(x[half][keep]), np.log(y[half][keep]), 1)[0]:+.2f}"
+
+
+def as_coded_vs_described(axes, metrics: pd.DataFrame) -> None:
+    """The paper's server-loss proxy and the global model's test accuracy, for AFL as the paper's code runs
+    it and as the paper describes it, on the same seeds: the proxy can fall while the model does not learn."""
+    data = metrics[metrics.algorithm.isin(["afl", "afl_as_coded"])]
+    by_algorithm(axes[0], data, "round", "train_loss", ROUND, SERVER_LOSS + ",\na training-loss proxy")
+    evaluated = data.dropna(subset=["test_accuracy"])
+    by_algorithm(axes[1], evaluated, "round", "test_accuracy", ROUND, "Test accuracy of the global model")
+    axes[1].axhline(0.1, ls=":", color="grey", lw=1, label="chance (10 classes)")
+    axes[1].legend(fontsize="x-small")
+    relabel_algorithms(axes[1])
 
 
 def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> list[Path]:
@@ -224,7 +299,9 @@ def participation(ax, events: pd.DataFrame) -> None:
     order = present_algorithms(per_client)
     # AFL, FedAsync and FedBuff with one M dispatch the same clients at the same times (only the
     # aggregation differs), so their points coincide: nested marker sizes keep each one visible.
-    sizes = {"afl": 90, "sync": 30, "fedasync": 40, "fedbuff": 10}
+    # Sync and AFL as coded dispatch alike too, so they nest the same way.
+    sizes = {"afl": 110, "sync": 60, "fedasync": 45, "afl_as_coded": 22, "fedbuff": 10}
+    per_client = per_client.sort_values("algorithm", key=lambda a: -a.map(sizes).fillna(30), kind="stable")
     sns.scatterplot(
         per_client,
         x="duration",
@@ -239,6 +316,7 @@ def participation(ax, events: pd.DataFrame) -> None:
     )
     ax.set(xlabel="Client's mean dispatch duration (virtual s)", ylabel="Updates aggregated per seed")
     relabel_algorithms(ax)
+    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.3), ncols=2, frameon=False)  # never on the data
 
 
 def participation_sweep(ax, afl: pd.DataFrame) -> None:

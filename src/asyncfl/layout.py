@@ -6,7 +6,7 @@ Kept free of heavy imports: the workflow imports it while it plans the DAG.
 import re
 
 # A run folder below an experiment's runs/: {algorithm}/J{J}/seed{seed}
-RUN_DIR = re.compile(r"(?P<algorithm>[a-z]+)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
+RUN_DIR = re.compile(r"(?P<algorithm>[a-z][a-z_]*)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
 RUN_FILES = ("metrics.csv", "events.csv", "model.pt", "run.json")
 # Drawn by `asyncfl theory` from one finished run per experiment, beside the figures above.
 THEORY_FIGURES = ("sampling_variance",)
@@ -25,5 +25,10 @@ def figure_titles(reference_j: int) -> dict[str, str]:
         "staleness_distribution": f"Staleness of aggregated updates, J = {reference_j}",
         "partition_heatmap": "Training samples per client and class",
         "algorithms_compared": f"Algorithms compared at their budget, J = {reference_j}",
-        "gradient_norm": f"Squared update norm, J = {reference_j}",
+        "gradient_norm": f"Training-gradient norm of the global model, J = {reference_j}",
     }
+
+
+# Drawn only for experiments that run `afl_as_coded` (its own workflow rule): that emulation beside AFL.
+AS_CODED_FIGURE = "as_coded_vs_described"
+AS_CODED_TITLE = "AFL as the paper's code runs it vs as the paper describes it"

@@ -41,6 +41,11 @@ class Strategy(ABC):
     def __init__(self, config: TrainConfig):
         self.config = config
 
+    @property
+    def lr_clock(self) -> str:
+        """What t of the learning rate counts (config `lr_time`), recorded in run.json for the figures."""
+        return self.config.lr_time
+
     def learning_rates(self, version: int, updates: int, delay: float) -> tuple[float, ...]:
         """γ of each local epoch of a dispatch made at global `version`, after `updates` client updates
         were aggregated, by a client whose delay d_c is `delay`: γ = γ0 / (√(t+1)·(1 + α·d_c)), with t
@@ -181,6 +186,10 @@ class AFLAsCoded(Sync):
     clients_load_global_model = False
     optimizer_per_epoch = True
     CODED_DELAY = 2.0  # seconds: the constant the reference code passes as every client's delay
+
+    @property
+    def lr_clock(self) -> str:
+        return "epoch"
 
     def learning_rates(self, version: int, updates: int, delay: float) -> tuple[float, ...]:
         config = self.config

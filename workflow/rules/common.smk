@@ -16,7 +16,7 @@ from asyncfl.experiments import (
     record_command,
     run_settings,
 )
-from asyncfl.layout import RUN_FILES, THEORY_FIGURES, figure_titles
+from asyncfl.layout import AS_CODED_FIGURE, RUN_FILES, THEORY_FIGURES, figure_titles
 from asyncfl.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -111,12 +111,27 @@ def run_files(name, files=RUN_FILES):
     return [f"{folder}/{file}" for folder in run_folders(name) for file in files]
 
 
+def experiment_figures(name):
+    """Every figure of an experiment; the as-coded one where it runs AFL as the paper's code does."""
+    as_coded = "afl_as_coded" in config["experiments"][name]["algorithms"]
+    return FIGURES + list(THEORY_FIGURES) + ([AS_CODED_FIGURE] if as_coded else [])
+
+
 def all_figures():
     return [
         f"results/figures/{name}/{figure}.{ext}"
         for name in config["experiments"]
-        for figure in FIGURES + list(THEORY_FIGURES)
+        for figure in experiment_figures(name)
         for ext in ("png", "pdf")
+    ]
+
+
+def as_coded_run_folders(name):
+    """The runs the as-coded figure compares: AFL as coded and as described, at reference_J."""
+    return [
+        folder
+        for folder, (algorithm, J, _) in zip(run_folders(name), runs(name))
+        if algorithm in ("afl", "afl_as_coded") and J == REFERENCE_J
     ]
 
 
