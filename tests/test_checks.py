@@ -34,6 +34,12 @@ CPU, CUDA = torch.device("cpu"), torch.device("cuda")  # check_run only reads th
             CPU,
             "bf16 with the vectorised trainer needs a model without BatchNorm",
         ),
+        ({"prox_mu": 0.01, "trainer": "graphed", "clients_per_round": 2}, CPU, "prox_mu = 0.01 needs trainer"),
+        (
+            {"algorithm": "afl_as_coded", "trainer": "graphed", "clients_per_round": 2},
+            CPU,
+            "afl_as_coded re-creates the optimizer every epoch",
+        ),
     ],
 )
 def test_settings_that_cannot_work_are_refused(settings, device, message):
@@ -49,6 +55,8 @@ def test_settings_that_cannot_work_are_refused(settings, device, message):
         ({"precision": "bf16", "model": "resnet20", "clients_per_round": 2}, CPU),  # auto is plain on the CPU
         ({"precision": "bf16", "clients_per_round": 2, "trainer": "vectorised"}, CUDA),  # the cnn has no BatchNorm
         ({"precision": "tf32", "clients_per_round": 2}, CUDA),
+        ({"prox_mu": 0.01, "trainer": "vectorised", "clients_per_round": 2}, CPU),
+        ({"algorithm": "afl_as_coded", "clients_per_round": 2}, CPU),
     ],
 )
 def test_settings_that_work_pass(settings, device):

@@ -1,6 +1,7 @@
 """The simulation: bookkeeping on a hand-built schedule, determinism, resume after SIGKILL, bad input, learning."""
 
 import csv
+import dataclasses
 import os
 import signal
 import subprocess
@@ -379,3 +380,80 @@ def test_vectorised_and_plain_runs_agree(tmp_path, digits_partition):
         )
         assert float(vectorised["train_loss"]) == pytest.approx(float(plain["train_loss"]), rel=1e-4)
         assert float(vectorised["test_accuracy"]) == pytest.approx(float(plain["test_accuracy"]), abs=0.01)
+
+
+class Recording:
+    """The run's own trainer, with every task it was given and the result it returned kept."""
+
+    def __init__(self, trainer, fail_on_call: int | None = None):
+        self.trainer, self.calls, self.fail_on_call = trainer, [], fail_on_call
+
+    def train(self, tasks):
+        if len(self.calls) == self.fail_on_call:
+            raise RuntimeError("injected crash")
+        results = self.trainer.train(tasks)
+        self.calls.append(list(zip(tasks, results, strict=True)))
+        return results
+
+
+AS_CODED = dict(FIXED_CLIENTS, algorithm="afl_as_coded", clients_per_round=2, rounds=6, batch_size=4, local_epochs=2)
+
+
+def recorded_simulation(out: Path, sizes: list[int], fail_on_call=None, **settings) -> tuple[Simulation, Recording]:
+    simulation = Simulation(make_config(settings), tiny_dataset(sum(sizes)), contiguous_partition(sizes), out)
+    recording = Recording(simulation.context.trainer, fail_on_call)
+    simulation.context = dataclasses.replace(simulation.context, trainer=recording)
+    return simulation, recording
+
+
+def test_afl_as_coded_clients_never_load_the_global_model(tmp_path):
+    """Every dispatch of a client starts from that client's own last trained model (the first from the
+    initial model), never from the aggregate the server made since."""
+    sizes = [4, 8, 12, 8]
+    simulation, recording = recorded_simulation(tmp_path / "run", sizes, **AS_CODED)
+    initial = {k: v.clone() for k, v in simulation.state.global_state.items()}
+    simulation.run()
+    last: dict[int, dict] = {}
+    trained = [pair for call in recording.calls for pair in call]
+    assert len(trained) == 12  # 6 rounds of J = 2
+    for task, result in trained:
+        client = int(np.searchsorted(np.cumsum(sizes), int(task.indices[0]), side="right"))
+        expected = last.get(client, initial)
+        assert all(torch.equal(task.start_state[k], expected[k]) for k in expected), client
+        assert task.optimizer_per_epoch and len(set(task.lrs)) == 2  # t = the local epoch
+        last[client] = result.state
+    final = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    assert not any(torch.equal(final["head.weight"], task.start_state["head.weight"]) for task, _ in trained)
+
+
+def test_afl_as_coded_resumes_its_clients_models_to_the_same_bytes(tmp_path):
+    sizes = [4, 8, 12, 8]
+    simulation, _ = recorded_simulation(tmp_path / "whole", sizes, **AS_CODED, checkpoint_every=2)
+    simulation.run()
+    crashed, _ = recorded_simulation(tmp_path / "resumed", sizes, fail_on_call=5, **AS_CODED, checkpoint_every=2)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        crashed.run()
+    assert (tmp_path / "resumed" / "checkpoint.pt").exists()
+    resumed, recording = recorded_simulation(tmp_path / "resumed", sizes, **AS_CODED, checkpoint_every=2)
+    resumed.run()
+    assert len(recording.calls) < 6  # it did resume, not start over
+    for name in ("metrics.csv", "events.csv", "model.pt"):
+        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+
+
+def test_equivalent_rounds_give_every_algorithm_the_same_learning_rates_at_an_equal_budget(tmp_path):
+    """At 150 client updates (the quick config's budget), the mean learning rate per update of AFL, sync,
+    FedAsync and FedBuff (K = 3) is within 10 % under `equivalent_round` (what remains is staleness: a stale
+    update was dispatched at an earlier t); under `round`, FedAsync's t runs J times faster."""
+    sizes = (6, 8, 10, 12, 6, 8, 10, 12, 6, 8)
+    means = {}
+    runs = [("equivalent_round", a) for a in ("afl", "sync", "fedasync", "fedbuff")] + [("round", "fedasync")]
+    for clock, algorithm in runs:
+        settings = dict(algorithm=algorithm, clients_per_round=5, max_updates=150, rounds=150, eval_every=150)
+        extra = {"buffer_size": 3} if algorithm == "fedbuff" else {}
+        _, events, _ = run(tmp_path, sizes, f"{clock}-{algorithm}", lr_time=clock, local_epochs=1, **settings, **extra)
+        assert len(events) == 150
+        means[clock, algorithm] = np.mean([float(e["lr"]) for e in events])
+    fair = [means["equivalent_round", a] for a in ("afl", "sync", "fedasync", "fedbuff")]
+    assert max(fair) / min(fair) < 1.10, fair
+    assert means["round", "fedasync"] < 0.75 * means["equivalent_round", "afl"]

@@ -8,19 +8,21 @@ import numpy as np
 import pytest
 
 from asyncfl.errors import InputError
-from asyncfl.figures import draw_figures, load_runs, participation_table
-from asyncfl.layout import figure_titles
+from asyncfl.figures import draw_figures, fitted_slope, load_runs, participation_table
+from asyncfl.layout import AS_CODED_FIGURE, figure_titles
+from asyncfl.metrics import EVENTS_COLUMNS, METRICS_COLUMNS
 
-METRICS = "round,virtual_time,train_loss,test_loss,test_accuracy,mean_staleness,max_staleness,update_norm,lr\n"
-EVENTS = (
-    "round,client,dispatch_version,dispatch_time,arrival_time,staleness,weight,lr,epochs_run,n_samples,train_loss\n"
-)
+METRICS = ",".join(METRICS_COLUMNS) + "\n"
+EVENTS = ",".join(EVENTS_COLUMNS) + "\n"
 
 
 def write_run(folder, speed: float, seed: int):
     folder.mkdir(parents=True)
+    gradient = ",{},{}"  # the global model's training loss and squared gradient norm, at evaluations only
     rows = [
-        f"{r},{r * speed},{2 / r},{2.2 / r},{min(0.95, 0.1 * r + 0.01 * seed)},0.5,1,0.1,0.001" for r in range(1, 11)
+        f"{r},{r * speed},{2 / r},{2.2 / r},{min(0.95, 0.1 * r + 0.01 * seed)},0.5,1,0.1,0.001"
+        + (gradient.format(2.1 / r, r**-0.5) if r % 2 == 0 else ",,")
+        for r in range(1, 11)
     ]
     (folder / "metrics.csv").write_text(METRICS + "\n".join(rows) + "\n")
     events = [f"{r},{(r + c) % 4},{r - 1},0.0,1.0,{c % 2},0.5,0.001,1,10,0.5" for r in range(1, 11) for c in range(2)]
@@ -41,7 +43,13 @@ def run_folders(runs) -> list:
 @pytest.fixture
 def runs(tmp_path):
     for seed in (0, 1):
-        for algorithm, J, speed in [("afl", 3, 1.0), ("afl", 5, 1.0), ("sync", 5, 2.0), ("fedbuff", 5, 1.2)]:
+        for algorithm, J, speed in [
+            ("afl", 3, 1.0),
+            ("afl", 5, 1.0),
+            ("sync", 5, 2.0),
+            ("fedbuff", 5, 1.2),
+            ("afl_as_coded", 5, 2.0),
+        ]:
             write_run(tmp_path / "runs" / algorithm / f"J{J}" / f"seed{seed}", speed, seed)
     stats = {
         "dataset": "tiny",
@@ -59,6 +67,21 @@ def test_every_figure_as_png_and_pdf(runs):
     expected = {f"{name}.{ext}" for name in figure_titles(5) for ext in ("png", "pdf")}
     assert {p.name for p in written} == expected
     assert all((runs / "figures" / name).stat().st_size > 1000 for name in expected)
+
+
+def test_the_as_coded_figure_needs_an_as_coded_run(runs):
+    written = draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny", as_coded=True)
+    assert {p.name for p in written} == {f"{AS_CODED_FIGURE}.png", f"{AS_CODED_FIGURE}.pdf"}
+    without = [folder for folder in run_folders(runs) if "afl_as_coded" not in folder.parts]
+    with pytest.raises(InputError, match="no afl_as_coded run with J = 5"):
+        draw_figures(without, runs / "stats.json", 5, runs / "figures", "tiny", as_coded=True)
+
+
+def test_fitted_slope_is_the_log_log_slope_of_the_second_half():
+    x = np.arange(1.0, 21.0)
+    assert fitted_slope(x, 3 * x**-0.5) == "-0.50"
+    assert fitted_slope(x, np.where(x > 10, x**-1.0, 1.0)) == "-1.00"  # the first half is left out
+    assert fitted_slope(x[:2], x[:2]).startswith("n/a")  # one point in the second half
 
 
 def test_reference_j_without_runs_is_an_error(runs):
@@ -94,7 +117,7 @@ def test_only_the_runs_given_are_drawn(runs):
     """A run folder left beside the config's runs (removed from the config) is not drawn."""
     given = [f for f in run_folders(runs) if "fedbuff" not in str(f)]
     metrics, _ = load_runs(given)
-    assert set(metrics.algorithm) == {"afl", "sync"}
+    assert set(metrics.algorithm) == {"afl", "sync", "afl_as_coded"}
 
 
 @pytest.mark.parametrize(

@@ -53,3 +53,30 @@ def test_each_strategy_aggregates_with_its_pure_function():
     new, alpha_t = fedasync_update(old, updates[1].state, 0.6, 0.5)
     got, coefficients = make_strategy(make_config({"algorithm": "fedasync"})).aggregate(old, updates[1:])
     assert coefficients == [alpha_t] and torch.equal(got["w"], new["w"])
+
+
+@pytest.mark.parametrize(
+    "settings,version,updates,expected_t",
+    [
+        ({"algorithm": "afl", "lr_time": "round"}, 4, 20, [4, 4]),
+        ({"algorithm": "afl", "lr_time": "equivalent_round"}, 4, 20, [4, 4]),  # the same for AFL at J = 5
+        ({"algorithm": "fedasync", "lr_time": "round"}, 20, 20, [20, 20]),  # a FedAsync round is one update
+        ({"algorithm": "fedasync", "lr_time": "equivalent_round"}, 20, 20, [4, 4]),  # 20 updates / J
+        ({"algorithm": "fedbuff", "lr_time": "equivalent_round", "buffer_size": 2}, 10, 20, [4, 4]),
+        ({"algorithm": "afl", "lr_time": "epoch"}, 4, 20, [0, 1]),
+        ({"algorithm": "afl_as_coded", "lr_time": "round"}, 4, 20, [0, 1]),  # always the epoch, as coded
+    ],
+)
+def test_learning_rate_clock_of_each_setting(settings, version, updates, expected_t):
+    """γ = γ0 / (√(t+1)·(1 + α·d)) with t as lr_time says; as coded: t the epoch and d = 2 s always."""
+    config = make_config({"clients_per_round": 5, "local_epochs": 2, "gamma0": 0.1, "alpha_lr": 0.5, **settings})
+    delay = 2.0 if settings["algorithm"] == "afl_as_coded" else 7.0
+    expected = tuple(0.1 / ((t + 1) ** 0.5 * (1 + 0.5 * delay)) for t in expected_t)
+    assert make_strategy(config).learning_rates(version, updates, 7.0) == pytest.approx(expected, rel=1e-15)
+
+
+def test_afl_as_coded_keeps_client_models_and_a_fresh_adam_per_epoch():
+    as_coded = make_strategy(make_config({"algorithm": "afl_as_coded"}))
+    described = make_strategy(make_config({"algorithm": "afl"}))
+    assert not as_coded.clients_load_global_model and as_coded.optimizer_per_epoch and as_coded.lr_clock == "epoch"
+    assert described.clients_load_global_model and not described.optimizer_per_epoch

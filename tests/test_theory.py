@@ -2,14 +2,19 @@
 
 import numpy as np
 import pytest
+import torch
 
+from asyncfl.config import make_config
+from asyncfl.engine import prepare_run
 from asyncfl.theory import (
     closed_form_variance,
     drawn_variance,
     enumerated_variance,
     population_variance,
+    probe_tasks,
     sampling_variance_table,
 )
+from test_engine import contiguous_partition, tiny_dataset
 
 # Four points on a line, m = 4: mean 1.5, ν² = (2.25 + 0.25 + 0.25 + 2.25)/4 = 1.25.
 TOY = np.array([[0.0], [1.0], [2.0], [3.0]])
@@ -45,3 +50,18 @@ def test_table_has_both_rules_for_every_j():
     assert len(table) == 8 and set(table.sampling) == {"with replacement", "without replacement"}
     wide = table.pivot(index="J", columns="sampling", values="closed_form")
     assert (wide["with replacement"] >= wide["without replacement"]).all()
+
+
+@pytest.mark.parametrize("clock", ["round", "equivalent_round", "epoch"])
+def test_the_probe_trains_with_the_runs_own_schedule(clock):
+    """The probe's learning rates are the run's for every lr_time (it once used the round clock under
+    `epoch` too): γ0 / (√(t+1)·(1 + α·d_c)) with d_c the probe dispatch's duration."""
+    config = make_config({"lr_time": clock, "local_epochs": 3, "gamma0": 0.1, "alpha_lr": 0.5, "clients_per_round": 2})
+    context = prepare_run(config, tiny_dataset(24), contiguous_partition([8, 8, 8]), "", None)
+    start = {k: v.clone() for k, v in context.model.state_dict().items()}
+    tasks = probe_tasks(config, context, start, version=6, updates=10)
+    for client, task in enumerate(tasks):
+        duration = context.system.duration(config, client, 8, 1 << 30)
+        t = {"round": [6] * 3, "equivalent_round": [5] * 3, "epoch": [0, 1, 2]}[clock]
+        assert task.lrs == pytest.approx([0.1 / ((s + 1) ** 0.5 * (1 + 0.5 * duration)) for s in t], rel=1e-15)
+        assert torch.equal(task.indices, context.client_indices[client])

@@ -37,11 +37,16 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
         )
     strategy = make_strategy(config)
     strategy.check(clients)
-    if trainer_name(config.trainer, device) == "graphed" and (config.prox_mu or strategy.optimizer_per_epoch):
-        raise InputError(
-            f"the graphed trainer has no proximal term and keeps one optimizer per dispatch, so it cannot run "
-            f"prox_mu = {config.prox_mu} or algorithm {config.algorithm}; use trainer: plain or vectorised"
-        )
+    if trainer_name(config.trainer, device) == "graphed":
+        if config.prox_mu:
+            raise InputError(
+                f"prox_mu = {config.prox_mu} needs trainer: plain or vectorised (graphed has no proximal term)"
+            )
+        if strategy.optimizer_per_epoch:
+            raise InputError(
+                f"algorithm {config.algorithm} re-creates the optimizer every epoch, which trainer: graphed does not; "
+                "use trainer: plain or vectorised"
+            )
     if np.any(partition.sizes == 0):
         raise InputError("the partition has clients without samples; make it with --min-size 1 or more")
     if config.precision == "tf32" and device.type != "cuda":

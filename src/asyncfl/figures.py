@@ -30,6 +30,7 @@ J_VALUES = range(1, 21)
 J_COLOURS = dict(zip(J_VALUES, sns.color_palette("viridis", 8) * 3, strict=False))  # J = 3..8 spread over the map
 SERVER_LOSS = "Server loss\n(mean client training NLL)"
 ROUND = "Round (server aggregations)"
+EQUIVALENT_ROUNDS = "Equivalent rounds (client updates / J)"
 UPDATES = "Client updates aggregated (the budget)"
 VIRTUAL_TIME = "Virtual wall-clock time (s)"
 BAND = ("sd", 1)
@@ -122,9 +123,11 @@ def draw_figures(
     titles = {AS_CODED_FIGURE: AS_CODED_TITLE} if as_coded else figure_titles(reference_j)
     written = []
     for name, figure_title in titles.items():
-        height = {"partition_heatmap": 0.9 + 0.18 * stats["clients"], "gradient_norm": 4.4, f"participation_J{reference_j}": 3.4}.get(
-            name, 2.6
-        )
+        height = {
+            "partition_heatmap": 0.9 + 0.18 * stats["clients"],
+            "gradient_norm": 4.4,
+            f"participation_J{reference_j}": 3.4,
+        }.get(name, 2.6)
         panels = 2 if name in two_panels else 1
         heading = f"{title}: {figure_title}"
         if len(heading) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * panels:  # it would be cut at the edges
@@ -181,8 +184,10 @@ def gradient_norms(axes, metrics: pd.DataFrame, reference_j: int) -> None:
         rate, source = PAPER_RATES[clock]
         x = np.unique(data.equivalent_round[data.lr_clock == clock])
         anchor = data[data.lr_clock == clock].running_mean.median()
-        ax.plot(x, anchor * (x / x[len(x) // 2]) ** rate, ls="--", color="grey", lw=1, label=f"slope {rate:g}: {source}")
-    ax.set(xscale="log", yscale="log", xlabel="Equivalent rounds (client updates / J)", ylabel="‖∇L(θ)‖² on the training set")
+        ax.plot(
+            x, anchor * (x / x[len(x) // 2]) ** rate, ls="--", color="grey", lw=1, label=f"slope {rate:g}: {source}"
+        )
+    ax.set(xscale="log", yscale="log", xlabel=EQUIVALENT_ROUNDS, ylabel="‖∇L(θ)‖² on the training set")
     ax.legend(
         title="Thick: running mean Ψ, its slope over the 2nd half; thin: at each evaluation.\nDashed: the paper's "
         "upper-bound rate, a slope only (constants unknown):\na slope at or below it agrees with the paper; "
@@ -195,7 +200,7 @@ def gradient_norms(axes, metrics: pd.DataFrame, reference_j: int) -> None:
     )
     norms = metrics.assign(update_norm_squared=metrics.update_norm**2)
     norms = norms[norms.update_norm_squared > 0].assign(equivalent_round=lambda d: d.updates / reference_j)
-    by_algorithm(axes[1], norms, "equivalent_round", "update_norm_squared", "Equivalent rounds (client updates / J)", "")
+    by_algorithm(axes[1], norms, "equivalent_round", "update_norm_squared", EQUIVALENT_ROUNDS, "")
     axes[1].set(xscale="log", yscale="log", ylabel="‖θ_{v+1} − θ_v‖²")
     axes[1].set_title("Update size: carries γ², not Theorem 1's quantity", fontsize="small")
     axes[1].legend(fontsize="xx-small", loc="upper left", bbox_to_anchor=(0, -0.22))

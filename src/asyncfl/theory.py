@@ -15,18 +15,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from asyncfl.algorithms import delay_aware_lr
-from asyncfl.config import make_config
+from asyncfl.config import TrainConfig, make_config
 from asyncfl.data import load_dataset
-from asyncfl.engine import SHUFFLE_STREAM, prepare_run
+from asyncfl.engine import SHUFFLE_STREAM, RunContext, prepare_run
 from asyncfl.errors import InputError
 from asyncfl.files import atomic_path, sha256
 from asyncfl.partition import load_partition
 from asyncfl.run_record import verify_run_files
 from asyncfl.run_state import load_failure
+from asyncfl.strategies import make_strategy
 from asyncfl.training import LocalTask
 
-PROBE_DISPATCH = 1 << 30  # the probe's shuffle stream: apart from every dispatch of the run itself
+PROBE_DISPATCH = 1 << 30  # the probe's dispatch index for the jitter of its durations: no run reaches it
 
 
 def population_variance(vectors: np.ndarray) -> float:
@@ -77,7 +77,7 @@ def gram_drawn_variance(gram: np.ndarray, s: int, replacement: bool, draws: int,
 def client_updates(run: Path, dataset: str, root: Path | None, partition_path: Path) -> np.ndarray:
     """θ_c − θ for every client c, each trained once (the run's settings and learning-rate schedule at
     its last round) from the run's final global model θ: the population the sampling claim is about."""
-    summary = verify_run_files(run, ("model.pt",))
+    summary = verify_run_files(run, ("model.pt", "events.csv"))
     if not isinstance(summary.get("config"), dict) or not isinstance(summary.get("rounds_completed"), int):
         raise InputError(f"{run}/run.json lacks the run's config or rounds; train it again")
     config = make_config({**summary["config"], "trainer": "plain"}, f"{run}/run.json")
@@ -89,19 +89,29 @@ def client_updates(run: Path, dataset: str, root: Path | None, partition_path: P
         )
     context = prepare_run(config, load_dataset(dataset, root), partition, sha256(partition_path), None)
     start = load_model_state(run / "model.pt", context.model, context.device)
-    version = summary["rounds_completed"]
-    tasks = []
-    for client in range(partition.num_clients):
-        duration = context.system.duration(config, client, int(partition.sizes[client]), PROBE_DISPATCH)
-        delay = context.system.delay(config, client, duration)
-        lrs = (delay_aware_lr(config.gamma0, version, config.alpha_lr, delay),) * config.local_epochs
-        tasks.append(LocalTask(start, context.client_indices[client], lrs, (config.seed, SHUFFLE_STREAM, client, 0)))
+    updates = len(pd.read_csv(run / "events.csv"))  # one row per aggregated client update
+    tasks = probe_tasks(config, context, start, summary["rounds_completed"], updates)
     names = [name for name, _ in context.model.named_parameters()]
     flat = [
         torch.cat([result.state[n].double().flatten() - start[n].double().flatten() for n in names])
         for result in context.trainer.train(tasks)
     ]
     return torch.stack(flat).cpu().numpy()
+
+
+def probe_tasks(
+    config: TrainConfig, context: RunContext, start: dict[str, torch.Tensor], version: int, updates: int
+) -> list[LocalTask]:
+    """One dispatch of every client from `start`, as the run would make it after `version` rounds and
+    `updates` aggregated updates: the run's own learning-rate schedule (its strategy's), its own delays."""
+    strategy, tasks = make_strategy(config), []
+    for client in range(len(context.sizes)):
+        duration = context.system.duration(config, client, int(context.sizes[client]), PROBE_DISPATCH)
+        lrs = strategy.learning_rates(version, updates, context.system.delay(config, client, duration))
+        stream = (config.seed, SHUFFLE_STREAM, client, 0)
+        indices = context.client_indices[client]
+        tasks.append(LocalTask(start, indices, lrs, stream, config.prox_mu, strategy.optimizer_per_epoch))
+    return tasks
 
 
 def load_model_state(path: Path, model: torch.nn.Module, device: torch.device) -> dict[str, torch.Tensor]:
