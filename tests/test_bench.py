@@ -69,10 +69,11 @@ def test_quick_bench_command_writes_json(tmp_path):
 
 def test_sweep_counts_client_updates_under_budgets():
     """config.yaml by hand: MNIST, per seed, AFL J = 3, 4, 6, 7, 8 at 1,000 rounds (28,000) + J = 5 at
-    its 5,000-update budget, sync, FedAsync, FedBuff 5,000 each = 48,000; the staleness variant 15,000;
-    × 3 seeds = 189,000. CIFAR-10: 200 rounds: 5,600 + 4 × 1,000 = 9,600, variant 3,000; × 3 = 37,800."""
+    its 5,000-update budget, sync, FedAsync, FedBuff, AFL as coded 5,000 each = 53,000; the staleness and
+    FedProx variants 15,000 each; × 3 seeds = 249,000. CIFAR-10: 200 rounds: 5,600 + 4 × 1,000 = 9,600,
+    variant 3,000; × 3 = 37,800."""
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    assert sweep_updates(config) == {"cnn": 189_000, "resnet20": 37_800}
+    assert sweep_updates(config) == {"cnn": 249_000, "resnet20": 37_800}
 
 
 def test_paper_round_runs_the_real_engine():
