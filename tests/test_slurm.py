@@ -49,7 +49,7 @@ def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
     result = snakemake(*SLURM_PROFILE, "--configfile", str(REPO / "config/quick.yaml"), workdir=tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     runs = sorted(p.relative_to(quick_local_run) for p in quick_local_run.glob("results/*/runs/*/*/*/metrics.csv"))
-    assert len(runs) == 24
+    assert len(runs) == 26
     for metrics in runs:
         for name in ("metrics.csv", "events.csv", "model.pt"):
             local, on_slurm = quick_local_run / metrics.parent / name, tmp_path / metrics.parent / name
