@@ -9,6 +9,7 @@ beside it.
 """
 
 import json
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -429,7 +430,8 @@ def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
             legend=False,
         )
         ax.set(xlabel="", ylabel=label)
-        ax.set_xticks(range(len(order)), [f"{ALGORITHMS[a]}\n{budgets[a]:.0f} updates" for a in order], rotation=20)
+        ticks = [f"{textwrap.fill(ALGORITHMS[a], 16)}\n{budgets[a]:.0f} updates" for a in order]
+        ax.set_xticks(range(len(order)), ticks, rotation=35, ha="right", rotation_mode="anchor", fontsize="x-small")
     never = times[times.time.isna()].groupby("algorithm").size()
     for position, algorithm in enumerate(order):
         if algorithm in never:
