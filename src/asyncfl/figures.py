@@ -2,10 +2,10 @@
 (README "Outputs").
 
 Runs are found under RUNS/{algorithm}/J{J}/seed{seed}/. Curves are means over seeds
-with a ±1 standard-deviation band where there are several seeds. Every algorithm and
-every J keep one colour across all figures. The paper's "server loss" is the clients'
-training loss, a proxy: it is labelled so, and the global model's test metrics stand
-beside it.
+with a ±1 standard-deviation band where there are several seeds. Every algorithm keeps one
+colour across all figures; the J of a sweep get distinct colours in the order of J. The
+paper's "server loss" is the clients' training loss, a proxy: it is labelled so, and the
+global model's test metrics stand beside it.
 """
 
 import json
@@ -27,8 +27,6 @@ from asyncfl.names import ALGORITHMS  # noqa: E402
 from asyncfl.run_record import verify_run_files  # noqa: E402
 
 ALGORITHM_COLOURS = dict(zip(ALGORITHMS, sns.color_palette("colorblind", len(ALGORITHMS)), strict=True))
-J_VALUES = range(1, 21)
-J_COLOURS = dict(zip(J_VALUES, sns.color_palette("viridis", 8) * 3, strict=False))  # J = 3..8 spread over the map
 SERVER_LOSS = "Server loss\n(mean client training NLL)"
 ROUND = "Round (server aggregations)"
 EQUIVALENT_ROUNDS = "Equivalent rounds (client updates / J)"
@@ -326,11 +324,15 @@ def participation(ax, events: pd.DataFrame) -> None:
 
 
 def participation_sweep(ax, afl: pd.DataFrame) -> None:
-    sns.lineplot(
-        afl, x="round", y="train_loss", hue="J", palette={j: J_COLOURS[j] for j in afl.J.unique()}, errorbar=BAND, ax=ax
-    )
+    sns.lineplot(afl, x="round", y="train_loss", hue="J", palette=j_colours(afl.J.unique()), errorbar=BAND, ax=ax)
     ax.set(xlabel=ROUND, ylabel=SERVER_LOSS)
     ax.legend(title="AFL, J clients per round", fontsize="small", title_fontsize="small")
+
+
+def j_colours(values) -> dict[int, tuple]:
+    """One colour per J of the sweep, spread over viridis in the order of J: distinct for any number of J."""
+    ordered = sorted(int(j) for j in values)
+    return dict(zip(ordered, sns.color_palette("viridis", len(ordered)), strict=True))
 
 
 def by_algorithm(ax, data: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str) -> None:
