@@ -118,6 +118,7 @@ def test_command_option_keeps_the_error_prefix(tmp_path, capsys):
     assert code == 1 and err.startswith("asyncfl archive: error: cannot archive missing files")
 
 
+@pytest.mark.subprocess
 def test_one_sha256sum_check_verifies_everything(tmp_path, capsys):
     code, _, err = archive_cli(capsys, tmp_path)
     assert code == 0, err

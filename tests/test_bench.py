@@ -44,6 +44,7 @@ def test_fast_numerics_per_device():
     assert fast_numerics(resnet, torch.device("cuda")) == ("vectorised", Numerics("tf32"))  # BatchNorm: no bf16 vmap
 
 
+@pytest.mark.subprocess
 def test_quick_bench_command_writes_json(tmp_path):
     """The CI-sized run of `asyncfl bench`: every case, every trainer, the engine, in one JSON file."""
     out = tmp_path / "bench.json"

@@ -1,5 +1,7 @@
 """check_run: every setting that cannot work with the data, device or trainer is refused in one line."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -8,7 +10,7 @@ from asyncfl.checks import check_run
 from asyncfl.config import make_config
 from asyncfl.errors import InputError
 from asyncfl.partition import Partition
-from test_engine import contiguous_partition, tiny_dataset
+from engine_cases import contiguous_partition, tiny_dataset
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")  # check_run only reads the device's type
 
@@ -72,3 +74,16 @@ def test_partition_of_another_dataset_is_refused():
 def test_empty_clients_are_refused():
     with pytest.raises(InputError, match="clients without samples"):
         check_run(make_config({"clients_per_round": 2}), tiny_dataset(24), contiguous_partition([12, 0, 12]), CPU)
+
+
+def test_a_partition_of_part_of_the_training_set_is_accepted():
+    """Any partition whose indices are valid training indices trains (here 12 of 24 samples)."""
+    part = Partition(np.arange(0, 24, 2, dtype=np.int64), np.array([0, 4, 8, 12]), "tiny", subset_of=24)
+    check_run(make_config({"clients_per_round": 2}), tiny_dataset(24), part, CPU)
+    check_run(make_config({"clients_per_round": 2}), tiny_dataset(24), dataclasses.replace(part, subset_of=None), CPU)
+
+
+def test_a_subset_drawn_from_another_size_of_the_dataset_is_refused():
+    part = Partition(np.arange(12, dtype=np.int64), np.array([0, 4, 8, 12]), "tiny", subset_of=60000)
+    with pytest.raises(InputError, match="made for tiny \\(60000 samples\\), not tiny \\(24\\)"):
+        check_run(make_config({"clients_per_round": 2}), tiny_dataset(24), part, CPU)

@@ -15,9 +15,12 @@ import torch
 
 from asyncfl import data
 from asyncfl.cli import main
-from asyncfl.data import IDX_CONTENT_MD5, datasets, load_dataset, normalize
+from asyncfl.data import IDX_CONTENT_MD5, load_dataset, normalize
 from asyncfl.errors import InputError
+from asyncfl.vision import import_torchvision
 from conftest import skip_unless
+
+datasets = import_torchvision().datasets
 
 IDX_SPLITS = {"train": 50, "t10k": 20}
 OFFLINE = {**os.environ, "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}
@@ -120,6 +123,7 @@ def test_missing_files_without_download_say_what_to_run(tmp_path):
         load_dataset("mnist", tmp_path)
 
 
+@pytest.mark.subprocess
 def test_offline_without_copy_is_one_clear_line(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "asyncfl", "data", "--dataset", "fashion-mnist", "--root", str(tmp_path)],

@@ -13,10 +13,11 @@ import pytest
 import torch
 
 from asyncfl.config import make_config
-from asyncfl.data import Dataset, DatasetInfo, load_dataset
+from asyncfl.data import load_dataset
 from asyncfl.engine import Simulation, TrainingDiverged
-from asyncfl.partition import Partition, dirichlet_partition, partition_stats, save_partition
+from asyncfl.partition import dirichlet_partition, partition_stats, save_partition
 from conftest import started, wait_for
+from engine_cases import contiguous_partition, tiny_dataset
 
 FIXED_CLIENTS = dict(
     speed_distribution="constant",
@@ -25,19 +26,6 @@ FIXED_CLIENTS = dict(
     seconds_per_sample=0.25,
     local_epochs=1,
 )
-
-
-def tiny_dataset(n: int, seed: int = 0) -> Dataset:
-    generator = torch.Generator().manual_seed(seed)
-    images = torch.randint(0, 256, (n, 1, 8, 8), dtype=torch.uint8, generator=generator)
-    labels = torch.arange(n) % 4
-    info = DatasetInfo("tiny", ("a", "b", "c", "d"), 1, (8, 8), (0.5,), (0.25,), 255.0)
-    return Dataset(images, labels, images[:16], labels[:16], info)
-
-
-def contiguous_partition(sizes: list[int]) -> Partition:
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    return Partition(np.arange(offsets[-1], dtype=np.int64), offsets, "tiny")
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -246,6 +234,7 @@ def test_nan_loss_stops_with_round_and_client_and_keeps_rows(tmp_path):
     assert (tmp_path / "nan" / "metrics.csv").read_text().startswith("round,virtual_time")
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "line,message",
     [
@@ -282,6 +271,7 @@ def train_command(partition: Path, out: Path, config: Path, *extra: str) -> list
     ]  # fmt: skip
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("trainer", ["plain", "vectorised"])
 def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition, trainer):
     config = tmp_path / "config.yaml"
@@ -314,6 +304,7 @@ def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition, trai
     assert not (killed_out / "checkpoint.pt").exists()
 
 
+@pytest.mark.subprocess
 def test_progress_lines_when_not_a_terminal(tmp_path, digits_partition):
     config = tmp_path / "config.yaml"
     config.write_text("rounds: 4\nlocal_epochs: 1\nclients_per_round: 3\n")

@@ -21,7 +21,9 @@ def test_training_gradient_is_the_full_batch_gradient_of_the_mean_loss():
     model, images, labels, start = make_case("resnet20", 3)  # BatchNorm: buffers held, eval mode
     indices = torch.arange(10, 200)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    loss, squared = training_gradient(model, start, images, labels, indices, batch_size=16)
+    loss, squared = training_gradient(
+        model, start, images, labels, indices
+    )  # 190 samples: three batches and a remainder
     model.eval()
     reference = torch.nn.functional.nll_loss(model(images[indices]), labels[indices])
     grads = torch.autograd.grad(reference, list(model.parameters()))

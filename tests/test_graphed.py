@@ -7,15 +7,12 @@ import torch
 
 from asyncfl.graphed import GraphedTrainer, batch_sizes
 from asyncfl.runtime import make_deterministic
-from asyncfl.training import LocalTask, PlainTrainer
-from training_cases import OFFSETS, make_case, relative_difference
+from asyncfl.training import PlainTrainer
+from training_cases import OFFSETS, client_tasks, make_case, relative_difference
 
 
 def tasks_for(start, lrs, device="cpu"):
-    return [
-        LocalTask(start, torch.arange(OFFSETS[c], OFFSETS[c + 1], device=device), lrs, (0, 3, c, 0))
-        for c in range(len(OFFSETS) - 1)
-    ]
+    return client_tasks(start, lrs, len(OFFSETS) - 1, device)
 
 
 def assert_same(results, reference):

@@ -7,6 +7,8 @@ import pytest
 
 from conftest import REPO
 
+pytestmark = pytest.mark.subprocess
+
 
 @pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=["lint", "format"])
 def test_ruff_is_clean(command):

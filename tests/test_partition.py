@@ -112,6 +112,7 @@ def test_cli_writes_byte_identical_files(tmp_path, capsys):
     assert "1437 samples into 10 clients" in out and "per-class counts" in out
 
 
+@pytest.mark.subprocess
 def test_cli_error_is_one_line_without_traceback(tmp_path):
     result = subprocess.run(
         [
@@ -138,3 +139,43 @@ def test_cli_error_is_one_line_without_traceback(tmp_path):
         "asyncfl partition: error: 2000 clients exceed the 1437 training samples of digits; use at most 1437 clients\n"
     )
     assert not (tmp_path / "p.npz").exists()
+
+
+def partition_cli(tmp_path, name: str, *extra: str) -> tuple[int, dict]:
+    args = ["partition", "--dataset", "digits", "--clients", "5", "--alpha", "0.5", "--seed", "3"]
+    code = main([*args, *extra, "--out", str(tmp_path / f"{name}.npz")])
+    stats = json.loads((tmp_path / f"{name}.json").read_text()) if code == 0 else {}
+    return code, stats
+
+
+def test_a_subset_partition_draws_its_samples_by_the_seed_and_records_them(tmp_path):
+    """A fraction or a count of the training set, seeded, partitioned in the training set's own indices;
+    the file and its statistics say what it was drawn from; the same command gives the same bytes."""
+    assert partition_cli(tmp_path, "quarter", "--subset-fraction", "0.25")[0] == 0
+    assert partition_cli(tmp_path, "again", "--subset-fraction", "0.25")[0] == 0
+    _, counted = partition_cli(tmp_path, "counted", "--subset-size", "359")
+    quarter, stats = load_partition(tmp_path / "quarter.npz"), json.loads((tmp_path / "quarter.json").read_text())
+    assert (tmp_path / "quarter.npz").read_bytes() == (tmp_path / "again.npz").read_bytes()
+    assert len(quarter.indices) == len(np.unique(quarter.indices)) == round(0.25 * 1437) == 359
+    assert quarter.indices.min() >= 0 and quarter.indices.max() < 1437 and quarter.subset_of == 1437
+    assert stats["subset"] == {"of": 1437, "samples": 359, "fraction": 0.25, "size": None}
+    assert stats["num_samples"] == sum(stats["sizes"]) == 359
+    assert np.array_equal(np.sort(load_partition(tmp_path / "counted.npz").indices), np.sort(quarter.indices))
+    assert counted["subset"]["size"] == 359
+    for c in range(quarter.num_clients):  # ascending within a client, as in a full partition
+        assert np.all(np.diff(quarter.client_indices(c)) > 0)
+    _, full = partition_cli(tmp_path, "full")
+    assert "subset" not in full and "subset_of" not in np.load(tmp_path / "full.npz").files
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--subset-fraction", "0"], "--subset-fraction must be in (0, 1], got 0.0"),
+        (["--subset-fraction", "1.5"], "--subset-fraction must be in (0, 1], got 1.5"),
+        (["--subset-size", "5000"], "a subset of 5000 samples is impossible: the training set has 1437"),
+    ],
+)
+def test_an_impossible_subset_is_one_line(tmp_path, capsys, extra, message):
+    assert partition_cli(tmp_path, "bad", *extra)[0] == 1
+    assert message in capsys.readouterr().err and not (tmp_path / "bad.npz").exists()

@@ -56,6 +56,7 @@ def outputs(out: Path) -> dict[str, bytes]:
     return {name: (out / name).read_bytes() for name in OUTPUTS if name != "run.json"}
 
 
+@pytest.mark.subprocess
 def test_two_concurrent_commands_one_proceeds_and_matches_a_lone_run(partition, lone_run, tmp_path):
     out = tmp_path / "run"
     command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
@@ -111,6 +112,7 @@ def test_outputs_that_contradict_run_json_are_never_taken_as_finished(partition,
     assert outputs(out) == lone_run
 
 
+@pytest.mark.subprocess
 def test_a_killed_rerun_leaves_no_run_json_beside_other_csvs(partition, tmp_path):
     """Killed at any moment of a rerun with --force, the folder holds no run.json that vouches for other CSVs."""
     out = tmp_path / "run"
@@ -122,6 +124,7 @@ def test_a_killed_rerun_leaves_no_run_json_beside_other_csvs(partition, tmp_path
     assert not (out / "run.json").exists() and not (out / "model.pt").exists()
 
 
+@pytest.mark.subprocess
 def test_a_stale_lock_of_a_dead_process_is_taken_over(partition, lone_run, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
@@ -131,6 +134,7 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(partition, lone_run, tmp_p
     assert outputs(out) == lone_run and os.path.exists(out / "run.json")
 
 
+@pytest.mark.subprocess
 def test_logs_deleted_mid_run_are_written_whole_before_run_json(partition, lone_run, tmp_path):
     """Snakemake deletes the outputs of a job it thinks failed while the orphan still runs: the run
     writes its logs whole again from memory, never hashing and finishing on a partial log."""
@@ -211,6 +215,7 @@ def test_a_diverged_global_model_stops_the_run_unsaved(partition, tmp_path, caps
     assert not (out / "model.pt").exists() and not (out / "run.json").exists()
 
 
+@pytest.mark.subprocess
 def test_durations_of_any_allowed_size_end(partition, tmp_path):
     """Clients that take 1e20 virtual seconds and more: the virtual clock still reaches them."""
     out = tmp_path / "run"
@@ -222,6 +227,7 @@ def test_durations_of_any_allowed_size_end(partition, tmp_path):
     assert json.loads((out / "run.json").read_text())["virtual_time"] > 1e9
 
 
+@pytest.mark.subprocess
 def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
     out = tmp_path / "run"
     command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]

@@ -14,7 +14,7 @@ from asyncfl.theory import (
     probe_tasks,
     sampling_variance_table,
 )
-from test_engine import contiguous_partition, tiny_dataset
+from engine_cases import contiguous_partition, tiny_dataset
 
 # Four points on a line, m = 4: mean 1.5, ν² = (2.25 + 0.25 + 0.25 + 2.25)/4 = 1.25.
 TOY = np.array([[0.0], [1.0], [2.0], [3.0]])

@@ -3,8 +3,9 @@
 import pytest
 import torch
 
+from asyncfl.random_streams import shuffle_key
 from asyncfl.training import EarlyStopping, LocalTask, PlainTrainer, epoch_permutations, make_optimizer, uses_adam
-from training_cases import OFFSETS, make_case
+from training_cases import OFFSETS, client_tasks, make_case
 
 
 def test_early_stopping_closed_form():
@@ -31,7 +32,7 @@ def test_one_optimizer_rule_for_both_trainers():
 
 def test_plain_trainer_is_repeatable_and_moves_the_model():
     model, images, labels, start = make_case("cnn", 1)
-    tasks = [LocalTask(start, torch.arange(OFFSETS[c], OFFSETS[c + 1]), (0.01,), (0, 3, c, 0)) for c in range(2)]
+    tasks = client_tasks(start, (0.01,), 2)
     trainer = PlainTrainer(model, images, labels, 16, "adam", 10)
     first, again = trainer.train(tasks), trainer.train(tasks)
     for a, b in zip(first, again, strict=True):
@@ -63,7 +64,7 @@ def test_proximal_term_matches_a_hand_computed_sgd_step(trainer_name):
     model, images, labels, start = make_case("cnn", 1)
     trainer_class = PlainTrainer if trainer_name == "plain" else VectorisedTrainer
     indices = torch.arange(OFFSETS[0], OFFSETS[1])  # 40 samples: batches of 16, 16, 8
-    task = LocalTask(start, indices, (0.1,), (0, 3, 0, 0), prox_mu=0.5)
+    task = LocalTask(start, indices, (0.1,), shuffle_key(0, 0, 0), prox_mu=0.5)
     (result,) = trainer_class(model, images, labels, 16, "sgd", 10).train([task])
     (order,) = epoch_permutations(task)
     expected = hand_sgd_steps(model, images, labels, order, 16, 0.1, 0.5, start)
@@ -83,8 +84,8 @@ def test_a_fresh_adam_every_epoch_takes_adams_first_step_again(trainer_name):
     trainer_class = PlainTrainer if trainer_name == "plain" else VectorisedTrainer
     indices = torch.arange(OFFSETS[0], OFFSETS[1])
     lrs = (0.01, 0.005)
-    fresh = LocalTask(start, indices, lrs, (0, 3, 0, 0), optimizer_per_epoch=True)
-    kept = LocalTask(start, indices, lrs, (0, 3, 0, 0))
+    fresh = LocalTask(start, indices, lrs, shuffle_key(0, 0, 0), optimizer_per_epoch=True)
+    kept = LocalTask(start, indices, lrs, shuffle_key(0, 0, 0))
     trainer = trainer_class(model, images, labels, 64, "adam", 10)  # 40 samples: one minibatch per epoch
     (result,), (kept_result,) = trainer.train([fresh]), trainer.train([kept])
     params = {k: v.clone() for k, v in start.items() if v.is_floating_point()}

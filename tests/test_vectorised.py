@@ -5,9 +5,9 @@ import torch
 
 from asyncfl.models import build_model
 from asyncfl.numerics import Numerics
-from asyncfl.training import LocalTask, PlainTrainer
+from asyncfl.training import PlainTrainer
 from asyncfl.vectorised import VectorisedTrainer
-from training_cases import OFFSETS, make_case, model_info, relative_difference
+from training_cases import client_tasks, make_case, model_info, relative_difference
 
 
 # Tolerances: float32 noise of ~1e-7 grows with every step, most under Adam (whose update is
@@ -24,7 +24,7 @@ from training_cases import OFFSETS, make_case, model_info, relative_difference
 )
 def test_vectorised_agrees_with_plain(name, channels, optimizer, lrs, tolerance):
     model, images, labels, start = make_case(name, channels)
-    tasks = [LocalTask(start, torch.arange(OFFSETS[c], OFFSETS[c + 1]), lrs, (0, 3, c, 0)) for c in range(4)]
+    tasks = client_tasks(start, lrs, 4)
     plain = PlainTrainer(model, images, labels, 16, optimizer, patience=1).train(tasks)
     vectorised = VectorisedTrainer(model, images, labels, 16, optimizer, patience=1).train(tasks)
     for reference, result in zip(plain, vectorised, strict=True):
@@ -51,7 +51,7 @@ def test_vectorised_agrees_with_plain(name, channels, optimizer, lrs, tolerance)
 )
 def test_speed_knobs_agree_across_trainers_and_repeat_exactly(name, channels, numerics, tolerance):
     model, images, labels, start = make_case(name, channels)
-    tasks = [LocalTask(start, torch.arange(OFFSETS[c], OFFSETS[c + 1]), (0.003,), (0, 3, c, 0)) for c in range(4)]
+    tasks = client_tasks(start, (0.003,), 4)
     plain = PlainTrainer(model, images, labels, 16, "adam", 10, numerics).train(tasks)
     fp32 = PlainTrainer(build_model(name, model_info(channels)), images, labels, 16, "adam", 10).train(tasks)
     vectorised = VectorisedTrainer(model, images, labels, 16, "adam", 10, numerics)
@@ -71,7 +71,7 @@ def test_speed_knobs_agree_across_trainers_and_repeat_exactly(name, channels, nu
 def test_clients_do_not_interact():
     """A client's result is the same trained alone or beside others."""
     model, images, labels, start = make_case("cnn", 1)
-    tasks = [LocalTask(start, torch.arange(OFFSETS[c], OFFSETS[c + 1]), (0.01, 0.01), (0, 3, c, 0)) for c in range(4)]
+    tasks = client_tasks(start, (0.01, 0.01), 4)
     trainer = VectorisedTrainer(model, images, labels, 16, "adam", patience=10)
     together = trainer.train(tasks)
     alone = trainer.train(tasks[2:3])[0]

@@ -16,6 +16,8 @@ import yaml
 from asyncfl.layout import figure_titles
 from conftest import ENV, REPO, snakemake
 
+pytestmark = pytest.mark.workflow
+
 OFFLINE = {**ENV, "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}
 
 

@@ -4,6 +4,8 @@ import torch
 
 from asyncfl.data import DatasetInfo
 from asyncfl.models import build_model
+from asyncfl.random_streams import shuffle_key
+from asyncfl.training import LocalTask
 
 OFFSETS = [0, 40, 104, 176, 240]  # unequal clients: 40, 64, 72, 64 samples; batches of 16 leave partial ones
 
@@ -21,6 +23,14 @@ def make_case(name: str, channels: int):
     images = torch.randn(240, channels, 8, 8, generator=generator) + labels.view(-1, 1, 1, 1) * 0.3
     start = {k: v.clone() for k, v in model.state_dict().items()}
     return model, images, labels, start
+
+
+def client_tasks(start, lrs: tuple[float, ...], clients: int, device=None) -> list[LocalTask]:
+    """The first `clients` clients of OFFSETS, each on its first dispatch from `start` at rates `lrs`."""
+    return [
+        LocalTask(start, torch.arange(OFFSETS[c], OFFSETS[c + 1], device=device), lrs, shuffle_key(0, c, 0))
+        for c in range(clients)
+    ]
 
 
 def relative_difference(result, reference, start) -> float:

@@ -31,6 +31,7 @@ from asyncfl.models import build_model, has_batchnorm
 from asyncfl.numerics import Numerics
 from asyncfl.paper_round import format_paper_rounds, paper_round_bench
 from asyncfl.partition import Partition
+from asyncfl.random_streams import shuffle_key
 from asyncfl.runtime import choose_device, trainer_class, trainer_name
 from asyncfl.training import LocalResult, LocalTask, PlainTrainer
 from asyncfl.vectorised import VectorisedTrainer
@@ -159,7 +160,7 @@ def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
     images = torch.randn(n, *case.shape, device=device)
     labels = torch.randint(0, 10, (n,), device=device)
     clients = [torch.arange(c * case.samples, (c + 1) * case.samples, device=device) for c in range(case.per_round)]
-    tasks = [LocalTask(start, idx, (1e-3,) * case.epochs, (0, 3, c, 0)) for c, idx in enumerate(clients)]
+    tasks = [LocalTask(start, idx, (1e-3,) * case.epochs, shuffle_key(0, c, 0)) for c, idx in enumerate(clients)]
     flops = flops_per_sample(model, case.shape, device) * n * case.epochs
     fast_trainer, fast = fast_numerics(model, device)
     trainers = {

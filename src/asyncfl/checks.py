@@ -18,12 +18,15 @@ from asyncfl.strategies import make_strategy
 
 def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, device: torch.device) -> None:
     """Raise InputError for the first setting that cannot work with this data on this device."""
-    if partition.dataset != dataset.info.name or partition.offsets[-1] != len(dataset.train_labels):
-        raise InputError(
-            f"{partition.source} was made for {partition.dataset} ({partition.offsets[-1]} samples), "
-            f"not {dataset.info.name} ({len(dataset.train_labels)}); make one with asyncfl partition"
-        )
     n = len(dataset.train_labels)
+    # Any partition whose indices are valid training indices is accepted (a part of the set, too); one
+    # drawn by `asyncfl partition --subset-*` also records the training set's size it was drawn from.
+    made_from = partition.offsets[-1] if partition.subset_of is None else partition.subset_of
+    if partition.dataset != dataset.info.name or (partition.subset_of is not None and made_from != n):
+        raise InputError(
+            f"{partition.source} was made for {partition.dataset} ({made_from} samples), "
+            f"not {dataset.info.name} ({n}); make one with asyncfl partition"
+        )
     if len(partition.indices) and (partition.indices.min() < 0 or partition.indices.max() >= n):
         raise InputError(
             f"{partition.source} has sample indices outside {dataset.info.name}'s {n} training samples; "

@@ -13,7 +13,7 @@ from asyncfl.data import prepare_dataset
 from asyncfl.errors import InputError
 from asyncfl.files import write_json
 from asyncfl.names import ALGORITHMS, DATASETS, DEVICES, MODELS
-from asyncfl.partition import make_partition
+from asyncfl.partition import Subset, make_partition
 
 DATA_HELP = """\
 Files asyncfl looks for under --root (torchvision's layout, or the archives directly in --root):
@@ -62,8 +62,15 @@ def cmd_data(args: argparse.Namespace) -> None:
 
 def cmd_partition(args: argparse.Namespace) -> None:
     """Dirichlet-partition a training set; write FILE.npz and FILE.json; print per-client stats."""
+    subset = None
+    if args.subset_fraction is not None or args.subset_size is not None:
+        subset = Subset(args.subset_fraction, args.subset_size)
     print(
-        "\n".join(make_partition(args.dataset, args.root, args.clients, args.alpha, args.seed, args.min_size, args.out))
+        "\n".join(
+            make_partition(
+                args.dataset, args.root, args.clients, args.alpha, args.seed, args.min_size, args.out, subset
+            )
+        )
     )
 
 
@@ -161,6 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
     part.add_argument("--seed", type=at_least(0), required=True)
     part.add_argument("--min-size", type=at_least(0), default=1, help="fewest samples a client may get (default 1)")
     part.add_argument("--out", type=Path, required=True, help="FILE.npz (stats go to FILE.json)")
+    part_subset = part.add_mutually_exclusive_group()
+    part_subset.add_argument(
+        "--subset-fraction", type=float, help="partition only this fraction of the training set, drawn by --seed"
+    )
+    part_subset.add_argument(
+        "--subset-size", type=at_least(1), help="partition only this many training samples, drawn by --seed"
+    )
     part.set_defaults(run=cmd_partition)
 
     train = commands.add_parser(

@@ -21,10 +21,7 @@ import torch
 from asyncfl.errors import InputError
 from asyncfl.files import write_json
 from asyncfl.names import DATASETS
-from asyncfl.vision import torchvision
-
-datasets = torchvision.datasets
-check_integrity = torchvision.datasets.utils.check_integrity
+from asyncfl.vision import import_torchvision
 
 DEFAULT_DATA_DIR = Path("resources/data")
 
@@ -63,7 +60,7 @@ NORMALISATION = {
     "fashion-mnist": ((0.2860,), (0.3530,)),
     "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
 }
-IDX_DATASETS = {"mnist": datasets.MNIST, "fashion-mnist": datasets.FashionMNIST}
+IDX_DATASETS = {"mnist": "MNIST", "fashion-mnist": "FashionMNIST"}  # torchvision's class of each
 # Published MD5s of the uncompressed IDX files: they identify the data whatever gzip made the archive.
 IDX_CONTENT_MD5 = {
     "MNIST": {
@@ -149,7 +146,7 @@ def load_digits() -> Dataset:
 
 def load_idx(name: str, root: Path, download: bool) -> Dataset:
     """MNIST / Fashion-MNIST: four verified IDX files, read by torchvision's class."""
-    cls = IDX_DATASETS[name]
+    cls = getattr(import_torchvision().datasets, IDX_DATASETS[name])
     files = {filename: read_idx_file(cls, root, filename, md5) for filename, md5 in cls.resources}
     if None in files.values() and download:
         names = ", ".join(filename for filename, _ in cls.resources)
@@ -224,13 +221,13 @@ def other_dataset(class_name: str, name: str, content: bytes) -> str:
     digest = hashlib.md5(content).hexdigest()
     for other, sums in IDX_CONTENT_MD5.items():
         if other != class_name and sums[name] == digest:
-            return {cls.__name__: key for key, cls in IDX_DATASETS.items()}[other]
+            return {class_name: key for key, class_name in IDX_DATASETS.items()}[other]
     return ""
 
 
 def load_cifar10(root: Path, download: bool) -> Dataset:
     """CIFAR-10's python batches; each is unpickled only after its MD5 matched."""
-    cls = datasets.CIFAR10
+    cls = import_torchvision().datasets.CIFAR10
     batch_dir = root / cls.base_folder
     files = cls.train_list + cls.test_list + [[cls.meta["filename"], cls.meta["md5"]]]
     present = [(batch_dir / f, md5) for f, md5 in files if (batch_dir / f).is_file()]
@@ -266,7 +263,7 @@ def channels_first(images: np.ndarray) -> torch.Tensor:
 
 def require_md5(path: Path, expected: str) -> None:
     """Refuse a file whose MD5 is not the published one."""
-    if not check_integrity(str(path), expected):
+    if not import_torchvision().datasets.utils.check_integrity(str(path), expected):
         raise_corrupt(path)
 
 

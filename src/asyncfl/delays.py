@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asyncfl import random_streams
 from asyncfl.config import TrainConfig
-
-SYSTEM_STREAM, JITTER_STREAM = 0, 1
 
 
 @dataclass(frozen=True)
@@ -23,7 +22,7 @@ class ClientSystem:
 
     @classmethod
     def draw(cls, config: TrainConfig, num_clients: int) -> "ClientSystem":
-        rng = np.random.default_rng([config.seed, SYSTEM_STREAM])
+        rng = np.random.default_rng([config.seed, random_streams.SYSTEM])
         speed = draw(rng, config.speed_distribution, 1.0, config.speed_sigma, num_clients)
         latency = draw(rng, config.latency_distribution, config.latency_median, config.latency_sigma, num_clients)
         return cls(speed, latency)
@@ -32,7 +31,7 @@ class ClientSystem:
         """Virtual seconds from dispatch to arrival for this client's `dispatch_index`-th dispatch."""
         compute = config.local_epochs * n_samples * config.seconds_per_sample / self.speed[client]
         if config.jitter_sigma > 0:
-            rng = np.random.default_rng([config.seed, JITTER_STREAM, client, dispatch_index])
+            rng = np.random.default_rng([config.seed, random_streams.JITTER, client, dispatch_index])
             compute *= rng.lognormal(0.0, config.jitter_sigma)
         return float(compute + self.latency[client])
 

@@ -36,6 +36,7 @@ from asyncfl.metrics import Aggregation, RunLogs
 from asyncfl.models import build_model
 from asyncfl.partition import Partition
 from asyncfl.provenance import run_environment
+from asyncfl.random_streams import shuffle_key
 from asyncfl.run_state import (
     CHECKPOINT,
     OUTPUTS,
@@ -49,8 +50,6 @@ from asyncfl.run_state import (
 from asyncfl.runtime import choose_device, make_deterministic, numerics_for, trainer_class
 from asyncfl.strategies import Strategy, Update, make_strategy
 from asyncfl.training import LocalResult, LocalTask, Trainer
-
-SHUFFLE_STREAM = 3  # the seed's random streams per (client, dispatch) that shuffle local epochs
 
 
 class TrainingDiverged(InputError):
@@ -239,7 +238,7 @@ class Simulation:
                 context.model, new, context.test_images, context.test_labels
             )
             record.global_train_loss, record.gradient_norm_squared = training_gradient(
-                context.model, new, context.train_images, context.train_labels, context.all_indices, config.batch_size
+                context.model, new, context.train_images, context.train_labels, context.all_indices
             )
         logs.record(record, self.elapsed())
         return bool(self.stop_reason)
@@ -319,7 +318,7 @@ def local_task(job: Job, start: State, context: RunContext, strategy: Strategy) 
         start,
         context.client_indices[job.client],
         job.lrs,
-        (config.seed, SHUFFLE_STREAM, job.client, job.dispatch_index),
+        shuffle_key(config.seed, job.client, job.dispatch_index),
         config.prox_mu,
         strategy.optimizer_per_epoch,
     )

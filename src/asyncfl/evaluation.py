@@ -8,6 +8,11 @@ from torch.nn import functional as F
 
 from asyncfl.algorithms import State
 
+# Samples per forward/backward pass of the full-batch training gradient: the paper's training batch,
+# fixed so that the metric's summation order (hence its bits) does not depend on the run's own batch
+# size, and per-batch overhead stays small when a run trains with small batches.
+GRADIENT_BATCH = 64
+
 
 @torch.no_grad()
 def evaluate(
@@ -34,13 +39,12 @@ def training_gradient(
     images: torch.Tensor,
     labels: torch.Tensor,
     indices: torch.Tensor,
-    batch_size: int,
 ) -> tuple[float, float]:
     """L(θ) and ‖∇L(θ)‖² of the global model over the training samples `indices`, where
     L = (1/n) Σ_i ℓ_i = Σ_c (n_c/n)·L_c, the n-weighted mean of the clients' objectives (Theorem 1's
     L). Full batch, in fp32 with BatchNorm in eval mode, as the model is tested; θ = the parameters
     (buffers are held fixed). A pure function of `state`: the model's own weights are not touched.
-    Batches of the run's batch size: on a CPU, larger ones run slower per sample (oneDNN's caches)."""
+    Batches of `GRADIENT_BATCH`: on a CPU, larger ones run slower per sample (oneDNN's caches)."""
     model.eval()
     parameters = {name: state[name] for name, _ in model.named_parameters()}
     buffers = {name: state[name] for name, _ in model.named_buffers()}
@@ -52,7 +56,7 @@ def training_gradient(
     step = grad_and_value(summed_loss)
     total = torch.zeros((), dtype=torch.float64, device=images.device)
     gradient = {name: torch.zeros_like(value, dtype=torch.float64) for name, value in parameters.items()}
-    for batch in indices.split(batch_size):
+    for batch in indices.split(GRADIENT_BATCH):
         grads, loss = step(parameters, batch)
         total += loss.double()
         for name, value in grads.items():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from asyncfl import random_streams
 from asyncfl.data import load_dataset
 from asyncfl.errors import InputError
 from asyncfl.files import write_json, write_npz
@@ -28,6 +29,7 @@ class Partition:
     offsets: np.ndarray  # int64, C + 1 entries
     dataset: str
     source: str = "the partition"  # how error messages name it: its file, once loaded
+    subset_of: int | None = None  # a subset partition: the training set's size it was drawn from
 
     @property
     def num_clients(self) -> int:
@@ -82,6 +84,46 @@ def dirichlet_partition(
     )
 
 
+@dataclass(frozen=True)
+class Subset:
+    """Part of a training set to partition, for experiments with fewer samples than the dataset has:
+    `size` samples, or a `fraction` of them, drawn uniformly without replacement from the seed's
+    SUBSET stream (so the subset depends on the seed alone, not on C or α)."""
+
+    fraction: float | None = None
+    size: int | None = None
+
+    def count(self, n: int) -> int:
+        """How many of `n` training samples the subset keeps; a one-line error when it cannot."""
+        if self.fraction is not None:
+            if not 0 < self.fraction <= 1:
+                raise InputError(f"--subset-fraction must be in (0, 1], got {self.fraction}")
+            count = round(self.fraction * n)
+        else:
+            count = int(self.size or 0)
+        if not 1 <= count <= n:
+            raise InputError(f"a subset of {count} samples is impossible: the training set has {n}; keep 1…{n}")
+        return count
+
+    def draw(self, n: int, seed: int) -> np.ndarray:
+        """The kept training indices, ascending."""
+        rng = np.random.default_rng([seed, random_streams.SUBSET])
+        return np.sort(rng.choice(n, size=self.count(n), replace=False)).astype(np.int64)
+
+    def describe(self, n: int) -> dict:
+        """What the partition's JSON records of it."""
+        return {"of": n, "samples": self.count(n), "fraction": self.fraction, "size": self.size}
+
+
+def subset_partition(
+    labels: np.ndarray, dataset: str, clients: int, alpha: float, seed: int, min_size: int, subset: Subset
+) -> tuple[Partition, int]:
+    """The Dirichlet partition of a seeded subset of the training set, in the training set's indices."""
+    kept = subset.draw(len(labels), seed)
+    local, redraws = dirichlet_partition(np.asarray(labels)[kept], dataset, clients, alpha, seed, min_size)
+    return Partition(kept[local.indices], local.offsets, dataset, subset_of=len(labels)), redraws
+
+
 def split_counts(shares: np.ndarray, class_sizes: np.ndarray) -> np.ndarray:
     """Per class, cut n_k indices at the cumulative shares: K×C counts whose rows sum to n_k exactly."""
     cuts = np.floor(np.cumsum(shares, axis=1) * class_sizes[:, None]).astype(np.int64)
@@ -123,11 +165,12 @@ def partition_stats(
 
 
 def save_partition(path: Path, partition: Partition, stats: dict) -> None:
-    """Write FILE.npz (indices, offsets, dataset) and its FILE.json stats sidecar."""
+    """Write FILE.npz (indices, offsets, dataset; `subset_of` for a subset) and its FILE.json stats sidecar."""
     path = Path(path)
-    write_npz(
-        path, {"indices": partition.indices, "offsets": partition.offsets, "dataset": np.array(partition.dataset)}
-    )
+    arrays = {"indices": partition.indices, "offsets": partition.offsets, "dataset": np.array(partition.dataset)}
+    if partition.subset_of is not None:
+        arrays["subset_of"] = np.array(partition.subset_of, dtype=np.int64)
+    write_npz(path, arrays)
     write_json(path.with_suffix(".json"), stats)
 
 
@@ -147,6 +190,7 @@ def load_partition(path: Path) -> Partition:
             if missing:
                 raise InputError(f"partition file {path} lacks the array {missing[0]!r}; {remake}")
             indices, offsets, dataset = npz["indices"], npz["offsets"], str(npz["dataset"])
+            subset_of = int(npz["subset_of"]) if "subset_of" in npz.files else None
     except MemoryError:
         raise InputError(f"partition file {path} claims arrays larger than memory; {remake}") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
@@ -165,29 +209,43 @@ def load_partition(path: Path) -> Partition:
         or len(np.unique(indices)) != len(indices)
     ):
         raise InputError(f"partition file {path} is inconsistent (its offsets and indices disagree); {remake}")
-    return Partition(indices.astype(np.int64), offsets.astype(np.int64), dataset, str(path))
+    return Partition(indices.astype(np.int64), offsets.astype(np.int64), dataset, str(path), subset_of)
 
 
 SHOWN_CLIENTS = 20
 
 
 def make_partition(
-    dataset: str, root: Path | None, clients: int, alpha: float, seed: int, min_size: int, out: Path
+    dataset: str,
+    root: Path | None,
+    clients: int,
+    alpha: float,
+    seed: int,
+    min_size: int,
+    out: Path,
+    subset: Subset | None = None,
 ) -> list[str]:
-    """`asyncfl partition`: partition a training set, write FILE.npz and FILE.json, describe the result."""
+    """`asyncfl partition`: partition a training set (or a seeded subset of it), write FILE.npz and
+    FILE.json, describe the result."""
     if Path(out).suffix != ".npz":
         raise InputError(f"--out must end in .npz (the statistics go beside it as .json), got {out}")
     labels = load_dataset(dataset, root).train_labels.numpy()
     num_classes = int(labels.max()) + 1
     start = time.perf_counter()
-    partition, redraws = dirichlet_partition(labels, dataset, clients, alpha, seed, min_size)
+    if subset is None:
+        partition, redraws = dirichlet_partition(labels, dataset, clients, alpha, seed, min_size)
+    else:
+        partition, redraws = subset_partition(labels, dataset, clients, alpha, seed, min_size, subset)
     seconds = time.perf_counter() - start
     stats = partition_stats(partition, labels, num_classes, alpha, seed, min_size)
+    if subset is not None:
+        stats["subset"] = subset.describe(len(labels))
     save_partition(out, partition, stats)
     counts = np.array(stats["class_counts"])
     entropy, sizes = label_entropy(counts), partition.sizes
     lines = [
-        f"{dataset}: {len(labels)} samples into {clients} clients (alpha={alpha}, seed={seed}) "
+        f"{dataset}: {len(partition.indices)}{f' of {len(labels)}' if subset else ''} samples into {clients} clients "
+        f"(alpha={alpha}, seed={seed}) "
         f"in {seconds:.3f} s, {redraws} redraws → {out}",
         f"{'client':>6} {'samples':>7} {'entropy':>7}  per-class counts",
     ]

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from asyncfl import random_streams
 from asyncfl.algorithms import State
 from asyncfl.config import TrainConfig, config_dict
 from asyncfl.errors import InputError
@@ -26,7 +27,6 @@ CHECKPOINT_FORMAT = 4
 CHECKPOINT = "checkpoint.pt"
 CHECKPOINT_MAGIC = b"asyncfl-checkpoint"  # first line: MAGIC FORMAT SHA256\n, then torch.save's bytes
 OUTPUTS = ("model.pt", "metrics.csv", "events.csv")  # byte-identical for equal runs; hashed in run.json
-SAMPLING_STREAM = 2  # the seed's random stream that draws clients
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class RunState:
         """The state before the first dispatch; with `own_models`, every client holds the initial model."""
         return cls(
             global_state,
-            np.random.default_rng([seed, SAMPLING_STREAM]),
+            np.random.default_rng([seed, random_streams.SAMPLING]),
             np.zeros(clients, dtype=np.int64),
             client_models=dict.fromkeys(range(clients), global_state) if own_models else {},
         )

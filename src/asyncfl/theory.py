@@ -17,16 +17,17 @@ import torch
 
 from asyncfl.config import TrainConfig, make_config
 from asyncfl.data import load_dataset
-from asyncfl.engine import SHUFFLE_STREAM, RunContext, prepare_run
+from asyncfl.engine import RunContext, prepare_run
 from asyncfl.errors import InputError
 from asyncfl.files import atomic_path, sha256
 from asyncfl.partition import load_partition
+from asyncfl.random_streams import shuffle_key
 from asyncfl.run_record import verify_run_files
 from asyncfl.run_state import load_failure
 from asyncfl.strategies import make_strategy
 from asyncfl.training import LocalTask
 
-PROBE_DISPATCH = 1 << 30  # the probe's dispatch index for the jitter of its durations: no run reaches it
+PROBE_DISPATCH = 1 << 30  # the dispatch index that keys the probe's jitter draws: no run reaches it
 
 
 def population_variance(vectors: np.ndarray) -> float:
@@ -108,7 +109,7 @@ def probe_tasks(
     for client in range(len(context.sizes)):
         duration = context.system.duration(config, client, int(context.sizes[client]), PROBE_DISPATCH)
         lrs = strategy.learning_rates(version, updates, context.system.delay(config, client, duration))
-        stream = (config.seed, SHUFFLE_STREAM, client, 0)
+        stream = shuffle_key(config.seed, client, 0)
         indices = context.client_indices[client]
         tasks.append(LocalTask(start, indices, lrs, stream, config.prox_mu, strategy.optimizer_per_epoch))
     return tasks

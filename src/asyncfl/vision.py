@@ -7,8 +7,13 @@ asyncfl needs torchvision's datasets and download code, never those detection op
 so when (and only when) that import fails this way we define the two op schemas
 without kernels and import again. Where `_C` loads (CUDA torch on a cluster) the
 first import succeeds and nothing is changed.
+
+torchvision is imported on first use, not with asyncfl: it pulls in torch._dynamo, about a second
+per process, which commands that do not read an MNIST or CIFAR file (training on digits, figures,
+every Snakemake job of the quick pipeline) need not pay.
 """
 
+import functools
 import sys
 from types import ModuleType
 
@@ -24,6 +29,7 @@ MISSING_OP_SCHEMAS = (
 placeholder_ops: torch.library.Library | None = None
 
 
+@functools.cache
 def import_torchvision() -> ModuleType:
     """Return the torchvision module, defining placeholder op schemas if `_C` is missing."""
     global placeholder_ops
@@ -39,6 +45,3 @@ def import_torchvision() -> ModuleType:
             placeholder_ops.define(schema)
         import torchvision
     return torchvision
-
-
-torchvision = import_torchvision()
