@@ -8,6 +8,7 @@ any contributing model has seen.
 """
 
 import math
+from typing import cast
 
 import torch
 
@@ -42,7 +43,7 @@ def linear_combination(terms: list[tuple[float, State]]) -> State:
         reference = terms[0][1][key]
         if reference.is_floating_point():
             total = sum(coefficient * state[key].double() for coefficient, state in terms)
-            result[key] = total.to(reference.dtype)
+            result[key] = cast(torch.Tensor, total).to(reference.dtype)
         else:
             result[key] = torch.stack([state[key] for _, state in terms]).amax(dim=0)
     return result

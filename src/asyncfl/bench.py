@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -108,7 +109,8 @@ def timed(
     one warm-up of each, so that a machine whose speed drifts (shared or throttled CPUs) biases none."""
     for run in runs.values():
         run()
-    seconds, peaks = {name: [] for name in runs}, {name: 0.0 for name in runs}
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    peaks = {name: 0.0 for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
             synchronize(device)
@@ -174,7 +176,11 @@ def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
         trainers["graphed"] = GraphedTrainer(model, images, labels, case.batch_size, "adam", 10)
 
     def with_numerics(numerics: Numerics, train: Callable[[], object]) -> Callable[[], object]:
-        return lambda: (numerics.apply_globally(), train())
+        def run() -> object:
+            numerics.apply_globally()
+            return train()
+
+        return run
 
     runs = {
         "reference loop": with_numerics(
@@ -183,10 +189,7 @@ def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
         )
     }
     runs.update(
-        {
-            name: with_numerics(trainer.numerics, lambda trainer=trainer: trainer.train(tasks))
-            for name, trainer in trainers.items()
-        }
+        {name: with_numerics(trainer.numerics, partial(trainer.train, tasks)) for name, trainer in trainers.items()}
     )
     all_seconds, peaks = timed(runs, device, repeats)
     seconds = {name: float(np.median(values)) for name, values in all_seconds.items()}

@@ -299,5 +299,5 @@ def os_error_line(error: OSError) -> str:
         errno.ENOTDIR: "a file stands where a folder must go; choose another path",
         errno.EEXIST: "a file stands where a folder must go; choose another path",
     }
-    fix = fixes.get(error.errno, "check the path and run the same command again")
+    fix = fixes.get(error.errno or 0, "check the path and run the same command again")
     return f"{where}{error.strerror or error}; {fix}"

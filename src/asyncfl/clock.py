@@ -55,7 +55,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if not scheduled:
             return None
         due = scheduled[0].when()
-        return due if due < due + self._clock_resolution else math.nextafter(due, math.inf)
+        resolution = self._clock_resolution  # type: ignore[attr-defined]  # asyncio's, not in its stubs
+        return due if due < due + resolution else math.nextafter(due, math.inf)
 
     def time(self) -> float:
         return self.clock.now

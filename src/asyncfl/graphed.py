@@ -101,7 +101,8 @@ class Replica:
                 with self.on_stream():
                     for _ in range(WARMUP_STEPS):
                         self.step(size)
-                    self.stream.synchronize()
+                    if self.stream is not None:
+                        self.stream.synchronize()
                     with torch.cuda.graph(graph, stream=self.stream, capture_error_mode="thread_local"):
                         self.step(size)
             except Exception as error:  # reported below with the step's shape
@@ -187,5 +188,6 @@ class GraphedTrainer(LocalTrainer):
                     pool.map(lambda r, share: r.train_all(share, self.batch_size, self.patience), self.replicas, shares)
                 )
         for stream in streams:  # the server reads the results on its own stream
+            assert server is not None  # streams exist only on CUDA, where the server has its stream
             server.wait_stream(stream)
         return [trained[position % count][position // count] for position in range(len(tasks))]

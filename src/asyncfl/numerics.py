@@ -24,7 +24,7 @@ class Numerics:
         """TF32 is a process-wide switch: off unless asked for (cuDNN convolutions default to TF32)."""
         mode = "tf32" if self.precision == "tf32" else "ieee"
         torch.backends.cuda.matmul.fp32_precision = mode
-        torch.backends.cudnn.conv.fp32_precision = mode
+        torch.backends.cudnn.conv.fp32_precision = mode  # type: ignore[attr-defined]  # torch ≥ 2.9, not in its stubs
 
     def autocast(self, device: torch.device) -> contextlib.AbstractContextManager:
         if self.precision != "bf16":
@@ -44,4 +44,4 @@ class Numerics:
         return images.contiguous(memory_format=torch.channels_last)
 
     def prepare(self, model: nn.Module) -> nn.Module:
-        return model.to(memory_format=torch.channels_last) if self.channels_last else model
+        return model.to(memory_format=torch.channels_last) if self.channels_last else model  # type: ignore[call-overload]

@@ -111,7 +111,7 @@ def sweep_updates(config: dict) -> dict[str, int]:
 
 def paper_round_bench(device: torch.device, quick: bool, trainers: tuple[str, ...], sweep: Path) -> dict:
     """Seconds per paper round per model and trainer, and the sweep's projected device-hours."""
-    rows = []
+    rows: list[dict] = []
     for shape in PAPER_SHAPES:
         for trainer in trainers:
             seconds = seconds_per_round(shape, trainer, device, quick, rounds=2 if quick else 4)

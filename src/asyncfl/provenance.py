@@ -24,7 +24,7 @@ def run_environment(device: torch.device) -> dict:
 
 
 def package_versions() -> dict[str, str | None]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in PACKAGES:
         try:
             versions[package] = importlib.metadata.version(package)

@@ -12,7 +12,7 @@ from asyncfl.config import TrainConfig
 from asyncfl.errors import InputError
 from asyncfl.graphed import GraphedTrainer
 from asyncfl.numerics import Numerics
-from asyncfl.training import PlainTrainer
+from asyncfl.training import LocalTrainer, PlainTrainer
 from asyncfl.vectorised import VectorisedTrainer
 
 
@@ -47,8 +47,12 @@ def trainer_name(name: str, device: torch.device) -> str:
     return name
 
 
-TRAINER_CLASSES = {"plain": PlainTrainer, "vectorised": VectorisedTrainer, "graphed": GraphedTrainer}
+TRAINER_CLASSES: dict[str, type[LocalTrainer]] = {
+    "plain": PlainTrainer,
+    "vectorised": VectorisedTrainer,
+    "graphed": GraphedTrainer,
+}
 
 
-def trainer_class(name: str, device: torch.device) -> type[PlainTrainer | VectorisedTrainer | GraphedTrainer]:
+def trainer_class(name: str, device: torch.device) -> type[LocalTrainer]:
     return TRAINER_CLASSES[trainer_name(name, device)]

@@ -7,9 +7,10 @@ on which other clients trained beside it.
 """
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 import torch
@@ -63,7 +64,9 @@ def make_optimizer(name: str, parameters: Iterable[torch.Tensor], lr: float) -> 
 def proximal_term(model: nn.Module, anchor: list[torch.Tensor], mu: float) -> torch.Tensor:
     """FedProx's μ/2‖θ − θ_start‖² over the model's parameters (`anchor`: θ_start, in parameter order).
     Only the gradient sees it: the logged training loss stays the data loss."""
-    return mu / 2 * sum(((p - a) ** 2).sum() for p, a in zip(model.parameters(), anchor, strict=True))
+    return cast(
+        torch.Tensor, mu / 2 * sum(((p - a) ** 2).sum() for p, a in zip(model.parameters(), anchor, strict=True))
+    )
 
 
 class EarlyStopping:
@@ -80,7 +83,7 @@ class EarlyStopping:
         return self.bad_epochs >= self.patience
 
 
-class LocalTrainer:
+class LocalTrainer(ABC):
     """What every trainer holds: the model in the chosen memory layout, the training set already on the
     device, and the local-training settings. The optimizer name is checked here, once, for all of them."""
 
@@ -97,6 +100,10 @@ class LocalTrainer:
         uses_adam(optimizer)
         self.model, self.images, self.labels = numerics.prepare(model), images, labels
         self.batch_size, self.optimizer, self.patience, self.numerics = batch_size, optimizer, patience, numerics
+
+    @abstractmethod
+    def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
+        """Each task's local training, in the order given."""
 
 
 class PlainTrainer(LocalTrainer):
