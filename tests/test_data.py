@@ -212,6 +212,23 @@ def test_digits_split_is_stratified_and_deterministic():
     assert first.train_images.shape[1:] == (1, 8, 8) and first.info.pixel_max == 16.0
 
 
+def test_prepared_digits_are_scikit_learns_and_a_changed_copy_is_passed_over(tmp_path):
+    """`asyncfl data` writes the digits and their split to ROOT/digits.npz; read back, they are exactly
+    what scikit-learn gives. A copy whose bytes differ is not read (scikit-learn is asked again)."""
+    assert main(["data", "--dataset", "digits", "--root", str(tmp_path)]) == 0
+    prepared = tmp_path / data.DIGITS_FILE
+    assert data.sha256(prepared) == data.DIGITS_FILE_SHA256
+    fresh, cached = data.load_digits(tmp_path / "absent.npz"), load_dataset("digits", tmp_path)
+    for name in ("train_images", "train_labels", "test_images", "test_labels"):
+        assert torch.equal(getattr(fresh, name), getattr(cached, name)), name
+    assert fresh.info == cached.info
+    tampered = dict(np.load(prepared))
+    tampered["labels"] = (tampered["labels"] + 1) % 10
+    data.write_npz(prepared, tampered)
+    assert data.read_prepared_digits(prepared) is None
+    assert torch.equal(load_dataset("digits", tmp_path).train_labels, fresh.train_labels)
+
+
 def test_normalize_standardises_training_pixels():
     dataset = load_dataset("digits")
     pixels = normalize(dataset.train_images, dataset.info)
