@@ -113,7 +113,7 @@ def test_quick_config_end_to_end(quick_local_run):
         assert all(member.mtime == 0 and member.uid == 0 for member in tar.getmembers())
         assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
     assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
-    assert sum(n.endswith("run.json") for n in sums) == 20  # digits_cnn: 14 runs, digits_resnet20: 6
+    assert sum(n.endswith("run.json") for n in sums) == 19  # digits_cnn: 14 runs, digits_resnet20: 5
     assert (tmp_path / "results/figures/digits_cnn/as_coded_vs_described.png").stat().st_size > 1000
     assert not (tmp_path / "results/figures/digits_resnet20/as_coded_vs_described.png").exists()
 
