@@ -27,6 +27,21 @@ def skip_unless(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+# A GPU machine sets this so that a CUDA test which cannot run fails; CI (no GPU) leaves it unset.
+REQUIRE_CUDA = os.environ.get("ASYNCFL_REQUIRE_CUDA") == "1"
+
+
+def skip_unless_cuda() -> None:
+    """Skip on a machine without CUDA (CI), or fail there under ASYNCFL_REQUIRE_CUDA=1 (a GPU run)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    if REQUIRE_CUDA:
+        pytest.fail("ASYNCFL_REQUIRE_CUDA=1 but no CUDA device is visible")
+    pytest.skip("CUDA only (CI has no GPU)")
+
+
 def snakemake(*args: str, workdir: Path | None = None, env=None, timeout: int = 1800) -> subprocess.CompletedProcess:
     """Real snakemake on the repository's workflow, in `workdir` if given."""
     where = ["--directory", str(workdir)] if workdir else []

@@ -112,7 +112,11 @@ def test_sync_rounds_wait_for_the_slowest_client(tmp_path):
 def test_sampling_with_replacement_counts_repeated_clients(tmp_path):
     _, events, _ = run(tmp_path, algorithm="sync", clients_per_round=6, rounds=3, replacement=True, **FIXED_CLIENTS)
     assert len(events) == 18
-    assert any(len({e["client"] for e in events if e["round"] == r}) < 6 for r in "123")
+    for round_ in "123":  # 6 draws among 3 clients: repeats, each trained and weighted on its own
+        members = [e for e in events if e["round"] == round_]
+        total = sum(int(e["n_samples"]) for e in members)
+        assert len(members) == 6 and len({e["client"] for e in members}) < len(members)
+        assert [float(e["weight"]) for e in members] == pytest.approx([int(e["n_samples"]) / total for e in members])
 
 
 def test_fedasync_aggregates_every_arrival_with_fresh_alpha(tmp_path):

@@ -8,6 +8,7 @@ import torch
 from asyncfl.graphed import GraphedTrainer, batch_sizes
 from asyncfl.runtime import make_deterministic
 from asyncfl.training import PlainTrainer
+from conftest import skip_unless_cuda
 from training_cases import OFFSETS, client_tasks, make_case, relative_difference
 
 
@@ -60,12 +61,12 @@ def test_early_stopping_matches_the_plain_trainer():
     assert any(result.epochs_run < len(lrs) for result in plain)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only (CI has no GPU)")
 @pytest.mark.parametrize("name,channels,optimizer", [("cnn", 1, "adam"), ("cnn", 1, "sgd"), ("resnet20", 3, "adam")])
 def test_captured_on_cuda_is_deterministic_batch_invariant_and_close_to_plain(name, channels, optimizer):
     """CUDA: graphs replayed on the replicas' streams (one for BatchNorm). A second trainer gives the same
     bytes; a client's result alone equals its result among others; the update is the plain trainer's
     up to kernel rounding (capturable Adam and fused SGD compute on the device in fp32)."""
+    skip_unless_cuda()
     make_deterministic(0)  # as every run does: deterministic kernels, cuBLAS's fixed workspace
     model, images, labels, start = make_case(name, channels)
     model, images, labels = model.cuda(), images.cuda(), labels.cuda()

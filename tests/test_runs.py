@@ -125,11 +125,20 @@ def test_a_killed_rerun_leaves_no_run_json_beside_other_csvs(partition, tmp_path
 
 
 @pytest.mark.subprocess
-def test_a_stale_lock_of_a_dead_process_is_taken_over(partition, lone_run, tmp_path):
+def test_a_stale_lock_of_a_dead_process_is_taken_over(partition, lone_run, tmp_path, capsys):
+    """A holder killed with SIGKILL (no cleanup) leaves its lock file naming it; the kernel dropped its
+    lock, so the next command proceeds, while the holder alive would have been refused."""
     out = tmp_path / "run"
-    out.mkdir()
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    (out / ".lock").write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
+    holder = "import sys; from pathlib import Path; from asyncfl.run_folder import owned\n"
+    holder += "with owned(Path(sys.argv[1])):\n    print('held', flush=True); sys.stdin.read()"
+    command = [sys.executable, "-c", holder, str(out)]
+    with started(command, cwd=REPO, env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as process:
+        assert process.stdout.readline() == "held\n"
+        assert main(train_argv(partition, out, 30)) == 1
+        assert f"in use by pid {process.pid}" in capsys.readouterr().err
+        process.kill()
+        process.wait()
+    assert json.loads((out / ".lock").read_text())["pid"] == process.pid  # left behind, naming the dead
     assert main(train_argv(partition, out, 30)) == 0
     assert outputs(out) == lone_run and os.path.exists(out / "run.json")
 

@@ -10,7 +10,7 @@ import torch
 from asyncfl.config import TrainConfig
 from asyncfl.data import Dataset
 from asyncfl.errors import InputError
-from asyncfl.models import uses_batchnorm
+from asyncfl.models import model_name_has_batchnorm
 from asyncfl.partition import Partition
 from asyncfl.runtime import trainer_name
 from asyncfl.strategies import make_strategy
@@ -57,7 +57,7 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
     if (
         config.precision == "bf16"
         and trainer_name(config.trainer, device) == "vectorised"
-        and uses_batchnorm(config.model)
+        and model_name_has_batchnorm(config.model)
     ):
         raise InputError(
             "precision bf16 with the vectorised trainer needs a model without BatchNorm (vmap's "

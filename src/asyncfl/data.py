@@ -20,10 +20,9 @@ import torch
 
 from asyncfl.errors import InputError
 from asyncfl.files import sha256, write_json, write_npz
+from asyncfl.layout import DATA_DIR
 from asyncfl.names import DATASETS
 from asyncfl.vision import import_torchvision
-
-DEFAULT_DATA_DIR = Path("resources/data")
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ DIGITS_FILE_SHA256 = "504cc6b3911317d98e034085b6304274404ea17da31f27634c07a1fbc3
 
 def default_root(name: str) -> Path:
     """Where the pipeline keeps a dataset: resources/data/{name}."""
-    return DEFAULT_DATA_DIR / name
+    return Path(DATA_DIR) / name
 
 
 def load_dataset(name: str, root: Path | None = None, download: bool = False) -> Dataset:

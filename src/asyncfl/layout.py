@@ -1,9 +1,14 @@
-"""Names shared by the command line and the Snakemake workflow: run folders and figure files.
+"""Names shared by the command line and the Snakemake workflow: dataset folders, run folders and figure files.
 
 Kept free of heavy imports: the workflow imports it while it plans the DAG.
 """
 
 import re
+
+# Where `asyncfl data` and the workflow keep a dataset by default: DATA_DIR/{dataset}, with the
+# workflow's marker PREPARED in it once the files are downloaded and verified.
+DATA_DIR = "resources/data"
+PREPARED = "prepared.json"
 
 # A run folder below an experiment's runs/: {algorithm}/J{J}/seed{seed}
 RUN_DIR = re.compile(r"(?P<algorithm>[a-z][a-z_]*)/J(?P<J>\d+)/seed(?P<seed>\d+)$")

@@ -83,7 +83,7 @@ def has_batchnorm(model: nn.Module) -> bool:
     return any(isinstance(module, nn.modules.batchnorm._BatchNorm) for module in model.modules())
 
 
-def uses_batchnorm(name: str) -> bool:
+def model_name_has_batchnorm(name: str) -> bool:
     """Whether the named model keeps BatchNorm statistics, found without allocating its weights."""
     with torch.device("meta"):
         return has_batchnorm(MODELS[name](3, 10))

@@ -16,7 +16,14 @@ from asyncfl.experiments import (
     record_command,
     run_settings,
 )
-from asyncfl.layout import AS_CODED_FIGURE, RUN_FILES, THEORY_FIGURES, figure_titles
+from asyncfl.layout import (
+    AS_CODED_FIGURE,
+    DATA_DIR,
+    PREPARED,
+    RUN_FILES,
+    THEORY_FIGURES,
+    figure_titles,
+)
 from asyncfl.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -84,7 +91,17 @@ def experiment(wildcards):
 
 def data_root(dataset):
     """A user's existing copy (config data.roots) or the workflow's own download folder."""
-    return config["data"]["roots"].get(dataset, f"resources/data/{dataset}")
+    return config["data"]["roots"].get(dataset, f"{DATA_DIR}/{dataset}")
+
+
+def prepared_marker(dataset):
+    """What prepare_data writes once a dataset is downloaded and verified ("{dataset}": its pattern)."""
+    return f"{DATA_DIR}/{dataset}/{PREPARED}"
+
+
+def get_prepared_data(wildcards):
+    """The prepared marker of the dataset of a rule's experiment."""
+    return prepared_marker(experiment(wildcards)["dataset"])
 
 
 def partition_file(exp, seed, suffix=".npz"):

@@ -5,7 +5,7 @@ localrules:
 
 rule prepare_data:
     output:
-        "resources/data/{dataset}/prepared.json",
+        prepared_marker("{dataset}"),
     log:
         "logs/prepare_data/{dataset}.log",
     conda:

@@ -1,6 +1,6 @@
 rule partition:
     input:
-        "resources/data/{dataset}/prepared.json",
+        prepared_marker("{dataset}"),
     output:
         npz="results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}.npz",
         stats="results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}.json",

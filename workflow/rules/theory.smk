@@ -2,7 +2,7 @@
 # global model of the experiment's AFL run at reference_J (asyncfl.theory, README "Theory checks").
 rule theory:
     input:
-        data=lambda wildcards: f"resources/data/{experiment(wildcards)['dataset']}/prepared.json",
+        data=get_prepared_data,
         run=lambda wildcards: [
             f"{probed_run(wildcards)}/{f}" for f in ("run.json", "model.pt")
         ],

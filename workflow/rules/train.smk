@@ -2,7 +2,7 @@
 # checkpoint in its run folder; running the workflow again resumes it.
 rule train:
     input:
-        data=lambda wildcards: f"resources/data/{experiment(wildcards)['dataset']}/prepared.json",
+        data=get_prepared_data,
         partition=lambda wildcards: partition_file(
             experiment(wildcards), wildcards.seed
         ),
