@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 
-from asyncfl.data import Dataset, DatasetInfo
-from asyncfl.partition import Partition
+from asyncfl.data.datasets import Dataset, DatasetInfo
+from asyncfl.data.partition import Partition
 
 
 def tiny_dataset(n: int, seed: int = 0) -> Dataset:

@@ -4,9 +4,9 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from asyncfl.data import DatasetInfo
-from asyncfl.errors import InputError
+from asyncfl.data.datasets import DatasetInfo
 from asyncfl.models import build_model
+from asyncfl.spec.errors import InputError
 
 
 def info(channels: int, size: int, num_classes: int = 10) -> DatasetInfo:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.layout import figure_titles
+from asyncfl.spec.layout import figure_titles
 from conftest import ENV, REPO, skip_unless, snakemake, started, wait_for
 
 pytestmark = pytest.mark.slurm

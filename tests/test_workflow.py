@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.layout import figure_titles
+from asyncfl.spec.layout import figure_titles
 from conftest import ENV, REPO, snakemake
 
 pytestmark = pytest.mark.workflow

@@ -2,10 +2,10 @@
 
 import torch
 
-from asyncfl.data import DatasetInfo
+from asyncfl.data.datasets import DatasetInfo
 from asyncfl.models import build_model
-from asyncfl.random_streams import shuffle_key
-from asyncfl.training import LocalTask
+from asyncfl.spec.random_streams import shuffle_key
+from asyncfl.training.plain import LocalTask
 
 OFFSETS = [0, 40, 104, 176, 240]  # unequal clients: 40, 64, 72, 64 samples; batches of 16 leave partial ones
 

@@ -7,13 +7,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from asyncfl.archive import archive_from_configs, fetch_record
-from asyncfl.config import load_config
-from asyncfl.data import prepare_dataset
-from asyncfl.errors import InputError
+from asyncfl.data.datasets import prepare_dataset
+from asyncfl.data.partition import Subset, make_partition
 from asyncfl.files import write_json
-from asyncfl.names import ALGORITHMS, DATASETS, DEVICES, MODELS
-from asyncfl.partition import Subset, make_partition
+from asyncfl.runs.archive import archive_from_configs, fetch_record
+from asyncfl.spec.config import load_config
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.names import ALGORITHMS, DATASETS, DEVICES, MODELS
 
 DATA_HELP = """\
 Files asyncfl looks for under --root (torchvision's layout, or the archives directly in --root):
@@ -76,7 +76,7 @@ def cmd_partition(args: argparse.Namespace) -> None:
 
 def cmd_train(args: argparse.Namespace) -> None:
     """Run one federated training (or resume it from its checkpoint) and write its outputs."""
-    from asyncfl.runs import train_run
+    from asyncfl.runs.train import train_run
 
     overrides = {
         "algorithm": args.algorithm,
@@ -105,7 +105,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 def cmd_figures(args: argparse.Namespace) -> None:
     """Draw an experiment's figures from its runs' CSVs."""
-    from asyncfl.figures import draw_figures
+    from asyncfl.analysis.figures import draw_figures
 
     written = draw_figures(args.runs, args.partition_stats, args.reference_j, args.out, args.title, args.as_coded)
     print(f"{len(written)} files → {args.out}")
@@ -113,7 +113,7 @@ def cmd_figures(args: argparse.Namespace) -> None:
 
 def cmd_theory(args: argparse.Namespace) -> None:
     """The paper's sampling-variance claim on one finished run's client updates: table and figure."""
-    from asyncfl.theory import sampling_variance
+    from asyncfl.analysis.theory import sampling_variance
 
     written = sampling_variance(args.run_dir, args.dataset, args.root, args.partition, args.out, args.title)
     print(f"{len(written)} files → {args.out}")
@@ -133,8 +133,8 @@ def cmd_fetch_record(args: argparse.Namespace) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> None:
     """Training speed: reference-style loop vs plain vs vectorised trainer, and the engine's own cost."""
-    from asyncfl.bench import run_bench
-    from asyncfl.paper_round import load_sweep
+    from asyncfl.bench.measure import run_bench
+    from asyncfl.bench.paper_round import load_sweep
 
     if args.sweep:  # every argument checked before minutes of measuring
         load_sweep(args.sweep)
@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--rounds", type=at_least(1), metavar="R")
     train.add_argument("--local-epochs", type=at_least(1), metavar="I")
     train.add_argument("--seed", type=at_least(0))
-    train.add_argument("--config", type=Path, help="YAML file with any other settings (see src/asyncfl/config.py)")
+    train.add_argument("--config", type=Path, help="YAML file with any other settings (see src/asyncfl/spec/config.py)")
     train.add_argument(
         "--settings",
         type=json_mapping,

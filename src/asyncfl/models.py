@@ -4,9 +4,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from asyncfl.data import DatasetInfo
-from asyncfl.errors import InputError
-from asyncfl.names import MODELS as MODEL_NAMES
+from asyncfl.data.datasets import DatasetInfo
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.names import MODELS as MODEL_NAMES
 
 
 class CNN(nn.Module):

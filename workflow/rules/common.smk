@@ -7,16 +7,16 @@ from pathlib import Path
 # The package's light modules (configuration, file layout) plan the DAG; rules run its CLI.
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
-from asyncfl.config import with_numbers
-from asyncfl.errors import InputError
-from asyncfl.experiments import (
+from asyncfl.spec.config import with_numbers
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.experiments import (
     check_workflow_config,
     decimal_text,
     experiment_runs,
     record_command,
     run_settings,
 )
-from asyncfl.layout import (
+from asyncfl.spec.layout import (
     AS_CODED_FIGURE,
     DATA_DIR,
     PREPARED,
@@ -24,7 +24,7 @@ from asyncfl.layout import (
     THEORY_FIGURES,
     figure_titles,
 )
-from asyncfl.names import ALGORITHMS
+from asyncfl.spec.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
@@ -159,7 +159,7 @@ def probed_run(wildcards):
 
 
 def train_settings(wildcards):
-    """The run's settings as JSON for `asyncfl train --settings` (asyncfl.experiments.run_settings)."""
+    """The run's settings as JSON for `asyncfl train --settings` (asyncfl.spec.experiments.run_settings)."""
     return json.dumps(
         run_settings(experiment(wildcards), int(wildcards.J), REFERENCE_J)
     )

@@ -1,0 +1,1 @@
+"""What the runs show: the figures and the theory checks."""

@@ -1,0 +1,165 @@
+"""The paper's sampling claim, put to the test on real client updates (README "Theory checks").
+
+The paper (Section II) states, for the mean of s vectors drawn from a population of m with
+variance ν² = (1/m) Σ‖θ_k − θ̄‖²: E‖θ̄_ψ − θ̄‖² = ν²/s with replacement and (m − s)/(s(m − 1))·ν²
+without, so drawing clients without replacement lowers the variance of the aggregate. Here the
+population is a real one: every client's update θ_c − θ from one global model of a finished run,
+and the variance of the mean of J of them is computed three ways: the closed forms, and the
+engine's own draws (`rng.choice` / `rng.integers`) repeated over many seeds.
+"""
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from asyncfl.data.datasets import load_dataset
+from asyncfl.data.partition import load_partition
+from asyncfl.files import atomic_path, sha256
+from asyncfl.fl.strategies import make_strategy
+from asyncfl.runs.record import verify_run_files
+from asyncfl.sim.engine import RunContext, prepare_run
+from asyncfl.sim.run_state import load_failure
+from asyncfl.spec.config import TrainConfig, make_config
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.random_streams import shuffle_key
+from asyncfl.training.plain import LocalTask
+
+PROBE_DISPATCH = 1 << 30  # the dispatch index that keys the probe's jitter draws: no run reaches it
+
+
+def population_variance(vectors: np.ndarray) -> float:
+    """ν² = (1/m) Σ‖θ_k − θ̄‖² of the rows of `vectors`."""
+    return float(((vectors - vectors.mean(axis=0)) ** 2).sum(axis=1).mean())
+
+
+def closed_form_variance(vectors: np.ndarray, s: int, replacement: bool) -> float:
+    """E‖θ̄_ψ − θ̄‖² of the mean of s rows drawn uniformly, as the paper states it."""
+    m, nu2 = len(vectors), population_variance(vectors)
+    if replacement:
+        return nu2 / s
+    return 0.0 if m == 1 else (m - s) / (s * (m - 1)) * nu2
+
+
+def centred_gram(vectors: np.ndarray) -> np.ndarray:
+    """G_ij = ⟨θ_i − θ̄, θ_j − θ̄⟩: then ‖mean of a draw − θ̄‖² = Σ_{i,j in the draw} G_ij / s², so a
+    draw costs s² lookups whatever the model's size."""
+    centred = vectors - vectors.mean(axis=0)
+    return centred @ centred.T
+
+
+def draw_variance(gram: np.ndarray, draw) -> float:
+    chosen = np.asarray(draw)
+    return float(gram[np.ix_(chosen, chosen)].sum()) / len(chosen) ** 2
+
+
+def enumerated_variance(vectors: np.ndarray, s: int, replacement: bool) -> float:
+    """The same expectation by brute force over every equally likely draw (small populations only)."""
+    gram, m = centred_gram(vectors), len(vectors)
+    draws = itertools.product(range(m), repeat=s) if replacement else itertools.combinations(range(m), s)
+    return float(np.mean([draw_variance(gram, d) for d in draws]))
+
+
+def drawn_variance(vectors: np.ndarray, s: int, replacement: bool, draws: int, seed: int) -> float:
+    """The expectation over `draws` draws made as the engine makes them (one generator per seed)."""
+    return gram_drawn_variance(centred_gram(vectors), s, replacement, draws, seed)
+
+
+def gram_drawn_variance(gram: np.ndarray, s: int, replacement: bool, draws: int, seed: int) -> float:
+    rng, m = np.random.default_rng(seed), len(gram)
+    total = 0.0
+    for _ in range(draws):
+        total += draw_variance(gram, rng.integers(m, size=s) if replacement else rng.choice(m, size=s, replace=False))
+    return total / draws
+
+
+def client_updates(run: Path, dataset: str, root: Path | None, partition_path: Path) -> np.ndarray:
+    """θ_c − θ for every client c, each trained once (the run's settings and learning-rate schedule at
+    its last round) from the run's final global model θ: the population the sampling claim is about."""
+    summary = verify_run_files(run, ("model.pt", "events.csv"))
+    if not isinstance(summary.get("config"), dict) or not isinstance(summary.get("rounds_completed"), int):
+        raise InputError(f"{run}/run.json lacks the run's config or rounds; train it again")
+    config = make_config({**summary["config"], "trainer": "plain"}, f"{run}/run.json")
+    partition = load_partition(partition_path)
+    if sha256(partition_path) != summary.get("partition_sha256") or dataset != summary.get("dataset"):
+        raise InputError(
+            f"{partition_path} ({dataset}) is not the partition {run} was trained on; give that run's "
+            "--dataset and --partition (its run.json names the dataset and the partition's SHA-256)"
+        )
+    context = prepare_run(config, load_dataset(dataset, root), partition, sha256(partition_path), None)
+    start = load_model_state(run / "model.pt", context.model, context.device)
+    updates = len(pd.read_csv(run / "events.csv"))  # one row per aggregated client update
+    tasks = probe_tasks(config, context, start, summary["rounds_completed"], updates)
+    names = [name for name, _ in context.model.named_parameters()]
+    flat = [
+        torch.cat([result.state[n].double().flatten() - start[n].double().flatten() for n in names])
+        for result in context.trainer.train(tasks)
+    ]
+    return torch.stack(flat).cpu().numpy()
+
+
+def probe_tasks(
+    config: TrainConfig, context: RunContext, start: dict[str, torch.Tensor], version: int, updates: int
+) -> list[LocalTask]:
+    """One dispatch of every client from `start`, as the run would make it after `version` rounds and
+    `updates` aggregated updates: the run's own learning-rate schedule (its strategy's), its own delays."""
+    strategy, tasks = make_strategy(config), []
+    for client in range(len(context.sizes)):
+        duration = context.system.duration(config, client, int(context.sizes[client]), PROBE_DISPATCH)
+        lrs = strategy.learning_rates(version, updates, context.system.delay(config, client, duration))
+        stream = shuffle_key(config.seed, client, 0)
+        indices = context.client_indices[client]
+        tasks.append(LocalTask(start, indices, lrs, stream, config.prox_mu, strategy.optimizer_per_epoch))
+    return tasks
+
+
+def load_model_state(path: Path, model: torch.nn.Module, device: torch.device) -> dict[str, torch.Tensor]:
+    """The global model a run saved, read without unpickling code, with the keys of the run's model."""
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # torch reports a bad file with many types; none of them is a bug of ours
+        raise InputError(f"{path} is not a readable model ({load_failure(error)}); train the run again") from None
+    expected = model.state_dict()
+    if not isinstance(state, dict) or set(state) != set(expected):
+        raise InputError(f"{path} does not hold the weights of the run's {type(model).__name__}; train the run again")
+    return state
+
+
+def sampling_variance_table(updates: np.ndarray, draws: int, seeds: int) -> pd.DataFrame:
+    """Per J and sampling rule: the closed form, and the engine's draws as mean ± sd over seeds."""
+    rows, gram = [], centred_gram(updates)  # one Gram matrix for every J, rule and seed
+    for j in range(1, len(updates) + 1):
+        for replacement in (False, True):
+            drawn = [gram_drawn_variance(gram, j, replacement, draws, seed) for seed in range(seeds)]
+            rows.append(
+                {
+                    "J": j,
+                    "sampling": "with replacement" if replacement else "without replacement",
+                    "closed_form": closed_form_variance(updates, j, replacement),
+                    "drawn_mean": float(np.mean(drawn)),
+                    "drawn_sd": float(np.std(drawn)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def sampling_variance(
+    run: Path,
+    dataset: str,
+    root: Path | None,
+    partition: Path,
+    out: Path,
+    title: str,
+    draws: int = 2000,
+    seeds: int = 5,
+) -> list[Path]:
+    """`asyncfl theory`: the table (sampling_variance.csv) and its figure, from one finished run."""
+    from asyncfl.analysis.figures import draw_sampling_variance
+
+    table = sampling_variance_table(client_updates(Path(run), dataset, root, Path(partition)), draws, seeds)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with atomic_path(Path(out) / "sampling_variance.csv") as tmp:
+        table.to_csv(tmp, index=False, float_format="%.10g")
+    return [Path(out) / "sampling_variance.csv", *draw_sampling_variance(table, Path(out), title)]

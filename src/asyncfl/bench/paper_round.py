@@ -1,0 +1,155 @@
+"""`asyncfl bench`'s paper-round case: the real engine on random data of the paper's sizes, and what
+the paper sweep in config/config.yaml would cost at that speed (README "Speed").
+
+A paper round is AFL with C = 10, J = 5, I = 10, batch 64: `cnn` on 1×28×28 with 6,000 samples per
+client (MNIST) and `resnet20` on 3×32×32 with 5,000 (CIFAR-10). Each trainer runs a few rounds of
+`Simulation` in a scratch folder; seconds per round come from the run's own timings.csv, first
+round (warm-up) excluded. --quick shrinks the clients (not the shapes) and says so in every row.
+"""
+
+import contextlib
+import csv
+import io
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from asyncfl.data.datasets import Dataset, DatasetInfo
+from asyncfl.data.partition import Partition
+from asyncfl.spec.config import make_config, read_yaml
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.experiments import experiment_runs, run_settings
+
+CLIENTS, PER_ROUND, EPOCHS = 10, 5, 10
+
+
+@dataclass(frozen=True)
+class PaperShape:
+    model: str
+    shape: tuple[int, int, int]
+    samples: int  # per client, the paper's dataset split over C = 10
+
+
+PAPER_SHAPES = (PaperShape("cnn", (1, 28, 28), 6000), PaperShape("resnet20", (3, 32, 32), 5000))
+QUICK_SAMPLES, QUICK_EPOCHS = 64, 1
+
+
+def random_dataset(shape: PaperShape, samples: int) -> tuple[Dataset, Partition]:
+    """C clients of `samples` random images each (speed does not depend on the values), equal shares."""
+    generator = torch.Generator().manual_seed(0)
+    n = CLIENTS * samples
+    channels, height, width = shape.shape
+    images = torch.randint(0, 256, (n, *shape.shape), dtype=torch.uint8, generator=generator)
+    labels = torch.randint(0, 10, (n,), generator=generator)
+    info = DatasetInfo(
+        "paper-round",
+        tuple(map(str, range(10))),
+        channels,
+        (height, width),
+        (0.5,) * channels,
+        (0.25,) * channels,
+        255.0,
+    )
+    partition = Partition(np.arange(n, dtype=np.int64), np.arange(0, n + 1, samples, dtype=np.int64), "paper-round")
+    return Dataset(images, labels, images[:256], labels[:256], info), partition
+
+
+def seconds_per_round(shape: PaperShape, trainer: str, device: torch.device, quick: bool, rounds: int) -> float:
+    """Median wall seconds of rounds 2..`rounds` of a real AFL run."""
+    from asyncfl.sim.engine import Simulation
+
+    samples, epochs = (QUICK_SAMPLES, QUICK_EPOCHS) if quick else (shape.samples, EPOCHS)
+    dataset, partition = random_dataset(shape, samples)
+    config = make_config(
+        {
+            "algorithm": "afl",
+            "model": shape.model,
+            "clients_per_round": PER_ROUND,
+            "rounds": rounds,
+            "local_epochs": epochs,
+            "eval_every": rounds,
+            "checkpoint_every": rounds,
+            "device": device.type,
+            "trainer": trainer,
+        }
+    )
+    with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(io.StringIO()):
+        Simulation(config, dataset, partition, Path(scratch)).run()
+        with open(Path(scratch) / "timings.csv") as stream:
+            wall = [float(row["wall_seconds"]) for row in csv.DictReader(stream)]
+    return float(np.median(np.diff(wall))) if len(wall) > 1 else wall[0]
+
+
+def load_sweep(path: Path) -> dict[str, int]:
+    """Client updates per model of the workflow config at `path`, checked as the workflow checks it."""
+    from asyncfl.spec.experiments import check_workflow_config
+
+    config = read_yaml(path)
+    try:
+        check_workflow_config(config)
+        return sweep_updates(config)
+    except (KeyError, TypeError, AttributeError, ValueError) as error:
+        raise InputError(
+            f"--sweep {path} is not a workflow config ({type(error).__name__}: {error}); give one like "
+            "config/config.yaml, or omit --sweep"
+        ) from None
+
+
+def sweep_updates(config: dict) -> dict[str, int]:
+    """Client updates the sweep trains, per model: budgets at reference_J, rounds × J elsewhere."""
+    totals: dict[str, int] = {}
+    for experiment in config["experiments"].values():
+        for _, j, _ in experiment_runs(experiment, config["reference_J"]):
+            settings = run_settings(experiment, j, config["reference_J"])
+            updates = settings.get("max_updates") or settings["rounds"] * j
+            totals[experiment["model"]] = totals.get(experiment["model"], 0) + updates
+    return totals
+
+
+def paper_round_bench(device: torch.device, quick: bool, trainers: tuple[str, ...], sweep: Path) -> dict:
+    """Seconds per paper round per model and trainer, and the sweep's projected device-hours."""
+    rows: list[dict] = []
+    for shape in PAPER_SHAPES:
+        for trainer in trainers:
+            seconds = seconds_per_round(shape, trainer, device, quick, rounds=2 if quick else 4)
+            # A client update's cost scales with samples × epochs: --quick extrapolates to the paper's.
+            scale = (shape.samples * EPOCHS) / (QUICK_SAMPLES * QUICK_EPOCHS) if quick else 1.0
+            rows.append(
+                {
+                    "model": shape.model,
+                    "trainer": trainer,
+                    "samples_per_client": QUICK_SAMPLES if quick else shape.samples,
+                    "local_epochs": QUICK_EPOCHS if quick else EPOCHS,
+                    "seconds_per_round": round(seconds, 4),
+                    "paper_seconds_per_round": round(seconds * scale, 3),
+                    "extrapolated": quick,
+                }
+            )
+    updates = load_sweep(Path(sweep))
+    best = {m: min(r["paper_seconds_per_round"] for r in rows if r["model"] == m) / PER_ROUND for m in updates}
+    hours = {m: round(updates[m] * best[m] / 3600, 2) for m in updates}
+    return {
+        "rounds": rows,
+        "sweep": str(sweep),
+        "sweep_client_updates": updates,
+        "sweep_device_hours": {**hours, "total": round(sum(hours.values()), 2)},
+    }
+
+
+def format_paper_rounds(result: dict, device: torch.device) -> str:
+    lines = [f"paper round (AFL, C = {CLIENTS}, J = {PER_ROUND}, I = {EPOCHS}, batch 64) on {device}:"]
+    for row in result["rounds"]:
+        note = f" (measured on {row['samples_per_client']}-sample clients, I = {row['local_epochs']}; extrapolated)"
+        lines.append(
+            f"  {row['model']:9} {row['trainer']:11} {row['paper_seconds_per_round']:10.3f} s per round"
+            + (note if row["extrapolated"] else "")
+        )
+    hours = result["sweep_device_hours"]
+    lines.append(
+        f"{result['sweep']}: {sum(result['sweep_client_updates'].values()):,} client updates → "
+        f"{hours['total']} device-hours at the fastest trainer per model ({device})"
+    )
+    return "\n".join(lines)

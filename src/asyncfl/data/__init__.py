@@ -1,0 +1,1 @@
+"""Datasets as whole tensors, and their Dirichlet partitions into clients."""

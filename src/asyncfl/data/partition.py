@@ -1,0 +1,262 @@
+"""Dirichlet label-skew partitions of a training set into clients (README "Partitions").
+
+For each class k a share vector p_k ~ Dir(α·1_C) splits that class's (shuffled)
+indices among the C clients; every sample goes to exactly one client. All of it is
+vectorised NumPy driven by one explicit Generator, so equal inputs give equal bytes.
+"""
+
+import time
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from asyncfl.data.datasets import load_dataset
+from asyncfl.files import write_json, write_npz
+from asyncfl.spec import random_streams
+from asyncfl.spec.errors import InputError
+
+MAX_REDRAWS = 1000
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Client c owns training samples `indices[offsets[c]:offsets[c + 1]]`."""
+
+    indices: np.ndarray  # int64, every training index once, grouped by client
+    offsets: np.ndarray  # int64, C + 1 entries
+    dataset: str
+    source: str = "the partition"  # how error messages name it: its file, once loaded
+    subset_of: int | None = None  # a subset partition: the training set's size it was drawn from
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def client_indices(self, client: int) -> np.ndarray:
+        return self.indices[self.offsets[client] : self.offsets[client + 1]]
+
+
+def dirichlet_partition(
+    labels: np.ndarray, dataset: str, clients: int, alpha: float, seed: int, min_size: int = 1
+) -> tuple[Partition, int]:
+    """Partition sample indices by Dirichlet label skew; returns the partition and the redraws used.
+
+    Client shares are redrawn (same Generator, so still deterministic) until every client
+    has at least `min_size` samples, at most MAX_REDRAWS times.
+    """
+    labels = np.asarray(labels)
+    n = len(labels)
+    if clients < 1:
+        raise InputError(f"clients must be at least 1 (got {clients})")
+    if not alpha > 0:
+        raise InputError(f"alpha must be > 0 (got {alpha}); smaller alpha means more label skew, the paper uses 0.5")
+    if clients > n:
+        raise InputError(f"{clients} clients exceed the {n} training samples of {dataset}; use at most {n} clients")
+    if min_size < 0 or clients * min_size > n:
+        raise InputError(
+            f"min-size {min_size} is impossible for {clients} clients and {n} samples; "
+            f"use 0 ≤ min-size ≤ {n // clients}"
+        )
+    rng = np.random.default_rng(seed)
+    classes, class_sizes = np.unique(labels, return_counts=True)
+    # Shuffle once, then group by class: each class's indices in random order, classes ascending.
+    shuffled = rng.permutation(n)
+    by_class = shuffled[np.argsort(labels[shuffled], kind="stable")]
+    for redraw in range(MAX_REDRAWS):
+        shares = rng.dirichlet(np.full(clients, alpha), size=len(classes))
+        counts = split_counts(shares, class_sizes)
+        if counts.sum(axis=0).min() >= min_size:
+            owner = np.empty(n, dtype=np.int64)
+            owner[by_class] = np.repeat(np.tile(np.arange(clients), len(classes)), counts.ravel())
+            indices = np.argsort(owner, kind="stable").astype(np.int64)
+            offsets = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=clients))]).astype(np.int64)
+            return Partition(indices, offsets, dataset), redraw
+    raise InputError(
+        f"no Dirichlet draw gave all {clients} clients at least {min_size} samples in {MAX_REDRAWS} tries "
+        f"(alpha={alpha}); lower --min-size, raise --alpha or use fewer clients"
+    )
+
+
+@dataclass(frozen=True)
+class Subset:
+    """Part of a training set to partition, for experiments with fewer samples than the dataset has:
+    `size` samples, or a `fraction` of them, drawn uniformly without replacement from the seed's
+    SUBSET stream (so the subset depends on the seed alone, not on C or α)."""
+
+    fraction: float | None = None
+    size: int | None = None
+
+    def count(self, n: int) -> int:
+        """How many of `n` training samples the subset keeps; a one-line error when it cannot."""
+        if self.fraction is not None:
+            if not 0 < self.fraction <= 1:
+                raise InputError(f"--subset-fraction must be in (0, 1], got {self.fraction}")
+            count = round(self.fraction * n)
+        else:
+            count = int(self.size or 0)
+        if not 1 <= count <= n:
+            raise InputError(f"a subset of {count} samples is impossible: the training set has {n}; keep 1…{n}")
+        return count
+
+    def draw(self, n: int, seed: int) -> np.ndarray:
+        """The kept training indices, ascending."""
+        rng = np.random.default_rng([seed, random_streams.SUBSET])
+        return np.sort(rng.choice(n, size=self.count(n), replace=False)).astype(np.int64)
+
+    def describe(self, n: int) -> dict:
+        """What the partition's JSON records of it."""
+        return {"of": n, "samples": self.count(n), "fraction": self.fraction, "size": self.size}
+
+
+def subset_partition(
+    labels: np.ndarray, dataset: str, clients: int, alpha: float, seed: int, min_size: int, subset: Subset
+) -> tuple[Partition, int]:
+    """The Dirichlet partition of a seeded subset of the training set, in the training set's indices."""
+    kept = subset.draw(len(labels), seed)
+    local, redraws = dirichlet_partition(np.asarray(labels)[kept], dataset, clients, alpha, seed, min_size)
+    return Partition(kept[local.indices], local.offsets, dataset, subset_of=len(labels)), redraws
+
+
+def split_counts(shares: np.ndarray, class_sizes: np.ndarray) -> np.ndarray:
+    """Per class, cut n_k indices at the cumulative shares: K×C counts whose rows sum to n_k exactly."""
+    cuts = np.floor(np.cumsum(shares, axis=1) * class_sizes[:, None]).astype(np.int64)
+    cuts[:, -1] = class_sizes  # the remainder of rounding goes to the last client, never dropped
+    return np.diff(cuts, axis=1, prepend=0)
+
+
+def class_counts(partition: Partition, labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """C×K matrix: how many samples of each class each client holds."""
+    owner = np.repeat(np.arange(partition.num_clients), partition.sizes)
+    flat = owner * num_classes + np.asarray(labels)[partition.indices]
+    return np.bincount(flat, minlength=partition.num_clients * num_classes).reshape(-1, num_classes)
+
+
+def label_entropy(counts: np.ndarray) -> np.ndarray:
+    """Per-client entropy (bits) of the label distribution: low means skewed, log2(K) means uniform."""
+    totals = counts.sum(axis=1, keepdims=True)
+    p = np.divide(counts, totals, out=np.zeros(counts.shape), where=totals > 0)
+    logs = np.log2(p, out=np.zeros(p.shape), where=p > 0)
+    return -(p * logs).sum(axis=1)
+
+
+def partition_stats(
+    partition: Partition, labels: np.ndarray, num_classes: int, alpha: float, seed: int, min_size: int
+) -> dict:
+    """The JSON sidecar: inputs and per-client per-class counts."""
+    counts = class_counts(partition, labels, num_classes)
+    return {
+        "dataset": partition.dataset,
+        "clients": partition.num_clients,
+        "alpha": alpha,
+        "seed": seed,
+        "min_size": min_size,
+        "num_samples": int(partition.offsets[-1]),
+        "sizes": partition.sizes.tolist(),
+        "class_counts": counts.tolist(),
+        "mean_label_entropy_bits": float(label_entropy(counts).mean()),
+    }
+
+
+def save_partition(path: Path, partition: Partition, stats: dict) -> None:
+    """Write FILE.npz (indices, offsets, dataset; `subset_of` for a subset) and its FILE.json stats sidecar."""
+    path = Path(path)
+    arrays = {"indices": partition.indices, "offsets": partition.offsets, "dataset": np.array(partition.dataset)}
+    if partition.subset_of is not None:
+        arrays["subset_of"] = np.array(partition.subset_of, dtype=np.int64)
+    write_npz(path, arrays)
+    write_json(path.with_suffix(".json"), stats)
+
+
+def load_partition(path: Path) -> Partition:
+    """Read a partition file, checking that it is one: the three arrays, offsets that cover the indices,
+    every index once. Whether the indices fit the dataset is `checks.check_run`'s to judge."""
+    path = Path(path)
+    remake = f"make it again with `asyncfl partition ... --out {path}`"
+    if not path.is_file():
+        raise InputError(f"partition file {path} not found; make it with `asyncfl partition ... --out {path}`")
+    try:
+        npz = np.load(path, allow_pickle=False)
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ValueError("a single array, not an .npz archive")
+        with npz:
+            missing = [key for key in ("indices", "offsets", "dataset") if key not in npz.files]
+            if missing:
+                raise InputError(f"partition file {path} lacks the array {missing[0]!r}; {remake}")
+            indices, offsets, dataset = npz["indices"], npz["offsets"], str(npz["dataset"])
+            subset_of = int(npz["subset_of"]) if "subset_of" in npz.files else None
+    except MemoryError:
+        raise InputError(f"partition file {path} claims arrays larger than memory; {remake}") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        # numpy calls any non-archive "pickled data" and suggests loading it unsafely: not repeated here
+        reason = "not an .npz archive" if "pickle" in str(error) else str(error).splitlines()[0][:100]
+        raise InputError(
+            f"partition file {path} is not a readable .npz ({reason or type(error).__name__}); {remake}"
+        ) from None
+    integer = indices.dtype.kind in "iu" and offsets.dtype.kind in "iu" and indices.ndim == offsets.ndim == 1
+    if (
+        not integer
+        or len(offsets) < 2
+        or offsets[0] != 0
+        or offsets[-1] != len(indices)
+        or np.any(np.diff(offsets) < 0)
+        or len(np.unique(indices)) != len(indices)
+    ):
+        raise InputError(f"partition file {path} is inconsistent (its offsets and indices disagree); {remake}")
+    return Partition(indices.astype(np.int64), offsets.astype(np.int64), dataset, str(path), subset_of)
+
+
+SHOWN_CLIENTS = 20
+
+
+def make_partition(
+    dataset: str,
+    root: Path | None,
+    clients: int,
+    alpha: float,
+    seed: int,
+    min_size: int,
+    out: Path,
+    subset: Subset | None = None,
+) -> list[str]:
+    """`asyncfl partition`: partition a training set (or a seeded subset of it), write FILE.npz and
+    FILE.json, describe the result."""
+    if Path(out).suffix != ".npz":
+        raise InputError(f"--out must end in .npz (the statistics go beside it as .json), got {out}")
+    labels = load_dataset(dataset, root).train_labels.numpy()
+    num_classes = int(labels.max()) + 1
+    start = time.perf_counter()
+    if subset is None:
+        partition, redraws = dirichlet_partition(labels, dataset, clients, alpha, seed, min_size)
+    else:
+        partition, redraws = subset_partition(labels, dataset, clients, alpha, seed, min_size, subset)
+    seconds = time.perf_counter() - start
+    stats = partition_stats(partition, labels, num_classes, alpha, seed, min_size)
+    if subset is not None:
+        stats["subset"] = subset.describe(len(labels))
+    save_partition(out, partition, stats)
+    counts = np.array(stats["class_counts"])
+    entropy, sizes = label_entropy(counts), partition.sizes
+    lines = [
+        f"{dataset}: {len(partition.indices)}{f' of {len(labels)}' if subset else ''} samples into {clients} clients "
+        f"(alpha={alpha}, seed={seed}) "
+        f"in {seconds:.3f} s, {redraws} redraws → {out}",
+        f"{'client':>6} {'samples':>7} {'entropy':>7}  per-class counts",
+    ]
+    lines += [
+        f"{c:>6} {sizes[c]:>7} {entropy[c]:>7.2f}  {' '.join(map(str, counts[c]))}"
+        for c in range(min(clients, SHOWN_CLIENTS))
+    ]
+    if clients > SHOWN_CLIENTS:
+        lines.append(f"   … {clients - SHOWN_CLIENTS} more clients in {Path(out).with_suffix('.json')}")
+    lines.append(
+        f"sizes min/median/max {sizes.min()}/{int(np.median(sizes))}/{sizes.max()}, "
+        f"mean label entropy {entropy.mean():.3f} bits (uniform: {np.log2(num_classes):.3f})"
+    )
+    return lines

@@ -1,0 +1,1 @@
+"""The federated algorithms: strategies (what differs between algorithms) and the aggregation arithmetic."""

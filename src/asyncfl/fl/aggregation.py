@@ -1,0 +1,92 @@
+"""Staleness functions and the server's aggregation rules, as pure functions on state dicts
+(README "Training").
+
+Floating-point entries (parameters and BatchNorm running statistics) combine linearly,
+accumulated in float64. Integer entries (BatchNorm's num_batches_tracked) cannot be
+averaged: the result takes the largest count among the inputs, i.e. the most batches
+any contributing model has seen.
+"""
+
+import math
+from typing import cast
+
+import torch
+
+from asyncfl.spec.errors import InputError
+
+State = dict[str, torch.Tensor]
+
+
+def staleness_weight(kind: str, tau: int, a: float, b: float) -> float:
+    """s(τ): how much an update computed τ versions ago still counts."""
+    if kind == "constant":
+        return 1.0
+    if kind == "inverse":
+        return 1.0 / (1.0 + a * tau)
+    if kind == "polynomial":
+        return (1.0 + tau) ** -a
+    if kind == "hinge":
+        return 1.0 if tau <= b else 1.0 / (a * (tau - b) + 1.0)
+    raise ValueError(f"unknown staleness function {kind!r}")
+
+
+def delay_aware_lr(gamma0: float, t: float, alpha_lr: float, delay: float) -> float:
+    """γ = γ0 / (√(t+1) · (1 + α·d)): later rounds and slower clients take smaller steps."""
+    return gamma0 / (math.sqrt(t + 1) * (1.0 + alpha_lr * delay))
+
+
+def linear_combination(terms: list[tuple[float, State]]) -> State:
+    """Σ coefficient·state over floating entries; integer entries take the maximum over the states."""
+    keys = terms[0][1].keys()
+    result = {}
+    for key in keys:
+        reference = terms[0][1][key]
+        if reference.is_floating_point():
+            total = sum(coefficient * state[key].double() for coefficient, state in terms)
+            result[key] = cast(torch.Tensor, total).to(reference.dtype)
+        else:
+            result[key] = torch.stack([state[key] for _, state in terms]).amax(dim=0)
+    return result
+
+
+def staleness_aware_average(
+    global_state: State, states: list[State], sizes: list[int], weights: list[float], mixing: float
+) -> tuple[State, list[float]]:
+    """afl (and sync, with s ≡ 1, β = 1): θ ← (1−β)θ + β·Σ w_c θ_c / Σ w_c, w_c = n_c·s(τ_c).
+
+    Returns the new state and each client's coefficient β·w_c/Σw.
+    """
+    raw = [n * s for n, s in zip(sizes, weights, strict=True)]
+    total = sum(raw)
+    if total == 0:  # (1 + τ)^−a underflows to 0 for every update: nothing to average
+        raise InputError(
+            "every update of this round has staleness weight s(τ) = 0 ((1 + τ)^−staleness_a underflows); "
+            "lower staleness_a or use another staleness function"
+        )
+    coefficients = [mixing * w / total for w in raw]
+    terms = [(1.0 - mixing, global_state)] if mixing < 1 else []
+    return linear_combination(terms + list(zip(coefficients, states, strict=True))), coefficients
+
+
+def fedasync_update(global_state: State, state: State, alpha: float, weight: float) -> tuple[State, float]:
+    """FedAsync: θ ← (1−α_t)θ + α_t θ_c with α_t = α·s(τ), computed afresh for every arrival."""
+    alpha_t = alpha * weight
+    return linear_combination([(1.0 - alpha_t, global_state), (alpha_t, state)]), alpha_t
+
+
+def fedbuff_update(
+    global_state: State, states: list[State], starts: list[State], weights: list[float], server_lr: float
+) -> tuple[State, list[float]]:
+    """FedBuff: θ ← θ + η_g · Σ s(τ_c)·(θ_c − θ_start,c) / K."""
+    coefficients = [server_lr * s / len(states) for s in weights]
+    terms = [(1.0, global_state)]
+    for coefficient, state, start in zip(coefficients, states, starts, strict=True):
+        terms += [(coefficient, state), (-coefficient, start)]
+    return linear_combination(terms), coefficients
+
+
+def update_norm(new: State, old: State, parameters: list[str]) -> float:
+    """‖θ_{v+1} − θ_v‖ over the model's parameters, the paper's θ: the convergence test against κ.
+    BatchNorm's running statistics are buffers, not θ, and stay out of it (README "Training")."""
+    squares = sum(((new[k].double() - old[k].double()) ** 2).sum() for k in parameters)
+    return math.sqrt(float(squares))

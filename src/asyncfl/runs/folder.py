@@ -1,0 +1,107 @@
+"""One run folder, one owner: its lock, the test for a finished run, and moving old outputs aside
+(README "Training").
+
+A folder is owned through `fcntl.flock` on its `.lock` file, which holds the owner's pid and host
+for the message a second command prints. The kernel drops the lock when its holder dies, so a
+killed run never leaves a stale lock behind (flock works across nodes on NFSv4 shared filesystems).
+"""
+
+import fcntl
+import json
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from asyncfl.files import sha256
+from asyncfl.runs.record import RUN_RECORD
+from asyncfl.sim.run_state import CHECKPOINT, OUTPUTS, utc_now
+from asyncfl.spec.errors import InputError
+
+LOCK = ".lock"
+REPLACED = "replaced"  # --force moves a folder's old outputs into replaced/TIMESTAMP/
+MOVABLE = (*OUTPUTS, RUN_RECORD, "timings.csv", CHECKPOINT)
+
+
+@contextmanager
+def owned(out: Path) -> Iterator[None]:
+    """Hold the folder for the block; a second owner fails at once with one line naming the first."""
+    if str(out) in ("", "."):
+        raise InputError("--out is empty or the current folder; give a folder of its own for the run's outputs")
+    if out.is_file():
+        raise InputError(f"--out {out} is a file; give a folder for the run's outputs")
+    out.mkdir(parents=True, exist_ok=True)
+    refuse_symlinks(out)
+    descriptor = os.open(out / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = read_holder(descriptor)
+            raise InputError(
+                f"{out} is in use by pid {holder.get('pid', '?')} on {holder.get('host', '?')} "
+                f"(since {holder.get('since', '?')}); wait for that run to end, or give another --out"
+            ) from None
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": utc_now()}
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, json.dumps(holder).encode(), 0)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock; the file stays, so no two processes lock two files
+
+
+def refuse_symlinks(out: Path) -> None:
+    """A run writes its own files only: a symlink planted in its folder would redirect a write elsewhere."""
+    planted = sorted(entry.name for entry in out.iterdir() if entry.is_symlink())
+    if planted:
+        raise InputError(
+            f"{out / planted[0]} is a symbolic link; a run folder holds only the run's own files, "
+            "so remove the link (and any other) and run the same command again"
+        )
+
+
+def read_holder(descriptor: int) -> dict:
+    try:
+        return json.loads(os.pread(descriptor, 4096, 0) or b"{}")
+    except ValueError:  # the holder is between truncating and writing its line
+        return {}
+
+
+def finished_run(out: Path, identity: dict) -> dict | None:
+    """run.json's content when `out` holds this very run, finished, with outputs matching its hashes;
+    None when it holds no finished run; InputError when it holds another or a damaged one."""
+    record = out / RUN_RECORD
+    if not record.exists():
+        return None
+    force = "use --force to move the old outputs aside and train again, or give another --out"
+    try:
+        summary = json.loads(record.read_text())
+        hashes = summary["sha256"]
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{record} is not a readable run record; {force}") from None
+    if any(summary.get(key) != value for key, value in identity.items()):
+        raise InputError(f"{out} holds a finished run with other settings or data; {force}")
+    for name in OUTPUTS:
+        if not (out / name).is_file() or sha256(out / name) != hashes.get(name):
+            raise InputError(f"{out}: {name} and the others do not match the hashes in its run.json; {force}")
+    return summary
+
+
+def move_aside(out: Path) -> Path | None:
+    """Move the folder's outputs into replaced/TIMESTAMP/ (None when there were none)."""
+    present = [name for name in MOVABLE if (out / name).exists()]
+    if not present:
+        return None
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    target = out / REPLACED / stamp
+    target.mkdir(parents=True)
+    for name in present:
+        os.replace(out / name, target / name)
+    return target
+
+
+def clear_unfinished(out: Path) -> None:
+    """Before a run starts or resumes where no finished run is: no model.pt may outlive its run.json."""
+    (out / "model.pt").unlink(missing_ok=True)

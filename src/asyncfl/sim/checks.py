@@ -1,0 +1,66 @@
+"""Every check of a run's settings against its data, device and trainer, made before any tensor work.
+
+`config.make_config` checks each setting on its own (types, ranges, choices); what can only be
+judged against the data or the machine is here, one clear line each, naming the key and the fix.
+"""
+
+import numpy as np
+import torch
+
+from asyncfl.data.datasets import Dataset
+from asyncfl.data.partition import Partition
+from asyncfl.fl.strategies import make_strategy
+from asyncfl.models import model_name_has_batchnorm
+from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.errors import InputError
+from asyncfl.training.runtime import trainer_name
+
+
+def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, device: torch.device) -> None:
+    """Raise InputError for the first setting that cannot work with this data on this device."""
+    n = len(dataset.train_labels)
+    # Any partition whose indices are valid training indices is accepted (a part of the set, too); one
+    # drawn by `asyncfl partition --subset-*` also records the training set's size it was drawn from.
+    made_from = partition.offsets[-1] if partition.subset_of is None else partition.subset_of
+    if partition.dataset != dataset.info.name or (partition.subset_of is not None and made_from != n):
+        raise InputError(
+            f"{partition.source} was made for {partition.dataset} ({made_from} samples), "
+            f"not {dataset.info.name} ({n}); make one with asyncfl partition"
+        )
+    if len(partition.indices) and (partition.indices.min() < 0 or partition.indices.max() >= n):
+        raise InputError(
+            f"{partition.source} has sample indices outside {dataset.info.name}'s {n} training samples; "
+            "make it again with asyncfl partition"
+        )
+    clients = partition.num_clients
+    if not config.replacement and config.clients_per_round > clients:
+        raise InputError(
+            f"clients_per_round (J) = {config.clients_per_round} exceeds the {clients} clients of "
+            "the partition; lower J or set replacement: true"
+        )
+    strategy = make_strategy(config)
+    strategy.check(clients)
+    if trainer_name(config.trainer, device) == "graphed":
+        if config.prox_mu:
+            raise InputError(
+                f"prox_mu = {config.prox_mu} needs trainer: plain or vectorised (graphed has no proximal term)"
+            )
+        if strategy.optimizer_per_epoch:
+            raise InputError(
+                f"algorithm {config.algorithm} re-creates the optimizer every epoch, which trainer: graphed does not; "
+                "use trainer: plain or vectorised"
+            )
+    if np.any(partition.sizes == 0):
+        raise InputError("the partition has clients without samples; make it with --min-size 1 or more")
+    if config.precision == "tf32" and device.type != "cuda":
+        raise InputError("precision tf32 is a CUDA format and this run is on the CPU; use fp32 or bf16")
+    if (
+        config.precision == "bf16"
+        and trainer_name(config.trainer, device) == "vectorised"
+        and model_name_has_batchnorm(config.model)
+    ):
+        raise InputError(
+            "precision bf16 with the vectorised trainer needs a model without BatchNorm (vmap's "
+            "batch-norm rule cannot mix bf16 activations with fp32 statistics); use trainer: plain "
+            "or precision fp32/tf32"
+        )

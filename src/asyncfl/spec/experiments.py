@@ -1,0 +1,134 @@
+"""The workflow's own checks of its configuration, run while Snakemake parses, before any job starts.
+
+The JSON schema checks the shape of the workflow's keys; what it cannot say (names that live in
+`asyncfl.spec.names`, relations between keys, the `train:` settings that asyncfl validates) is checked here,
+so a mistake fails `snakemake -n` with the key named instead of failing hours later in a job.
+Kept free of heavy imports, like `names`.
+"""
+
+import os
+import shlex
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from asyncfl.spec.config import make_config
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.names import ALGORITHMS, DATASETS, MODELS
+
+# Keys of `train:` that the workflow sets itself, per experiment or per job (README "Changing the experiments").
+WORKFLOW_OWNED = {
+    "algorithm": "list it under the experiment's algorithms",
+    "model": "set the experiment's model",
+    "clients_per_round": "list it under the experiment's participation",
+    "rounds": "set the experiment's rounds",
+    "seed": "list it under the experiment's seeds",
+}
+
+
+def check_choice(key: str, value: Any, choices: dict[str, str]) -> None:
+    if value not in choices:
+        raise InputError(f"{key}: unknown name {value!r}; choose one of {', '.join(choices)}")
+
+
+def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) -> None:
+    """One experiment: its names, its J values against C and reference_J, its `train:` settings."""
+    key = f"experiments.{name}"
+    check_choice(f"{key}.dataset", experiment["dataset"], DATASETS)
+    check_choice(f"{key}.model", experiment["model"], MODELS)
+    for algorithm in experiment["algorithms"]:
+        check_choice(f"{key}.algorithms", algorithm, ALGORITHMS)
+    participation = experiment["participation"]
+    if reference_j not in participation:
+        raise InputError(
+            f"{key}.participation {participation} lacks reference_J = {reference_j}, which the single-J figures "
+            f"and the other algorithms use; add {reference_j} to it or change reference_J"
+        )
+    if max(participation) > experiment["clients"]:
+        raise InputError(
+            f"{key}.participation has J = {max(participation)} > clients = {experiment['clients']}; "
+            f"use J ≤ {experiment['clients']} or more clients"
+        )
+    train = experiment.get("train", {})
+    for owned, fix in WORKFLOW_OWNED.items():
+        if owned in train:
+            raise InputError(f"{key}.train.{owned} is set by the workflow, not under train:; {fix}")
+    for budget_key in experiment.get("budget", {}):
+        if BUDGET_KEYS[budget_key] in train:
+            raise InputError(f"{key}.train.{BUDGET_KEYS[budget_key]} and {key}.budget.{budget_key} both set; keep one")
+    for j in sorted({*participation, reference_j}):
+        make_config(run_settings(experiment, j, reference_j), f"{key}.train")
+    check_budget_divides(key, experiment, reference_j)
+
+
+def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int) -> None:
+    """An update budget is equal only if every compared algorithm's round divides it: a run stops at
+    the first aggregation at or after the budget, so AFL at J = 5 would pay 15 updates for a budget
+    of 12 while FedAsync pays 12. Updates per round: J for AFL, sync and AFL as coded, K for FedBuff, 1 for FedAsync
+    (asyncfl.fl.strategies)."""
+    updates = experiment.get("budget", {}).get("updates")
+    if updates is None:
+        return
+    config = make_config(run_settings(experiment, reference_j, reference_j), f"{key}.train")
+    per_round = {
+        "afl": reference_j,
+        "sync": reference_j,
+        "afl_as_coded": reference_j,
+        "fedbuff": config.buffer_size or reference_j,
+    }
+    for algorithm in experiment["algorithms"]:
+        size = per_round.get(algorithm, 1)
+        if updates % size:
+            raise InputError(
+                f"{key}.budget.updates = {updates} is not a multiple of {algorithm}'s {size} updates per round, "
+                f"so that run would pay {-(-updates // size) * size}; use a multiple of every round size "
+                f"(e.g. {updates - updates % size or size})"
+            )
+
+
+BUDGET_KEYS = {"updates": "max_updates", "virtual_time": "max_virtual_time"}
+ROUNDS_CAP = 100_000_000  # under a virtual-time budget the budget, not the rounds, ends a run
+
+
+def experiment_runs(experiment: dict[str, Any], reference_j: int) -> Iterator[tuple[str, int, int]]:
+    """(algorithm, J, seed) of every run of an experiment: AFL over the J sweep, the others at reference_J."""
+    for algorithm in experiment["algorithms"]:
+        for j in experiment["participation"] if algorithm == "afl" else [reference_j]:
+            for seed in experiment["seeds"]:
+                yield algorithm, j, seed
+
+
+def run_settings(experiment: dict[str, Any], j: int, reference_j: int) -> dict[str, Any]:
+    """The `asyncfl train` settings of one run of an experiment (besides algorithm, J and seed).
+
+    The runs at reference_J are the ones that compare algorithms: under the experiment's `budget`
+    they all stop at the same client updates and/or virtual time, whatever a round costs each
+    algorithm. The AFL sweep over J keeps `rounds`, as in the paper's figure.
+    """
+    settings = {**experiment.get("train", {}), "model": experiment["model"], "rounds": experiment["rounds"]}
+    budget = experiment.get("budget", {})
+    if budget and j == reference_j:
+        settings.update({BUDGET_KEYS[key]: value for key, value in budget.items()})
+        settings["rounds"] = budget.get("updates", ROUNDS_CAP)  # every round aggregates at least one update
+    return settings
+
+
+def decimal_text(value: float) -> str:
+    """A number in plain decimals, as file names and the alpha wildcard spell it (1e-06 → 0.000001;
+    0.5 and 1.0 and 2 as Python writes them)."""
+    return str(value) if isinstance(value, int) else np.format_float_positional(value, trim="0")
+
+
+def check_workflow_config(config: dict[str, Any]) -> None:
+    """Every check of the workflow's configuration the schema cannot make; raises InputError."""
+    for dataset in config.get("data", {}).get("roots", {}):
+        check_choice("data.roots", dataset, DATASETS)
+    for name, experiment in config["experiments"].items():
+        check_experiment(name, experiment, config["reference_J"])
+
+
+def record_command(argv: list[str]) -> None:
+    """Hand the workflow's command line to the archive rule (its provenance) through the environment,
+    as ASYNCFL_WORKFLOW_COMMAND: a rule param would make every new command line re-run the archive."""
+    os.environ["ASYNCFL_WORKFLOW_COMMAND"] = shlex.join(argv)

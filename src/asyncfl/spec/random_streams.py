@@ -1,0 +1,18 @@
+"""The seed's independent random streams: every draw of a run comes from one of these, so adding a
+draw to one part of the simulation never shifts the numbers of another.
+
+A stream is NumPy's `default_rng([seed, STREAM, ...])`: the same seed with another stream id, or
+another (client, dispatch) key, is an unrelated sequence. The ids are part of every run's numbers;
+changing one changes every output, so they are written here once and never renumbered.
+"""
+
+SYSTEM = 0  # each client's compute speed and latency, drawn once per run (`client_system.ClientSystem`)
+JITTER = 1  # the compute-time jitter of one (client, dispatch)
+SAMPLING = 2  # which clients the server dispatches (`run_state.RunState.rng`)
+SHUFFLE = 3  # the order of one (client, dispatch)'s local epochs
+SUBSET = 4  # which training samples a subset partition keeps (`partition --subset-*`)
+
+
+def shuffle_key(seed: int, client: int, dispatch_index: int) -> tuple[int, int, int, int]:
+    """The key of the stream that shuffles `client`'s local epochs on its `dispatch_index`-th dispatch."""
+    return (seed, SHUFFLE, client, dispatch_index)

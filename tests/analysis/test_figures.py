@@ -1,0 +1,150 @@
+"""Figures from CSVs: every file, for runs laid out as the workflow lays them out."""
+
+import csv
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from asyncfl.analysis.figures import draw_figures, fitted_slope, load_runs, participation_table
+from asyncfl.sim.logs import EVENTS_COLUMNS, METRICS_COLUMNS
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import AS_CODED_FIGURE, figure_titles
+
+METRICS = ",".join(METRICS_COLUMNS) + "\n"
+EVENTS = ",".join(EVENTS_COLUMNS) + "\n"
+
+
+def write_run(folder, speed: float, seed: int):
+    folder.mkdir(parents=True)
+    gradient = ",{},{}"  # the global model's training loss and squared gradient norm, at evaluations only
+    rows = [
+        f"{r},{r * speed},{2 / r},{2.2 / r},{min(0.95, 0.1 * r + 0.01 * seed)},0.5,1,0.1,0.001"
+        + (gradient.format(2.1 / r, r**-0.5) if r % 2 == 0 else ",,")
+        for r in range(1, 11)
+    ]
+    (folder / "metrics.csv").write_text(METRICS + "\n".join(rows) + "\n")
+    events = [f"{r},{(r + c) % 4},{r - 1},0.0,1.0,{c % 2},0.5,0.001,1,10,0.5" for r in range(1, 11) for c in range(2)]
+    (folder / "events.csv").write_text(EVENTS + "\n".join(events) + "\n")
+    seal(folder)
+
+
+def seal(folder) -> None:
+    """The run.json a finished run writes beside its CSVs: their hashes."""
+    hashes = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in ("metrics.csv", "events.csv")}
+    (folder / "run.json").write_text(json.dumps({"sha256": hashes}))
+
+
+def run_folders(runs) -> list:
+    return sorted((runs / "runs").glob("*/J*/seed*"))
+
+
+@pytest.fixture
+def runs(tmp_path):
+    for seed in (0, 1):
+        for algorithm, J, speed in [
+            ("afl", 3, 1.0),
+            ("afl", 5, 1.0),
+            ("sync", 5, 2.0),
+            ("fedbuff", 5, 1.2),
+            ("afl_as_coded", 5, 2.0),
+        ]:
+            write_run(tmp_path / "runs" / algorithm / f"J{J}" / f"seed{seed}", speed, seed)
+    stats = {
+        "dataset": "tiny",
+        "clients": 4,
+        "alpha": 0.5,
+        "seed": 0,
+        "class_counts": [[5, 5], [1, 9], [9, 1], [0, 10]],
+    }
+    (tmp_path / "stats.json").write_text(json.dumps(stats))
+    return tmp_path
+
+
+def test_every_figure_as_png_and_pdf(runs):
+    written = draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny")
+    expected = {f"{name}.{ext}" for name in figure_titles(5) for ext in ("png", "pdf")}
+    assert {p.name for p in written} == expected
+    assert all((runs / "figures" / name).stat().st_size > 1000 for name in expected)
+
+
+def test_the_as_coded_figure_needs_an_as_coded_run(runs):
+    written = draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny", as_coded=True)
+    assert {p.name for p in written} == {f"{AS_CODED_FIGURE}.png", f"{AS_CODED_FIGURE}.pdf"}
+    without = [folder for folder in run_folders(runs) if "afl_as_coded" not in folder.parts]
+    with pytest.raises(InputError, match="no afl_as_coded run with J = 5"):
+        draw_figures(without, runs / "stats.json", 5, runs / "figures", "tiny", as_coded=True)
+
+
+def test_fitted_slope_is_the_log_log_slope_of_the_second_half():
+    x = np.arange(1.0, 21.0)
+    assert fitted_slope(x, 3 * x**-0.5) == "-0.50"
+    assert fitted_slope(x, np.where(x > 10, x**-1.0, 1.0)) == "-1.00"  # the first half is left out
+    assert fitted_slope(x[:2], x[:2]).startswith("n/a")  # one point in the second half
+
+
+def test_reference_j_without_runs_is_an_error(runs):
+    with pytest.raises(InputError, match="no AFL run with J = 7"):
+        draw_figures(run_folders(runs), runs / "stats.json", 7, runs / "figures", "tiny")
+
+
+def test_no_runs_is_an_error(tmp_path):
+    with pytest.raises(InputError, match="no run folders given"):
+        draw_figures([], tmp_path / "stats.json", 5, tmp_path / "figures", "tiny")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda f: (f / "metrics.csv").write_text(""),
+        lambda f: (f / "metrics.csv").write_text(METRICS),
+        lambda f: (f / "events.csv").write_bytes(bytes(range(256))),
+        lambda f: (f / "metrics.csv").write_text((f / "metrics.csv").read_text().replace("0.5,1,", "0.5,2,")),
+        lambda f: (f / "events.csv").unlink(),
+    ],
+    ids=["empty", "header-only", "random-bytes", "edited", "missing"],
+)
+def test_a_csv_its_run_did_not_write_is_refused_by_name(runs, damage):
+    folder = runs / "runs" / "sync" / "J5" / "seed1"
+    damage(folder)
+    with pytest.raises(InputError, match=r"seed1/(metrics|events)\.csv (is not the file its run wrote|is missing)"):
+        draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny")
+    assert not (runs / "figures").exists()
+
+
+def test_only_the_runs_given_are_drawn(runs):
+    """A run folder left beside the config's runs (removed from the config) is not drawn."""
+    given = [f for f in run_folders(runs) if "fedbuff" not in str(f)]
+    metrics, _ = load_runs(given)
+    assert set(metrics.algorithm) == {"afl", "sync", "afl_as_coded"}
+
+
+@pytest.mark.parametrize(
+    "stats", ["", "[]", '{"clients": 4}', '{"dataset": "x", "clients": 3, "alpha": 1, "seed": 0, "class_counts": []}']
+)
+def test_bad_partition_stats_are_refused_by_name(runs, stats):
+    (runs / "stats.json").write_text(stats)
+    with pytest.raises(InputError, match="stats.json is not"):
+        draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny")
+
+
+def test_participation_counts_equal_the_events(runs):
+    """The participation figure's points: per algorithm, seed and client, the updates in events.csv."""
+    metrics, events = load_runs(run_folders(runs))
+    table = participation_table(events[events.J == 5])
+    for row in table.itertuples():
+        path = runs / "runs" / row.algorithm / "J5" / f"seed{row.seed}" / "events.csv"
+        with open(path) as stream:
+            rows = [r for r in csv.DictReader(stream) if int(r["client"]) == row.client]
+        assert row.updates == len(rows)
+        assert row.duration == pytest.approx(
+            np.mean([float(r["arrival_time"]) - float(r["dispatch_time"]) for r in rows])
+        )
+    assert table.updates.sum() == len(events[events.J == 5])
+
+
+def test_updates_axis_counts_the_client_updates_aggregated(runs):
+    metrics, _ = load_runs(run_folders(runs))
+    run = metrics[(metrics.algorithm == "sync") & (metrics.seed == 0)]
+    assert run.updates.tolist() == [2 * r for r in run["round"]]  # two events per round in the fixture

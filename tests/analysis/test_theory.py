@@ -1,0 +1,67 @@
+"""The paper's sampling claim: closed forms against brute-force enumeration, and the engine's draws."""
+
+import numpy as np
+import pytest
+import torch
+
+from asyncfl.analysis.theory import (
+    closed_form_variance,
+    drawn_variance,
+    enumerated_variance,
+    population_variance,
+    probe_tasks,
+    sampling_variance_table,
+)
+from asyncfl.sim.engine import prepare_run
+from asyncfl.spec.config import make_config
+from engine_cases import contiguous_partition, tiny_dataset
+
+# Four points on a line, m = 4: mean 1.5, ν² = (2.25 + 0.25 + 0.25 + 2.25)/4 = 1.25.
+TOY = np.array([[0.0], [1.0], [2.0], [3.0]])
+
+
+def test_toy_population_variance():
+    assert population_variance(TOY) == pytest.approx(1.25)
+
+
+@pytest.mark.parametrize("s", [1, 2, 3, 4])
+def test_closed_forms_match_enumeration_of_every_draw(s):
+    """With replacement ν²/s; without (m − s)/(s(m − 1))·ν²: for s = 2, 0.625 and 5/12."""
+    for replacement in (True, False):
+        assert enumerated_variance(TOY, s, replacement) == pytest.approx(closed_form_variance(TOY, s, replacement))
+    assert enumerated_variance(TOY, s, True) >= enumerated_variance(TOY, s, False)
+    if s == 2:
+        assert closed_form_variance(TOY, 2, True) == pytest.approx(0.625)
+        assert closed_form_variance(TOY, 2, False) == pytest.approx(5 / 12)
+    if s == 4:
+        assert enumerated_variance(TOY, 4, False) == 0.0  # every client once: no sampling noise left
+
+
+def test_engine_draws_converge_to_the_closed_forms():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(10, 5))
+    for replacement in (True, False):
+        drawn = drawn_variance(vectors, 3, replacement, draws=20_000, seed=1)
+        assert drawn == pytest.approx(closed_form_variance(vectors, 3, replacement), rel=0.05)
+
+
+def test_table_has_both_rules_for_every_j():
+    table = sampling_variance_table(TOY, draws=50, seeds=2)
+    assert len(table) == 8 and set(table.sampling) == {"with replacement", "without replacement"}
+    wide = table.pivot(index="J", columns="sampling", values="closed_form")
+    assert (wide["with replacement"] >= wide["without replacement"]).all()
+
+
+@pytest.mark.parametrize("clock", ["round", "equivalent_round", "epoch"])
+def test_the_probe_trains_with_the_runs_own_schedule(clock):
+    """The probe's learning rates are the run's for every lr_time (it once used the round clock under
+    `epoch` too): γ0 / (√(t+1)·(1 + α·d_c)) with d_c the probe dispatch's duration."""
+    config = make_config({"lr_time": clock, "local_epochs": 3, "gamma0": 0.1, "alpha_lr": 0.5, "clients_per_round": 2})
+    context = prepare_run(config, tiny_dataset(24), contiguous_partition([8, 8, 8]), "", None)
+    start = {k: v.clone() for k, v in context.model.state_dict().items()}
+    tasks = probe_tasks(config, context, start, version=6, updates=10)
+    for client, task in enumerate(tasks):
+        duration = context.system.duration(config, client, 8, 1 << 30)
+        t = {"round": [6] * 3, "equivalent_round": [5] * 3, "epoch": [0, 1, 2]}[clock]
+        assert task.lrs == pytest.approx([0.1 / ((s + 1) ** 0.5 * (1 + 0.5 * duration)) for s in t], rel=1e-15)
+        assert torch.equal(task.indices, context.client_indices[client])

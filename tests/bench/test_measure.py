@@ -1,0 +1,88 @@
+"""The benchmark's parts on tiny shapes: every trainer timed on the same work, the engine's own cost."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+import yaml
+
+from asyncfl.bench.measure import Case, bench_case, cpu_precision, engine_overhead, fast_numerics, format_table
+from asyncfl.bench.paper_round import PAPER_SHAPES, seconds_per_round, sweep_updates
+from asyncfl.data.datasets import DatasetInfo
+from asyncfl.models import build_model
+from asyncfl.training.numerics import Numerics
+from conftest import REPO
+
+# the knobs' row on this CPU: bf16 only where torch runs AVX-512 kernels (bench.cpu_precision)
+KNOBS_ROW = f"plain {cpu_precision(torch.backends.cpu.get_cpu_capability())} nhwc"
+
+
+def test_every_trainer_is_timed_on_the_same_round():
+    case = Case("tiny", "cnn", (1, 8, 8), clients=4, per_round=2, samples=30, batch_size=8)
+    rows = bench_case(case, torch.device("cpu"), repeats=1)
+    assert [r["trainer"] for r in rows] == ["reference loop", "plain", "vectorised", KNOBS_ROW]
+    assert rows[0]["speedup"] == 1.0
+    for row in rows:
+        assert row["seconds_per_round"] > 0 and row["tflops"] > 0
+        assert row["samples_per_second"] == pytest.approx(2 * 30 / row["seconds_per_round"], rel=0.02)
+        assert row["speedup"] == pytest.approx(rows[0]["seconds_per_round"] / row["seconds_per_round"], rel=0.02)
+    assert "samples_per_second" in format_table(rows)
+    assert torch.backends.cudnn.conv.fp32_precision == "ieee"  # the knobs' row left no global switch behind
+
+
+def test_fast_numerics_per_device():
+    cnn, resnet = (
+        build_model(name, DatasetInfo("t", tuple("0123456789"), 3, (8, 8), (0.0,) * 3, (1.0,) * 3, 255.0))
+        for name in ("cnn", "resnet20")
+    )
+    assert fast_numerics(cnn, torch.device("cpu"), "AVX512") == ("plain", Numerics("bf16", channels_last=True))
+    assert fast_numerics(cnn, torch.device("cpu"), "AVX2") == ("plain", Numerics("fp32", channels_last=True))
+    assert fast_numerics(cnn, torch.device("cuda")) == ("vectorised", Numerics("bf16"))
+    assert fast_numerics(resnet, torch.device("cuda")) == ("vectorised", Numerics("tf32"))  # BatchNorm: no bf16 vmap
+
+
+@pytest.mark.subprocess
+def test_quick_bench_command_writes_json(tmp_path):
+    """The CI-sized run of `asyncfl bench`: every case, every trainer, the engine, in one JSON file."""
+    out = tmp_path / "bench.json"
+    command = [sys.executable, "-m", "asyncfl", "bench", "--quick", "--device", "cpu", "--json", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert report["quick"] and report["device"] == "cpu" and report["matmul_fp32_tflops"] > 0
+    assert {(r["case"], r["trainer"]) for r in report["trainers"]} == {
+        (case, trainer)
+        for case in ("cnn-28x28", "resnet20-32x32", "cnn-many-small")
+        for trainer in ("reference loop", "plain", "vectorised", KNOBS_ROW)
+    }
+    assert report["engine"]["clients"] == 1000 and report["engine"]["share_of_cnn_round"] > 0
+    assert "cnn-many-small" in result.stdout and "arrivals/s" in result.stdout
+    paper = report["paper_round"]
+    assert {(r["model"], r["trainer"]) for r in paper["rounds"]} == {
+        (m, t) for m in ("cnn", "resnet20") for t in ("plain", "vectorised")
+    }
+    assert all(r["extrapolated"] and r["paper_seconds_per_round"] > r["seconds_per_round"] > 0 for r in paper["rounds"])
+    assert paper["sweep_device_hours"]["total"] > 0 and "device-hours" in result.stdout
+
+
+def test_sweep_counts_client_updates_under_budgets():
+    """config.yaml by hand: MNIST, per seed, AFL J = 3, 4, 6, 7, 8 at 1,000 rounds (28,000) + J = 5 at
+    its 5,000-update budget, sync, FedAsync, FedBuff, AFL as coded 5,000 each = 53,000; the staleness and
+    FedProx variants 15,000 each; × 3 seeds = 249,000. CIFAR-10: 200 rounds: 5,600 + 4 × 1,000 = 9,600,
+    variant 3,000; × 3 = 37,800."""
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    assert sweep_updates(config) == {"cnn": 249_000, "resnet20": 37_800}
+
+
+def test_paper_round_runs_the_real_engine():
+    seconds = seconds_per_round(PAPER_SHAPES[0], "plain", torch.device("cpu"), quick=True, rounds=2)
+    assert math.isfinite(seconds) and seconds > 0  # a measured time; how long depends on the machine's load
+
+
+def test_engine_overhead_runs_rounds_with_a_null_trainer(tmp_path):
+    result = engine_overhead(clients=200, per_round=20, rounds=3, out=tmp_path)
+    assert result["rounds"] == 3 and result["arrivals_per_second"] > 0
+    assert (tmp_path / "metrics.csv").read_text().count("\n") == 4  # header and three rounds

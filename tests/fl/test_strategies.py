@@ -1,0 +1,82 @@
+"""The algorithms as objects: one registry, what each answers, and aggregation through the pure functions."""
+
+import pytest
+import torch
+
+from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aware_average
+from asyncfl.fl.strategies import STRATEGIES, Update, make_strategy
+from asyncfl.spec.config import make_config
+from asyncfl.spec.names import ALGORITHMS
+
+
+def state(value: float) -> dict[str, torch.Tensor]:
+    return {"w": torch.full((2,), value), "n": torch.tensor(int(value))}
+
+
+def test_registry_matches_the_names_table():
+    assert list(STRATEGIES) == list(ALGORITHMS)
+
+
+@pytest.mark.parametrize(
+    "settings,K,first,after_plain,after_aggregated",
+    [
+        ({"algorithm": "afl", "clients_per_round": 3}, 3, 3, 1, 1),
+        ({"algorithm": "afl", "clients_per_round": 3, "concurrency": 5}, 3, 5, 1, 1),
+        ({"algorithm": "sync", "clients_per_round": 3, "concurrency": 5}, 3, 3, 0, 3),
+        ({"algorithm": "fedasync", "clients_per_round": 3}, 1, 3, 1, 1),
+        ({"algorithm": "fedbuff", "clients_per_round": 3}, 3, 3, 1, 1),
+        ({"algorithm": "fedbuff", "clients_per_round": 3, "buffer_size": 4}, 4, 3, 1, 1),
+    ],
+)
+def test_round_shape_of_each_algorithm(settings, K, first, after_plain, after_aggregated):
+    strategy = make_strategy(make_config(settings))
+    assert strategy.arrivals_per_round == K
+    assert strategy.initial_clients == first
+    assert strategy.clients_after_arrival(aggregated=False) == after_plain
+    assert strategy.clients_after_arrival(aggregated=True) == after_aggregated
+
+
+def test_each_strategy_aggregates_with_its_pure_function():
+    old = state(0.0)
+    updates = [Update(state(1.0), state(0.0), 10, 1.0), Update(state(3.0), state(-1.0), 30, 0.5)]
+    states, sizes, weights = [u.state for u in updates], [u.size for u in updates], [u.weight for u in updates]
+    expected = {
+        "afl": staleness_aware_average(old, states, sizes, weights, 0.7),
+        "sync": staleness_aware_average(old, states, sizes, weights, 1.0),
+        "fedbuff": fedbuff_update(old, states, [u.start for u in updates], weights, 0.9),
+    }
+    for algorithm, (new, coefficients) in expected.items():
+        config = make_config({"algorithm": algorithm, "mixing": 0.7, "server_lr": 0.9})
+        got, got_coefficients = make_strategy(config).aggregate(old, updates)
+        assert got_coefficients == coefficients
+        assert all(torch.equal(got[k], new[k]) for k in new), algorithm
+    new, alpha_t = fedasync_update(old, updates[1].state, 0.6, 0.5)
+    got, coefficients = make_strategy(make_config({"algorithm": "fedasync"})).aggregate(old, updates[1:])
+    assert coefficients == [alpha_t] and torch.equal(got["w"], new["w"])
+
+
+@pytest.mark.parametrize(
+    "settings,version,updates,expected_t",
+    [
+        ({"algorithm": "afl", "lr_time": "round"}, 4, 20, [4, 4]),
+        ({"algorithm": "afl", "lr_time": "equivalent_round"}, 4, 20, [4, 4]),  # the same for AFL at J = 5
+        ({"algorithm": "fedasync", "lr_time": "round"}, 20, 20, [20, 20]),  # a FedAsync round is one update
+        ({"algorithm": "fedasync", "lr_time": "equivalent_round"}, 20, 20, [4, 4]),  # 20 updates / J
+        ({"algorithm": "fedbuff", "lr_time": "equivalent_round", "buffer_size": 2}, 10, 20, [4, 4]),
+        ({"algorithm": "afl", "lr_time": "epoch"}, 4, 20, [0, 1]),
+        ({"algorithm": "afl_as_coded", "lr_time": "round"}, 4, 20, [0, 1]),  # always the epoch, as coded
+    ],
+)
+def test_learning_rate_clock_of_each_setting(settings, version, updates, expected_t):
+    """γ = γ0 / (√(t+1)·(1 + α·d)) with t as lr_time says; as coded: t the epoch and d = 2 s always."""
+    config = make_config({"clients_per_round": 5, "local_epochs": 2, "gamma0": 0.1, "alpha_lr": 0.5, **settings})
+    delay = 2.0 if settings["algorithm"] == "afl_as_coded" else 7.0
+    expected = tuple(0.1 / ((t + 1) ** 0.5 * (1 + 0.5 * delay)) for t in expected_t)
+    assert make_strategy(config).learning_rates(version, updates, 7.0) == pytest.approx(expected, rel=1e-15)
+
+
+def test_afl_as_coded_keeps_client_models_and_a_fresh_adam_per_epoch():
+    as_coded = make_strategy(make_config({"algorithm": "afl_as_coded"}))
+    described = make_strategy(make_config({"algorithm": "afl"}))
+    assert not as_coded.clients_load_global_model and as_coded.optimizer_per_epoch and as_coded.lr_clock == "epoch"
+    assert described.clients_load_global_model and not described.optimizer_per_epoch

@@ -1,0 +1,250 @@
+"""A run folder has one owner at a time, a finished run is not retrained, and run.json never
+contradicts the CSVs beside it: through the real command, concurrently where it matters."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from asyncfl.cli import main
+from asyncfl.files import sha256
+from conftest import ENV, REPO, started, wait_for
+
+OUTPUTS = ("metrics.csv", "events.csv", "model.pt", "run.json")
+SETTINGS = '{"eval_every": 2, "checkpoint_every": 2, "gamma0": 0.01}'
+
+
+def train_argv(partition: Path, out: Path, rounds: int = 4, *extra: str) -> list[str]:
+    return [
+        "train", "--dataset", "digits", "--partition", str(partition), "--algorithm", "afl",
+        "--clients-per-round", "3", "--rounds", str(rounds), "--local-epochs", "2", "--seed", "0",
+        "--settings", SETTINGS, "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def partition(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("partition") / "part.npz"
+    argv = ["partition", "--dataset", "digits", "--clients", "6", "--alpha", "0.5", "--seed", "0", "--out", str(path)]
+    assert main(argv) == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def lone_run(partition, tmp_path_factory) -> dict[str, bytes]:
+    """The outputs of one uninterrupted run, the reference every other case must reproduce."""
+    out = tmp_path_factory.mktemp("lone") / "run"
+    assert main(train_argv(partition, out, 30)) == 0
+    return {name: (out / name).read_bytes() for name in OUTPUTS if name != "run.json"}
+
+
+def rows(path: Path) -> int | None:
+    try:
+        return len(path.read_text().splitlines())
+    except FileNotFoundError:
+        return None
+
+
+def outputs(out: Path) -> dict[str, bytes]:
+    return {name: (out / name).read_bytes() for name in OUTPUTS if name != "run.json"}
+
+
+@pytest.mark.subprocess
+def test_two_concurrent_commands_one_proceeds_and_matches_a_lone_run(partition, lone_run, tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
+    with started(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as first:
+        wait_for(lambda: (out / "metrics.csv").exists(), first, "the first command's metrics.csv")  # it owns the folder
+        second = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=1800)
+        first_out, first_err = first.communicate(timeout=1800)
+    assert first.returncode == 0, first_err
+    assert second.returncode == 1, second.stderr
+    line = second.stderr.strip()
+    assert len(line.splitlines()) == 1 and line.startswith("asyncfl train: error: ")
+    assert f"{out} is in use by pid {first.pid} on {socket.gethostname()}" in line
+    assert outputs(out) == lone_run
+    metrics = (out / "metrics.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in metrics[1:]] == [str(r) for r in range(1, 31)]
+
+
+def test_a_finished_run_is_not_retrained(partition, lone_run, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(train_argv(partition, out, 30)) == 0
+    before = {name: (out / name).stat().st_mtime_ns for name in OUTPUTS}
+    capsys.readouterr()
+    assert main(train_argv(partition, out, 30)) == 0
+    assert "already finished" in capsys.readouterr().out
+    assert {name: (out / name).stat().st_mtime_ns for name in OUTPUTS} == before
+    assert outputs(out) == lone_run
+
+
+def test_a_finished_run_with_other_settings_needs_force(partition, lone_run, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(train_argv(partition, out, 30)) == 0
+    old_run_json = (out / "run.json").read_text()
+    capsys.readouterr()
+    assert main(train_argv(partition, out, 3)) == 1
+    err = capsys.readouterr().err
+    assert "holds a finished run with other settings" in err and "--force" in err
+    assert (out / "run.json").read_text() == old_run_json  # nothing touched
+    assert main(train_argv(partition, out, 30, "--force")) == 0
+    moved = [p for p in (out / "replaced").iterdir()]
+    assert len(moved) == 1 and (moved[0] / "run.json").read_text() == old_run_json
+    assert outputs(out) == lone_run
+
+
+def test_outputs_that_contradict_run_json_are_never_taken_as_finished(partition, lone_run, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(train_argv(partition, out, 30)) == 0
+    with open(out / "metrics.csv", "a") as stream:
+        stream.write("31,1.0,,,,,,,\n")
+    capsys.readouterr()
+    assert main(train_argv(partition, out, 30)) == 1
+    assert "do not match the hashes in its run.json" in capsys.readouterr().err
+    assert main(train_argv(partition, out, 30, "--force")) == 0
+    assert outputs(out) == lone_run
+
+
+@pytest.mark.subprocess
+def test_a_killed_rerun_leaves_no_run_json_beside_other_csvs(partition, tmp_path):
+    """Killed at any moment of a rerun with --force, the folder holds no run.json that vouches for other CSVs."""
+    out = tmp_path / "run"
+    assert main(train_argv(partition, out, 30)) == 0
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30, "--force")]
+    with started(command, cwd=REPO, env=ENV, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL) as process:
+        wait_for(lambda: rows(out / "metrics.csv") not in (None, 0, 31), process, "the rerun's first rows")
+        process.kill()
+    assert not (out / "run.json").exists() and not (out / "model.pt").exists()
+
+
+@pytest.mark.subprocess
+def test_a_stale_lock_of_a_dead_process_is_taken_over(partition, lone_run, tmp_path, capsys):
+    """A holder killed with SIGKILL (no cleanup) leaves its lock file naming it; the kernel dropped its
+    lock, so the next command proceeds, while the holder alive would have been refused."""
+    out = tmp_path / "run"
+    holder = "import sys; from pathlib import Path; from asyncfl.runs.folder import owned\n"
+    holder += "with owned(Path(sys.argv[1])):\n    print('held', flush=True); sys.stdin.read()"
+    command = [sys.executable, "-c", holder, str(out)]
+    with started(command, cwd=REPO, env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as process:
+        assert process.stdout.readline() == "held\n"
+        assert main(train_argv(partition, out, 30)) == 1
+        assert f"in use by pid {process.pid}" in capsys.readouterr().err
+        process.kill()
+        process.wait()
+    assert json.loads((out / ".lock").read_text())["pid"] == process.pid  # left behind, naming the dead
+    assert main(train_argv(partition, out, 30)) == 0
+    assert outputs(out) == lone_run and os.path.exists(out / "run.json")
+
+
+@pytest.mark.subprocess
+def test_logs_deleted_mid_run_are_written_whole_before_run_json(partition, lone_run, tmp_path):
+    """Snakemake deletes the outputs of a job it thinks failed while the orphan still runs: the run
+    writes its logs whole again from memory, never hashing and finishing on a partial log."""
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
+    with started(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
+        wait_for(lambda: (rows(out / "metrics.csv") or 0) >= 4, process, "round 3")
+        process.send_signal(signal.SIGSTOP)  # deterministic: nothing moves while the logs are deleted
+        assert not (out / "run.json").exists(), "the run finished before its logs could be deleted"
+        (out / "metrics.csv").unlink()
+        (out / "events.csv").unlink()
+        process.send_signal(signal.SIGCONT)
+        assert process.wait() == 0, process.stderr.read()
+    assert outputs(out) == lone_run
+    summary = json.loads((out / "run.json").read_text())
+    assert all(sha256(out / name) == digest for name, digest in summary["sha256"].items())
+
+
+@pytest.mark.parametrize("planted", [".lock", "metrics.csv", ".metrics.csv.123.tmp"])
+def test_a_symlink_planted_in_a_run_folder_is_refused(partition, tmp_path, capsys, planted):
+    out, victim = tmp_path / "run", tmp_path / "precious.txt"
+    out.mkdir()
+    victim.write_text("keep me")
+    (out / planted).symlink_to(victim)
+    assert main(train_argv(partition, out, 2)) == 1
+    err = capsys.readouterr().err
+    assert f"{out / planted} is a symbolic link" in err and len(err.strip().splitlines()) == 1
+    assert victim.read_text() == "keep me"
+
+
+def kill_mid_run(partition: Path, out: Path, *extra: str) -> None:
+    """Leave `out` as a SIGKILLed run leaves it: a checkpoint, some rows, no model.pt."""
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30, *extra)]
+    with started(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
+        wait_for(lambda: (out / "checkpoint.pt").exists(), process, "the first checkpoint")
+        process.kill()
+    assert not (out / "model.pt").exists()
+
+
+@pytest.fixture
+def one_thread_run(partition, tmp_path) -> Iterator[dict[str, bytes]]:
+    """An uninterrupted run on one torch thread (sums split over other thread counts round differently)."""
+    threads = torch.get_num_threads()
+    try:
+        assert main(train_argv(partition, tmp_path / "straight", 30, "--threads", "1")) == 0
+        yield outputs(tmp_path / "straight")
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_a_damaged_checkpoint_or_other_threads_are_refused_then_resume_is_byte_identical(
+    partition, one_thread_run, tmp_path, capsys
+):
+    out = tmp_path / "run"
+    kill_mid_run(partition, out, "--threads", "1")
+    checkpoint = out / "checkpoint.pt"
+    good = checkpoint.read_bytes()
+    flipped = bytearray(good)
+    flipped[len(good) // 2] ^= 0x01
+    checkpoint.write_bytes(bytes(flipped))
+    assert main(train_argv(partition, out, 30, "--threads", "1")) == 1
+    assert "do not match its checksum" in capsys.readouterr().err and checkpoint.read_bytes() == bytes(flipped)
+    checkpoint.write_bytes(good)
+    assert main(train_argv(partition, out, 30, "--threads", "2")) == 1
+    assert "written with 1 torch threads" in capsys.readouterr().err and checkpoint.exists()
+    assert main(train_argv(partition, out, 30, "--threads", "1")) == 0
+    assert outputs(out) == one_thread_run
+
+
+def test_a_diverged_global_model_stops_the_run_unsaved(partition, tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = train_argv(partition, out, 2)
+    argv[argv.index("afl")] = "fedbuff"
+    argv[argv.index(SETTINGS)] = '{"server_lr": 1e300, "gamma0": 0.01}'
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "round 1: the aggregated global model has nan or inf entries" in err
+    assert not (out / "model.pt").exists() and not (out / "run.json").exists()
+
+
+@pytest.mark.subprocess
+def test_durations_of_any_allowed_size_end(partition, tmp_path):
+    """Clients that take 1e20 virtual seconds and more: the virtual clock still reaches them."""
+    out = tmp_path / "run"
+    argv = train_argv(partition, out, 3)
+    argv[argv.index(SETTINGS)] = '{"seconds_per_sample": 1e6, "speed_sigma": 10, "latency_median": 1e9}'
+    command = [sys.executable, "-m", "asyncfl", *argv]
+    result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "run.json").read_text())["virtual_time"] > 1e9
+
+
+@pytest.mark.subprocess
+def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
+    with started(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as process:
+        wait_for(lambda: (out / "checkpoint.pt").exists(), process, "the first checkpoint")
+        process.send_signal(signal.SIGINT)
+        err = process.communicate(timeout=1800)[1]
+    assert process.returncode == 130 and err.startswith("asyncfl train: interrupted; run the same command again")
+    assert len(err.strip().splitlines()) == 1, err
+    assert main(train_argv(partition, out, 30)) == 0
+    assert outputs(out) == lone_run

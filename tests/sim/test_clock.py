@@ -1,0 +1,70 @@
+"""The virtual clock: hours of simulated waiting cost no real time; order is deterministic."""
+
+import asyncio
+
+import pytest
+
+from asyncfl.sim.clock import SimulationDeadlock, run_virtual, sleep_until
+
+
+def test_time_jumps_to_the_next_event():
+    log = []
+
+    async def client(name: str, duration: float):
+        await asyncio.sleep(duration)
+        log.append((name, asyncio.get_running_loop().time()))
+
+    async def main():
+        await asyncio.gather(client("slow", 7200.0), client("fast", 3600.0), client("now", 0.0))
+        return asyncio.get_running_loop().time()
+
+    end = run_virtual(main())  # two simulated hours, not slept (a sleeping clock would hang this test)
+    assert end == 7200.0
+    assert log == [("now", 0.0), ("fast", 3600.0), ("slow", 7200.0)]
+
+
+def test_sleep_until_absolute_times_and_the_past():
+    async def main():
+        await sleep_until(12.5)
+        first = asyncio.get_running_loop().time()
+        await sleep_until(3.0)  # already passed: returns at once
+        return first, asyncio.get_running_loop().time()
+
+    assert run_virtual(main(), start=10.0) == (12.5, 12.5)
+
+
+def test_equal_times_keep_a_deterministic_order():
+    async def main():
+        order = []
+
+        async def client(i):
+            await sleep_until(5.0)
+            order.append(i)
+
+        await asyncio.gather(*(client(i) for i in range(20)))
+        return order
+
+    assert run_virtual(main()) == run_virtual(main())
+
+
+def test_a_stuck_simulation_is_an_error_not_a_hang():
+    async def main():
+        await asyncio.get_running_loop().create_future()  # nobody will ever set it
+
+    with pytest.raises(SimulationDeadlock):
+        run_virtual(main())
+
+
+def test_far_future_timers_are_reached_in_one_jump_each():
+    """asyncio caps a wait at one day, and far out time() + resolution rounds to time(): the clock still
+    reaches timers at 1e20 s and beyond, in as many loop turns as there are timers."""
+    turns = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        for when in (1e6, 1e20, 1.7e21, 1e300):
+            await sleep_until(when)
+            turns.append(loop.time() >= when)
+        return loop.time()
+
+    assert run_virtual(main()) >= 1e300 and turns == [True] * 4

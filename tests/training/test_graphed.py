@@ -1,0 +1,81 @@
+"""The graphed trainer's step, uncaptured on the CPU, against the plain trainer: index gather, optimizer
+reset per dispatch, per-epoch learning rates, early stopping, tail batches. Capture and streams run
+only on CUDA (the last test; it skips without a GPU)."""
+
+import pytest
+import torch
+
+from asyncfl.training.graphed import GraphedTrainer, batch_sizes
+from asyncfl.training.plain import PlainTrainer
+from asyncfl.training.runtime import make_deterministic
+from conftest import skip_unless_cuda
+from training_cases import OFFSETS, client_tasks, make_case, relative_difference
+
+
+def tasks_for(start, lrs, device="cpu"):
+    return client_tasks(start, lrs, len(OFFSETS) - 1, device)
+
+
+def assert_same(results, reference):
+    for result, expected in zip(results, reference, strict=True):
+        assert result.epochs_run == expected.epochs_run and result.train_loss == expected.train_loss
+        for key in expected.state:
+            assert torch.equal(result.state[key], expected.state[key]), key
+
+
+def test_batch_sizes_are_the_full_size_and_every_last_smaller_batch():
+    """What `prepare` captures before any client trains: a client smaller than a batch is one batch."""
+    assert batch_sizes([40, 64, 72, 64, 5], 16) == {16, 8, 5}
+    assert batch_sizes([64, 128], 16) == {16}
+    assert batch_sizes([], 16) == set()
+
+
+@pytest.mark.parametrize("name,channels", [("cnn", 1), ("resnet20", 3)])
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_same_bytes_as_the_plain_trainer(name, channels, optimizer):
+    """Unequal clients (40, 64, 72, 64 samples, batch 16: tail batches of 8), lrs changing per epoch."""
+    model, images, labels, start = make_case(name, channels)
+    lrs = (3e-3, 2e-3, 1e-3)
+    plain = PlainTrainer(model, images, labels, 16, optimizer, patience=10).train(tasks_for(start, lrs))
+    graphed = GraphedTrainer(model, images, labels, 16, optimizer, patience=10)
+    assert_same(graphed.train(tasks_for(start, lrs)), plain)
+
+
+def test_optimizer_state_is_fresh_for_every_dispatch():
+    """The same client twice in one call, and again in a second call: three identical results."""
+    model, images, labels, start = make_case("cnn", 1)
+    trainer = GraphedTrainer(model, images, labels, 16, "adam", patience=10)
+    task = tasks_for(start, (2e-3, 1e-3))[1]
+    first, second = trainer.train([task, task])
+    (third,) = trainer.train([task])
+    assert_same([second, third], [first, first])
+
+
+def test_early_stopping_matches_the_plain_trainer():
+    """A learning rate so large that the loss climbs: patience 1 stops both trainers at the same epoch."""
+    model, images, labels, start = make_case("cnn", 1)
+    lrs = (0.5,) * 6
+    plain = PlainTrainer(model, images, labels, 16, "adam", patience=1).train(tasks_for(start, lrs))
+    graphed = GraphedTrainer(model, images, labels, 16, "adam", patience=1).train(tasks_for(start, lrs))
+    assert_same(graphed, plain)
+    assert any(result.epochs_run < len(lrs) for result in plain)
+
+
+@pytest.mark.parametrize("name,channels,optimizer", [("cnn", 1, "adam"), ("cnn", 1, "sgd"), ("resnet20", 3, "adam")])
+def test_captured_on_cuda_is_deterministic_batch_invariant_and_close_to_plain(name, channels, optimizer):
+    """CUDA: graphs replayed on the replicas' streams (one for BatchNorm). A second trainer gives the same
+    bytes; a client's result alone equals its result among others; the update is the plain trainer's
+    up to kernel rounding (capturable Adam and fused SGD compute on the device in fp32)."""
+    skip_unless_cuda()
+    make_deterministic(0)  # as every run does: deterministic kernels, cuBLAS's fixed workspace
+    model, images, labels, start = make_case(name, channels)
+    model, images, labels = model.cuda(), images.cuda(), labels.cuda()
+    start = {k: v.cuda() for k, v in start.items()}
+    tasks = tasks_for(start, (2e-3, 1e-3), device="cuda")
+    trainer = GraphedTrainer(model, images, labels, 16, optimizer, patience=10)
+    together = trainer.train(tasks)
+    assert_same(GraphedTrainer(model, images, labels, 16, optimizer, patience=10).train(tasks), together)
+    assert_same([trainer.train([task])[0] for task in tasks], together)
+    plain = PlainTrainer(model, images, labels, 16, optimizer, patience=10).train(tasks)
+    for result, reference in zip(together, plain, strict=True):
+        assert relative_difference(result, reference, start) < 1e-3
