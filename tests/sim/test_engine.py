@@ -102,11 +102,14 @@ def test_sync_rounds_wait_for_the_slowest_client(tmp_path):
         assert all(int(e["staleness"]) == 0 and float(e["dispatch_time"]) == clock for e in members)
         clock += max(durations[int(e["client"])] for e in members)
         assert float(metrics[round_ - 1]["virtual_time"]) == clock
-    # FedAvg: weights n_c / Σ n
     for round_ in range(1, 6):
-        members = [e for e in events if int(e["round"]) == round_]
-        total = sum(int(e["n_samples"]) for e in members)
-        assert [float(e["weight"]) for e in members] == pytest.approx([int(e["n_samples"]) / total for e in members])
+        assert_size_weighted([e for e in events if int(e["round"]) == round_])
+
+
+def assert_size_weighted(members: list[dict]) -> None:
+    """FedAvg's weights: n_c / Σ n over the round's updates, one term per update."""
+    total = sum(int(e["n_samples"]) for e in members)
+    assert [float(e["weight"]) for e in members] == pytest.approx([int(e["n_samples"]) / total for e in members])
 
 
 def test_sampling_with_replacement_counts_repeated_clients(tmp_path):
@@ -114,9 +117,8 @@ def test_sampling_with_replacement_counts_repeated_clients(tmp_path):
     assert len(events) == 18
     for round_ in "123":  # 6 draws among 3 clients: repeats, each trained and weighted on its own
         members = [e for e in events if e["round"] == round_]
-        total = sum(int(e["n_samples"]) for e in members)
         assert len(members) == 6 and len({e["client"] for e in members}) < len(members)
-        assert [float(e["weight"]) for e in members] == pytest.approx([int(e["n_samples"]) / total for e in members])
+        assert_size_weighted(members)
 
 
 def test_fedasync_aggregates_every_arrival_with_fresh_alpha(tmp_path):
