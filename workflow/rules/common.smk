@@ -39,7 +39,7 @@ except InputError as error:
     raise WorkflowError(str(error)) from None
 
 ASYNCFL = f"PYTHONPATH={shlex.quote(str(SRC))} python -m asyncfl"
-TORCH_ENV = f"../../envs/torch-{config['torch']}.yaml"
+TORCH_ENV = f"../envs/torch-{config['torch']}.yaml"
 # Snakemake asks conda itself about an environment as soon as a rule names one, even in a dry
 # run; rules name theirs only where conda is on PATH, so `snakemake -n --profile profiles/slurm`
 # plans on a laptop without conda. Where a run asks for conda and none is found, jobs run in the
