@@ -304,7 +304,7 @@ def server_updates(
 ) -> list[Update]:
     """The arrived updates as the strategy combines them, each with its staleness weight s(τ)."""
     weights = [
-        staleness_weight(config.staleness, state.version - j.version, config.staleness_a, config.staleness_b)
+        staleness_weight(config.staleness, j.staleness(state.version), config.staleness_a, config.staleness_b)
         for j in jobs
     ]
     return [Update(*u) for u in zip([r.state for r in results], starts, sizes, weights, strict=True)]

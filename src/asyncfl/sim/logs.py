@@ -155,7 +155,7 @@ class Aggregation:
             [j.version for j in jobs],
             [j.dispatch_time for j in jobs],
             [j.arrival_time for j in jobs],
-            [version - 1 - j.version for j in jobs],
+            [j.staleness(version - 1) for j in jobs],
             [j.lrs[0] for j in jobs],
             sizes,
             [r.train_loss for r in results],

@@ -45,6 +45,11 @@ class Job:
         """Arrival order; ties in time go to the lower client id, then the earlier dispatch."""
         return (self.arrival_time, self.client, self.dispatch_index)
 
+    def staleness(self, aggregated_into: int) -> int:
+        """τ: global versions made since this job's dispatch, when its update is aggregated into the
+        model of version `aggregated_into` + 1 (0 for a client that started from the newest model)."""
+        return aggregated_into - self.version
+
 
 def run_identity(config: TrainConfig, dataset: str, partition_sha256: str) -> dict:
     """What makes two runs the same run: a checkpoint or a finished run.json must match it."""
