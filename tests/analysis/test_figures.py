@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from asyncfl.analysis.figures import draw_figures, fitted_slope, load_runs, participation_table
+from asyncfl.analysis.figures import draw_figures, load_runs
+from asyncfl.analysis.panels import fitted_slope, participation_table
 from asyncfl.sim.logs import EVENTS_COLUMNS, METRICS_COLUMNS
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import AS_CODED_FIGURE, figure_titles

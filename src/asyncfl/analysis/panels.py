@@ -1,0 +1,313 @@
+"""The panels of the figures, one function each, and the style they share: every algorithm keeps one
+colour in every figure, the J of a sweep get distinct colours in the order of J, and every axis says
+what it measures (the paper's "server loss" is labelled as the training-loss proxy it is)."""
+
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from asyncfl.spec.names import ALGORITHMS  # noqa: E402
+
+ALGORITHM_COLOURS = dict(zip(ALGORITHMS, sns.color_palette("colorblind", len(ALGORITHMS)), strict=True))
+SERVER_LOSS = "Server loss\n(mean client training NLL)"
+ROUND = "Round (server aggregations)"
+EQUIVALENT_ROUNDS = "Equivalent rounds (client updates / J)"
+UPDATES = "Client updates aggregated (the budget)"
+VIRTUAL_TIME = "Virtual wall-clock time (s)"
+BAND = ("sd", 1)
+
+
+# The rate the paper gives for the running mean Ψ = (1/𝒥) Σ_j E‖∇L(θ_j)‖², by what t of γ counts:
+# γ ∝ 1/√(t+1) over rounds (Lemma 3: O(log 𝒥/√𝒥)); γ constant over rounds, t the local epoch
+# (Theorem 1: O(1/𝒥) down to a floor set by σ², ν² and γ). Upper bounds; their constants are unknown.
+PAPER_RATES = {
+    "round": (-0.5, "Lemma 3, γ ∝ 1/√t"),
+    "equivalent_round": (-0.5, "Lemma 3, γ ∝ 1/√t"),
+    "epoch": (-1.0, "Theorem 1, γ constant over rounds, before its floor"),
+}
+
+
+def gradient_norms(axes, metrics: pd.DataFrame, reference_j: int) -> None:
+    """Left: ‖∇L(θ_v)‖² of the global model on the training set at its evaluations, and its running mean
+    (the paper's Ψ), log–log over equivalent rounds, with the paper's rate for each schedule drawn as a
+    slope only, and the slopes measured over the second half of the rounds named in the legend.
+    Right: ‖θ_{v+1} − θ_v‖², the update size, which carries γ² and is not the theorem's quantity."""
+    data = metrics.dropna(subset=["gradient_norm_squared"]).sort_values("round")
+    data = data.assign(equivalent_round=data.updates / reference_j)
+    data["running_mean"] = data.groupby(["algorithm", "seed"]).gradient_norm_squared.transform(
+        lambda g: g.expanding().mean()
+    )
+    ax = axes[0]
+    order = present_algorithms(data)
+    for algorithm in order:
+        runs = data[data.algorithm == algorithm]
+        colour = ALGORITHM_COLOURS[algorithm]
+        mean = runs.groupby("equivalent_round")[["gradient_norm_squared", "running_mean"]].mean()
+        ax.plot(mean.index, mean.gradient_norm_squared, color=colour, lw=0.8, alpha=0.5)
+        slope = fitted_slope(mean.index.to_numpy(), mean.running_mean.to_numpy())
+        ax.plot(mean.index, mean.running_mean, color=colour, lw=1.6, label=f"{ALGORITHMS[algorithm]}: slope {slope}")
+    for clock in sorted(set(data.lr_clock)):
+        rate, source = PAPER_RATES[clock]
+        x = np.unique(data.equivalent_round[data.lr_clock == clock])
+        anchor = data[data.lr_clock == clock].running_mean.median()
+        ax.plot(
+            x, anchor * (x / x[len(x) // 2]) ** rate, ls="--", color="grey", lw=1, label=f"slope {rate:g}: {source}"
+        )
+    ax.set(xscale="log", yscale="log", xlabel=EQUIVALENT_ROUNDS, ylabel="‖∇L(θ)‖² on the training set")
+    ax.legend(
+        title="Thick: running mean Ψ, its slope over the 2nd half; thin: at each evaluation.\nDashed: the paper's "
+        "upper-bound rate, a slope only (constants unknown):\na slope at or below it agrees with the paper; "
+        "a shallower one does not show it",
+        title_fontsize="xx-small",
+        fontsize="xx-small",
+        loc="upper left",
+        bbox_to_anchor=(0, -0.22),
+        ncols=1,
+    )
+    norms = metrics.assign(update_norm_squared=metrics.update_norm**2)
+    norms = norms[norms.update_norm_squared > 0].assign(equivalent_round=lambda d: d.updates / reference_j)
+    by_algorithm(axes[1], norms, "equivalent_round", "update_norm_squared", EQUIVALENT_ROUNDS, "")
+    axes[1].set(xscale="log", yscale="log", ylabel="‖θ_{v+1} − θ_v‖²")
+    axes[1].set_title("Update size: carries γ², not Theorem 1's quantity", fontsize="small")
+    axes[1].legend(fontsize="xx-small", loc="upper left", bbox_to_anchor=(0, -0.22))
+    relabel_algorithms(axes[1])
+
+
+def fitted_slope(x: np.ndarray, y: np.ndarray) -> str:
+    """The least-squares slope of log y on log x over the second half of the points, as text."""
+    half = slice(len(x) // 2, None)
+    keep = (x[half] > 0) & (y[half] > 0)
+    if keep.sum() < 2:
+        return "n/a (too few evaluations)"
+    return f"{np.polyfit(np.log(x[half][keep]), np.log(y[half][keep]), 1)[0]:+.2f}"
+
+
+def as_coded_vs_described(axes, metrics: pd.DataFrame) -> None:
+    """The paper's server-loss proxy and the global model's test accuracy, for AFL as the paper's code runs
+    it and as the paper describes it, on the same seeds: the proxy can fall while the model does not learn."""
+    data = metrics[metrics.algorithm.isin(["afl", "afl_as_coded"])]
+    by_algorithm(axes[0], data, "round", "train_loss", ROUND, SERVER_LOSS + ",\na training-loss proxy")
+    evaluated = data.dropna(subset=["test_accuracy"])
+    by_algorithm(axes[1], evaluated, "round", "test_accuracy", ROUND, "Test accuracy of the global model")
+    axes[1].axhline(0.1, ls=":", color="grey", lw=1, label="chance (10 classes)")
+    axes[1].legend(fontsize="x-small")
+    relabel_algorithms(axes[1])
+
+
+def server_loss(ax, afl: pd.DataFrame) -> None:
+    sns.lineplot(
+        afl,
+        x="round",
+        y="train_loss",
+        color=ALGORITHM_COLOURS["afl"],
+        errorbar=BAND,
+        ax=ax,
+        label=f"AFL ({afl.seed.nunique()} seed{'s' if afl.seed.nunique() > 1 else ''}, mean ± sd)",
+    )
+    ax.set(xlabel=ROUND, ylabel=SERVER_LOSS)
+
+
+def client_selection(ax, events: pd.DataFrame, clients: int) -> None:
+    """How many updates each client contributed (mean ± sd over seeds), per algorithm."""
+    counts = (
+        events.groupby(["algorithm", "seed"])
+        .client.value_counts()
+        .unstack(fill_value=0)
+        .reindex(columns=range(clients), fill_value=0)
+        .stack()
+        .rename("updates")
+        .reset_index()
+    )
+    order = present_algorithms(counts)
+    sns.barplot(
+        counts,
+        x="client",
+        y="updates",
+        hue="algorithm",
+        hue_order=order,
+        palette=ALGORITHM_COLOURS,
+        errorbar=BAND,
+        ax=ax,
+    )
+    ax.set(xlabel="Client", ylabel="Updates aggregated (count)")
+    relabel_algorithms(ax)
+
+
+def participation_table(events: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm, seed and client: updates aggregated and mean dispatch duration (virtual s)."""
+    events = events.assign(duration=events.arrival_time - events.dispatch_time)
+    return (
+        events.groupby(["algorithm", "seed", "client"])
+        .agg(updates=("round", "size"), duration=("duration", "mean"))
+        .reset_index()
+    )
+
+
+def participation(ax, events: pd.DataFrame) -> None:
+    """Updates aggregated per client against the client's mean dispatch duration, per algorithm: with
+    M clients kept in flight and the next client drawn among the idle ones, fast clients return and
+    are redrawn more often, so asynchronous dispatch favours them (README "Training")."""
+    per_client = participation_table(events)
+    order = present_algorithms(per_client)
+    # AFL, FedAsync and FedBuff with one M dispatch the same clients at the same times (only the
+    # aggregation differs), so their points coincide: nested marker sizes keep each one visible.
+    # Sync and AFL as coded dispatch alike too, so they nest the same way.
+    sizes = {"afl": 110, "sync": 60, "fedasync": 45, "afl_as_coded": 22, "fedbuff": 10}
+    per_client = per_client.sort_values("algorithm", key=lambda a: -a.map(sizes).fillna(30), kind="stable")
+    sns.scatterplot(
+        per_client,
+        x="duration",
+        y="updates",
+        hue="algorithm",
+        hue_order=order,
+        palette=ALGORITHM_COLOURS,
+        size="algorithm",
+        sizes={a: sizes.get(a, 30) for a in order},
+        ax=ax,
+        alpha=0.85,
+    )
+    ax.set(xlabel="Client's mean dispatch duration (virtual s)", ylabel="Updates aggregated per seed")
+    relabel_algorithms(ax)
+    sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.3), ncols=2, frameon=False)  # never on the data
+
+
+def participation_sweep(ax, afl: pd.DataFrame) -> None:
+    sns.lineplot(afl, x="round", y="train_loss", hue="J", palette=j_colours(afl.J.unique()), errorbar=BAND, ax=ax)
+    ax.set(xlabel=ROUND, ylabel=SERVER_LOSS)
+    ax.legend(title="AFL, J clients per round", fontsize="small", title_fontsize="small")
+
+
+def j_colours(values) -> dict[int, tuple]:
+    """One colour per J of the sweep, spread over viridis in the order of J: distinct for any number of J."""
+    ordered = sorted(int(j) for j in values)
+    return dict(zip(ordered, sns.color_palette("viridis", len(ordered)), strict=True))
+
+
+def by_algorithm(ax, data: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str) -> None:
+    order = present_algorithms(data)
+    sns.lineplot(data, x=x, y=y, hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS, errorbar=BAND, ax=ax)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    relabel_algorithms(ax)
+
+
+def test_metrics(axes, data: pd.DataFrame, x: str, xlabel: str) -> None:
+    """Test accuracy and loss of the global model, the honest counterpart of the server loss."""
+    evaluated = data.dropna(subset=["test_accuracy"])
+    by_algorithm(axes[0], evaluated, x, "test_accuracy", xlabel, "Test accuracy of the global model")
+    by_algorithm(axes[1], evaluated, x, "test_loss", xlabel, "Test loss of the global model (NLL)")
+
+
+def on_time_grid(metrics: pd.DataFrame, points: int = 100) -> pd.DataFrame:
+    """Seeds reach evaluations at different virtual times: interpolate each run onto a common grid."""
+    evaluated = metrics.dropna(subset=["test_accuracy"])
+    frames = []
+    for algorithm, runs in evaluated.groupby("algorithm"):
+        times = runs.groupby("seed").virtual_time
+        grid = np.linspace(times.min().max(), times.max().min(), points)  # where every seed has evaluations
+        for seed, run in runs.groupby("seed"):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "algorithm": algorithm,
+                        "seed": seed,
+                        "virtual_time": grid,
+                        "test_accuracy": np.interp(grid, run.virtual_time, run.test_accuracy),
+                        "test_loss": np.interp(grid, run.virtual_time, run.test_loss),
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+def staleness_distribution(ax, events: pd.DataFrame) -> None:
+    data = events[events.algorithm != "sync"]
+    order = present_algorithms(data)
+    sns.histplot(
+        data,
+        x="staleness",
+        hue="algorithm",
+        hue_order=order,
+        palette=ALGORITHM_COLOURS,
+        discrete=True,
+        stat="probability",
+        common_norm=False,
+        multiple="dodge",
+        shrink=0.8,
+        ax=ax,
+    )
+    ax.set(xlabel="Staleness τ (versions behind at aggregation)", ylabel="Fraction of updates")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    relabel_algorithms(ax)
+
+
+def partition_heatmap(ax, stats: dict) -> None:
+    counts = pd.DataFrame(stats["class_counts"]).rename_axis(index="Client", columns="Class")
+    sns.heatmap(
+        counts,
+        cmap="mako_r",
+        annot=stats["clients"] <= 20,
+        fmt="d",
+        annot_kws={"fontsize": 5},
+        cbar_kws={"label": "Training samples"},
+        ax=ax,
+    )
+    ax.set_title(f"{stats['dataset']}, Dirichlet α = {stats['alpha']}, seed {stats['seed']}", fontsize="small")
+
+
+def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
+    """Final test accuracy, and virtual time to reach 90% of the best final accuracy: the claim of AFL."""
+    evaluated = metrics.dropna(subset=["test_accuracy"])
+    last = evaluated.sort_values("round").groupby(["algorithm", "seed"]).tail(1)
+    budgets = last.groupby("algorithm").updates.mean()
+    target = 0.9 * last.groupby("algorithm").test_accuracy.mean().max()
+    reached = evaluated[evaluated.test_accuracy >= target].groupby(["algorithm", "seed"]).virtual_time.min()
+    times = reached.reindex(last.set_index(["algorithm", "seed"]).index).rename("time").reset_index()
+    order = present_algorithms(last)
+    for ax, data, y, label in (
+        (axes[0], last, "test_accuracy", "Final test accuracy"),
+        (axes[1], times, "time", f"Virtual time to reach\n{target:.0%} test accuracy (s)"),
+    ):
+        sns.barplot(
+            data,
+            x="algorithm",
+            y=y,
+            order=order,
+            hue="algorithm",
+            hue_order=order,
+            palette=ALGORITHM_COLOURS,
+            errorbar=BAND,
+            ax=ax,
+            legend=False,
+        )
+        ax.set(xlabel="", ylabel=label)
+        ticks = [f"{textwrap.fill(ALGORITHMS[a], 16)}\n{budgets[a]:.0f} updates" for a in order]
+        ax.set_xticks(range(len(order)), ticks, rotation=35, ha="right", rotation_mode="anchor", fontsize="x-small")
+    never = times[times.time.isna()].groupby("algorithm").size()
+    for position, algorithm in enumerate(order):
+        if algorithm in never:
+            axes[1].annotate(
+                f"{never[algorithm]} run(s)\nnever\nreached it",
+                (position, 0),
+                ha="center",
+                va="bottom",
+                fontsize="x-small",
+            )
+
+
+def present_algorithms(data: pd.DataFrame) -> list[str]:
+    """The algorithms in `data`, in the one order (and colour) every figure uses."""
+    return [a for a in ALGORITHM_COLOURS if a in set(data.algorithm)]
+
+
+def relabel_algorithms(ax) -> None:
+    legend = ax.get_legend()
+    if legend is None:
+        return
+    for text in legend.get_texts():
+        text.set_text(ALGORITHMS.get(text.get_text(), text.get_text()))
+    legend.set_title(None)
