@@ -17,6 +17,7 @@ from asyncfl.cli import main
 from asyncfl.data import datasets as data
 from asyncfl.data.datasets import IDX_CONTENT_MD5, load_dataset, normalize
 from asyncfl.data.vision import import_torchvision
+from asyncfl.files import sha256
 from asyncfl.spec.errors import InputError
 from conftest import skip_unless
 
@@ -217,7 +218,7 @@ def test_prepared_digits_are_scikit_learns_and_a_changed_copy_is_passed_over(tmp
     what scikit-learn gives. A copy whose bytes differ is not read (scikit-learn is asked again)."""
     assert main(["data", "--dataset", "digits", "--root", str(tmp_path)]) == 0
     prepared = tmp_path / data.DIGITS_FILE
-    assert data.sha256(prepared) == data.DIGITS_FILE_SHA256
+    assert sha256(prepared) == data.DIGITS_FILE_SHA256
     fresh, cached = data.load_digits(tmp_path / "absent.npz"), load_dataset("digits", tmp_path)
     for name in ("train_images", "train_labels", "test_images", "test_labels"):
         assert torch.equal(getattr(fresh, name), getattr(cached, name)), name

@@ -6,6 +6,7 @@ them into floats there. Nothing here ever iterates over samples in Python.
 
 import contextlib
 import hashlib
+import io
 import sys
 import tempfile
 import zlib
@@ -19,7 +20,7 @@ import numpy as np
 import torch
 
 from asyncfl.data.vision import import_torchvision
-from asyncfl.files import sha256, write_json, write_npz
+from asyncfl.files import write_json, write_npz
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import DATA_DIR
 from asyncfl.spec.names import DATASETS
@@ -142,9 +143,12 @@ def digits_from_sklearn() -> dict[str, np.ndarray]:
 
 def read_prepared_digits(path: Path) -> dict[str, np.ndarray] | None:
     """The prepared digits at `path`, or None where there is no file or not the expected one."""
-    if not path.is_file() or sha256(path) != DIGITS_FILE_SHA256:
+    if not path.is_file():
         return None
-    with np.load(path, allow_pickle=False) as npz:
+    content = path.read_bytes()  # read once: hashed, then parsed
+    if hashlib.sha256(content).hexdigest() != DIGITS_FILE_SHA256:
+        return None
+    with np.load(io.BytesIO(content), allow_pickle=False) as npz:
         return {key: npz[key] for key in ("images", "labels", "train", "test")}
 
 

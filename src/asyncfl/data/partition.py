@@ -25,7 +25,7 @@ MAX_REDRAWS = 1000
 class Partition:
     """Client c owns training samples `indices[offsets[c]:offsets[c + 1]]`."""
 
-    indices: np.ndarray  # int64, every training index once, grouped by client
+    indices: np.ndarray  # int64, grouped by client: every training index once (a subset's, for a subset partition)
     offsets: np.ndarray  # int64, C + 1 entries
     dataset: str
     source: str = "the partition"  # how error messages name it: its file, once loaded
