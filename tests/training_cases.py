@@ -5,7 +5,7 @@ import torch
 from asyncfl.data.datasets import DatasetInfo
 from asyncfl.models import build_model
 from asyncfl.spec.random_streams import shuffle_key
-from asyncfl.training.plain import LocalTask
+from asyncfl.training.interface import LocalTask
 
 OFFSETS = [0, 40, 104, 176, 240]  # unequal clients: 40, 64, 72, 64 samples; batches of 16 leave partial ones
 

@@ -8,6 +8,8 @@ from asyncfl.data.datasets import DatasetInfo
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import MODELS as MODEL_NAMES
 
+State = dict[str, torch.Tensor]  # a model's state dict: parameters and buffers by name
+
 
 class CNN(nn.Module):
     """3 × [conv 3×3, 32 filters, ReLU], global average pool, linear: 19,146 parameters on MNIST."""
@@ -89,8 +91,14 @@ def model_name_has_batchnorm(name: str) -> bool:
         return has_batchnorm(MODELS[name](3, 10))
 
 
-def build_model(name: str, info: DatasetInfo) -> nn.Module:
-    """A fresh model shaped for the dataset: its input channels and its number of classes."""
+def build_model(name: str, info: DatasetInfo, seed: int | None = None) -> nn.Module:
+    """A fresh model shaped for the dataset: its input channels and its number of classes. With a `seed`,
+    the initial weights are drawn from a generator seeded with it, and the process's own generator is
+    left as it was (a run's model is the same whatever ran before it in the process)."""
     if name not in MODELS:
         raise InputError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
-    return MODELS[name](info.channels, info.num_classes)
+    if seed is None:
+        return MODELS[name](info.channels, info.num_classes)
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(seed)
+        return MODELS[name](info.channels, info.num_classes)

@@ -12,7 +12,7 @@ from asyncfl.analysis.theory import (
     probe_tasks,
     sampling_variance_table,
 )
-from asyncfl.sim.engine import prepare_run
+from asyncfl.sim.context import prepare_run
 from asyncfl.spec.config import make_config
 from engine_cases import contiguous_partition, tiny_dataset
 
@@ -59,9 +59,9 @@ def test_the_probe_trains_with_the_runs_own_schedule(clock):
     config = make_config({"lr_time": clock, "local_epochs": 3, "gamma0": 0.1, "alpha_lr": 0.5, "clients_per_round": 2})
     context = prepare_run(config, tiny_dataset(24), contiguous_partition([8, 8, 8]), "", None)
     start = {k: v.clone() for k, v in context.model.state_dict().items()}
-    tasks = probe_tasks(config, context, start, version=6, updates=10)
+    tasks = probe_tasks(context, start, version=6, updates=10)
     for client, task in enumerate(tasks):
-        duration = context.system.duration(config, client, 8, 1 << 30)
+        duration = context.system.duration(client, 8, 1 << 30)
         t = {"round": [6] * 3, "equivalent_round": [5] * 3, "epoch": [0, 1, 2]}[clock]
         assert task.lrs == pytest.approx([0.1 / ((s + 1) ** 0.5 * (1 + 0.5 * duration)) for s in t], rel=1e-15)
         assert torch.equal(task.indices, context.client_indices[client])

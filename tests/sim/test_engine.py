@@ -14,7 +14,8 @@ import torch
 
 from asyncfl.data.datasets import load_dataset
 from asyncfl.data.partition import dirichlet_partition, partition_stats, save_partition
-from asyncfl.sim.engine import Simulation, TrainingDiverged
+from asyncfl.sim.engine import Simulation
+from asyncfl.sim.outcome import TrainingDiverged
 from asyncfl.spec.config import make_config
 from conftest import started, wait_for
 from engine_cases import contiguous_partition, tiny_dataset

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from asyncfl.training.graphed import GraphedTrainer, batch_sizes
+from asyncfl.training.interface import LocalSettings
 from asyncfl.training.plain import PlainTrainer
-from asyncfl.training.runtime import make_deterministic
+from asyncfl.training.runtime import configure_process
 from conftest import skip_unless_cuda
 from training_cases import OFFSETS, client_tasks, make_case, relative_difference
 
@@ -36,15 +37,15 @@ def test_same_bytes_as_the_plain_trainer(name, channels, optimizer):
     """Unequal clients (40, 64, 72, 64 samples, batch 16: tail batches of 8), lrs changing per epoch."""
     model, images, labels, start = make_case(name, channels)
     lrs = (3e-3, 2e-3, 1e-3)
-    plain = PlainTrainer(model, images, labels, 16, optimizer, patience=10).train(tasks_for(start, lrs))
-    graphed = GraphedTrainer(model, images, labels, 16, optimizer, patience=10)
+    plain = PlainTrainer(model, images, labels, LocalSettings(16, optimizer, 10)).train(tasks_for(start, lrs))
+    graphed = GraphedTrainer(model, images, labels, LocalSettings(16, optimizer, 10))
     assert_same(graphed.train(tasks_for(start, lrs)), plain)
 
 
 def test_optimizer_state_is_fresh_for_every_dispatch():
     """The same client twice in one call, and again in a second call: three identical results."""
     model, images, labels, start = make_case("cnn", 1)
-    trainer = GraphedTrainer(model, images, labels, 16, "adam", patience=10)
+    trainer = GraphedTrainer(model, images, labels, LocalSettings(16, "adam", 10))
     task = tasks_for(start, (2e-3, 1e-3))[1]
     first, second = trainer.train([task, task])
     (third,) = trainer.train([task])
@@ -55,8 +56,8 @@ def test_early_stopping_matches_the_plain_trainer():
     """A learning rate so large that the loss climbs: patience 1 stops both trainers at the same epoch."""
     model, images, labels, start = make_case("cnn", 1)
     lrs = (0.5,) * 6
-    plain = PlainTrainer(model, images, labels, 16, "adam", patience=1).train(tasks_for(start, lrs))
-    graphed = GraphedTrainer(model, images, labels, 16, "adam", patience=1).train(tasks_for(start, lrs))
+    plain = PlainTrainer(model, images, labels, LocalSettings(16, "adam", 1)).train(tasks_for(start, lrs))
+    graphed = GraphedTrainer(model, images, labels, LocalSettings(16, "adam", 1)).train(tasks_for(start, lrs))
     assert_same(graphed, plain)
     assert any(result.epochs_run < len(lrs) for result in plain)
 
@@ -67,15 +68,15 @@ def test_captured_on_cuda_is_deterministic_batch_invariant_and_close_to_plain(na
     bytes; a client's result alone equals its result among others; the update is the plain trainer's
     up to kernel rounding (capturable Adam and fused SGD compute on the device in fp32)."""
     skip_unless_cuda()
-    make_deterministic(0)  # as every run does: deterministic kernels, cuBLAS's fixed workspace
+    configure_process()  # as every command does: deterministic kernels, cuBLAS's fixed workspace
     model, images, labels, start = make_case(name, channels)
     model, images, labels = model.cuda(), images.cuda(), labels.cuda()
     start = {k: v.cuda() for k, v in start.items()}
     tasks = tasks_for(start, (2e-3, 1e-3), device="cuda")
-    trainer = GraphedTrainer(model, images, labels, 16, optimizer, patience=10)
+    trainer = GraphedTrainer(model, images, labels, LocalSettings(16, optimizer, 10))
     together = trainer.train(tasks)
-    assert_same(GraphedTrainer(model, images, labels, 16, optimizer, patience=10).train(tasks), together)
+    assert_same(GraphedTrainer(model, images, labels, LocalSettings(16, optimizer, 10)).train(tasks), together)
     assert_same([trainer.train([task])[0] for task in tasks], together)
-    plain = PlainTrainer(model, images, labels, 16, optimizer, patience=10).train(tasks)
+    plain = PlainTrainer(model, images, labels, LocalSettings(16, optimizer, 10)).train(tasks)
     for result, reference in zip(together, plain, strict=True):
         assert relative_difference(result, reference, start) < 1e-3

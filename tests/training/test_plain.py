@@ -4,7 +4,15 @@ import pytest
 import torch
 
 from asyncfl.spec.random_streams import shuffle_key
-from asyncfl.training.plain import EarlyStopping, LocalTask, PlainTrainer, epoch_permutations, make_optimizer, uses_adam
+from asyncfl.training.interface import (
+    EarlyStopping,
+    LocalSettings,
+    LocalTask,
+    epoch_permutations,
+    make_optimizer,
+    uses_adam,
+)
+from asyncfl.training.plain import PlainTrainer
 from training_cases import OFFSETS, client_tasks, make_case
 
 
@@ -33,7 +41,7 @@ def test_one_optimizer_rule_for_both_trainers():
 def test_plain_trainer_is_repeatable_and_moves_the_model():
     model, images, labels, start = make_case("cnn", 1)
     tasks = client_tasks(start, (0.01,), 2)
-    trainer = PlainTrainer(model, images, labels, 16, "adam", 10)
+    trainer = PlainTrainer(model, images, labels, LocalSettings(16, "adam", 10))
     first, again = trainer.train(tasks), trainer.train(tasks)
     for a, b in zip(first, again, strict=True):
         assert all(torch.equal(a.state[k], b.state[k]) for k in start)
@@ -65,7 +73,7 @@ def test_proximal_term_matches_a_hand_computed_sgd_step(trainer_name):
     trainer_class = PlainTrainer if trainer_name == "plain" else VectorisedTrainer
     indices = torch.arange(OFFSETS[0], OFFSETS[1])  # 40 samples: batches of 16, 16, 8
     task = LocalTask(start, indices, (0.1,), shuffle_key(0, 0, 0), prox_mu=0.5)
-    (result,) = trainer_class(model, images, labels, 16, "sgd", 10).train([task])
+    (result,) = trainer_class(model, images, labels, LocalSettings(16, "sgd", 10)).train([task])
     (order,) = epoch_permutations(task)
     expected = hand_sgd_steps(model, images, labels, order, 16, 0.1, 0.5, start)
     without = hand_sgd_steps(model, images, labels, order, 16, 0.1, 0.0, start)
@@ -86,7 +94,7 @@ def test_a_fresh_adam_every_epoch_takes_adams_first_step_again(trainer_name):
     lrs = (0.01, 0.005)
     fresh = LocalTask(start, indices, lrs, shuffle_key(0, 0, 0), optimizer_per_epoch=True)
     kept = LocalTask(start, indices, lrs, shuffle_key(0, 0, 0))
-    trainer = trainer_class(model, images, labels, 64, "adam", 10)  # 40 samples: one minibatch per epoch
+    trainer = trainer_class(model, images, labels, LocalSettings(64, "adam", 10))  # 40 samples: one minibatch per epoch
     (result,), (kept_result,) = trainer.train([fresh]), trainer.train([kept])
     params = {k: v.clone() for k, v in start.items() if v.is_floating_point()}
     for lr, order in zip(lrs, epoch_permutations(fresh), strict=True):

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from asyncfl.models import build_model
+from asyncfl.training.interface import LocalSettings
 from asyncfl.training.numerics import Numerics
 from asyncfl.training.plain import PlainTrainer
 from asyncfl.training.vectorised import VectorisedTrainer
@@ -25,8 +26,8 @@ from training_cases import client_tasks, make_case, model_info, relative_differe
 def test_vectorised_agrees_with_plain(name, channels, optimizer, lrs, tolerance):
     model, images, labels, start = make_case(name, channels)
     tasks = client_tasks(start, lrs, 4)
-    plain = PlainTrainer(model, images, labels, 16, optimizer, patience=1).train(tasks)
-    vectorised = VectorisedTrainer(model, images, labels, 16, optimizer, patience=1).train(tasks)
+    plain = PlainTrainer(model, images, labels, LocalSettings(16, optimizer, 1)).train(tasks)
+    vectorised = VectorisedTrainer(model, images, labels, LocalSettings(16, optimizer, 1)).train(tasks)
     for reference, result in zip(plain, vectorised, strict=True):
         assert result.epochs_run == reference.epochs_run
         assert result.train_loss == pytest.approx(reference.train_loss, rel=1e-3)
@@ -52,9 +53,11 @@ def test_vectorised_agrees_with_plain(name, channels, optimizer, lrs, tolerance)
 def test_speed_knobs_agree_across_trainers_and_repeat_exactly(name, channels, numerics, tolerance):
     model, images, labels, start = make_case(name, channels)
     tasks = client_tasks(start, (0.003,), 4)
-    plain = PlainTrainer(model, images, labels, 16, "adam", 10, numerics).train(tasks)
-    fp32 = PlainTrainer(build_model(name, model_info(channels)), images, labels, 16, "adam", 10).train(tasks)
-    vectorised = VectorisedTrainer(model, images, labels, 16, "adam", 10, numerics)
+    plain = PlainTrainer(model, images, labels, LocalSettings(16, "adam", 10, numerics)).train(tasks)
+    fp32 = PlainTrainer(build_model(name, model_info(channels)), images, labels, LocalSettings(16, "adam", 10)).train(
+        tasks
+    )
+    vectorised = VectorisedTrainer(model, images, labels, LocalSettings(16, "adam", 10, numerics))
     first, again = vectorised.train(tasks), vectorised.train(tasks)
     for reference, result, repeat, full in zip(plain, first, again, fp32, strict=True):
         assert relative_difference(result, reference, start) < tolerance
@@ -72,7 +75,7 @@ def test_clients_do_not_interact():
     """A client's result is the same trained alone or beside others."""
     model, images, labels, start = make_case("cnn", 1)
     tasks = client_tasks(start, (0.01, 0.01), 4)
-    trainer = VectorisedTrainer(model, images, labels, 16, "adam", patience=10)
+    trainer = VectorisedTrainer(model, images, labels, LocalSettings(16, "adam", 10))
     together = trainer.train(tasks)
     alone = trainer.train(tasks[2:3])[0]
     assert relative_difference(alone, together[2], start) < 1e-5

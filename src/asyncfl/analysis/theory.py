@@ -18,14 +18,14 @@ import torch
 from asyncfl.data.datasets import load_dataset
 from asyncfl.data.partition import load_partition
 from asyncfl.files import atomic_path, sha256
-from asyncfl.fl.strategies import make_strategy
 from asyncfl.runs.record import verify_run_files
-from asyncfl.sim.engine import RunContext, prepare_run
+from asyncfl.sim.context import RunContext, prepare_run
 from asyncfl.sim.run_state import load_failure
-from asyncfl.spec.config import TrainConfig, make_config
+from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.random_streams import shuffle_key
-from asyncfl.training.plain import LocalTask
+from asyncfl.training.interface import LocalTask
+from asyncfl.training.runtime import configure_process
 
 PROBE_DISPATCH = 1 << 30  # the dispatch index that keys the probe's jitter draws: no run reaches it
 
@@ -88,10 +88,11 @@ def client_updates(run: Path, dataset: str, root: Path | None, partition_path: P
             f"{partition_path} ({dataset}) is not the partition {run} was trained on; give that run's "
             "--dataset and --partition (its run.json names the dataset and the partition's SHA-256)"
         )
+    configure_process(config.precision)
     context = prepare_run(config, load_dataset(dataset, root), partition, sha256(partition_path), None)
     start = load_model_state(run / "model.pt", context.model, context.device)
     updates = len(pd.read_csv(run / "events.csv"))  # one row per aggregated client update
-    tasks = probe_tasks(config, context, start, summary["rounds_completed"], updates)
+    tasks = probe_tasks(context, start, summary["rounds_completed"], updates)
     names = [name for name, _ in context.model.named_parameters()]
     flat = [
         torch.cat([result.state[n].double().flatten() - start[n].double().flatten() for n in names])
@@ -100,18 +101,16 @@ def client_updates(run: Path, dataset: str, root: Path | None, partition_path: P
     return torch.stack(flat).cpu().numpy()
 
 
-def probe_tasks(
-    config: TrainConfig, context: RunContext, start: dict[str, torch.Tensor], version: int, updates: int
-) -> list[LocalTask]:
+def probe_tasks(context: RunContext, start: dict[str, torch.Tensor], version: int, updates: int) -> list[LocalTask]:
     """One dispatch of every client from `start`, as the run would make it after `version` rounds and
     `updates` aggregated updates: the run's own learning-rate schedule (its strategy's), its own delays."""
-    strategy, tasks = make_strategy(config), []
+    strategy, system, tasks = context.strategy, context.system, []
     for client in range(len(context.sizes)):
-        duration = context.system.duration(config, client, int(context.sizes[client]), PROBE_DISPATCH)
-        lrs = strategy.learning_rates(version, updates, context.system.delay(config, client, duration))
-        stream = shuffle_key(config.seed, client, 0)
+        duration = system.duration(client, int(context.sizes[client]), PROBE_DISPATCH)
+        lrs = strategy.learning_rates(version, updates, system.delay(client, duration))
+        stream = shuffle_key(context.config.seed, client, 0)
         indices = context.client_indices[client]
-        tasks.append(LocalTask(start, indices, lrs, stream, config.prox_mu, strategy.optimizer_per_epoch))
+        tasks.append(LocalTask(start, indices, lrs, stream, context.config.prox_mu, strategy.optimizer_per_epoch))
     return tasks
 
 

@@ -8,9 +8,7 @@ epoch. A round is J clients × I epochs. The engine's own cost (event
 loop, sampling, aggregation) is measured apart, with a trainer that does no work.
 """
 
-import contextlib
 import copy
-import io
 import resource
 import tempfile
 import time
@@ -26,14 +24,14 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 
 from asyncfl.bench.paper_round import format_paper_rounds, paper_round_bench
-from asyncfl.data.datasets import Dataset, DatasetInfo
-from asyncfl.data.partition import Partition
+from asyncfl.bench.synthetic import synthetic_data, synthetic_run
+from asyncfl.data.datasets import DatasetInfo
 from asyncfl.models import build_model, has_batchnorm
-from asyncfl.spec.config import make_config
 from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.graphed import GraphedTrainer
+from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask
 from asyncfl.training.numerics import Numerics
-from asyncfl.training.plain import LocalResult, LocalTask, PlainTrainer
+from asyncfl.training.plain import PlainTrainer
 from asyncfl.training.runtime import choose_device, trainer_class, trainer_name
 from asyncfl.training.vectorised import VectorisedTrainer
 
@@ -165,15 +163,16 @@ def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
     tasks = [LocalTask(start, idx, (1e-3,) * case.epochs, shuffle_key(0, c, 0)) for c, idx in enumerate(clients)]
     flops = flops_per_sample(model, case.shape, device) * n * case.epochs
     fast_trainer, fast = fast_numerics(model, device)
+    settings = LocalSettings(case.batch_size)  # Adam, as the paper
     trainers = {
-        "plain": PlainTrainer(model, images, labels, case.batch_size, "adam", 10),
-        "vectorised": VectorisedTrainer(model, images, labels, case.batch_size, "adam", 10),
+        "plain": PlainTrainer(model, images, labels, settings),
+        "vectorised": VectorisedTrainer(model, images, labels, settings),
         f"{fast_trainer} {fast.precision}{' nhwc' if fast.channels_last else ''}": trainer_class(fast_trainer, device)(
-            copy.deepcopy(model), images, labels, case.batch_size, "adam", 10, fast
+            copy.deepcopy(model), images, labels, LocalSettings(case.batch_size, numerics=fast)
         ),
     }
     if device.type == "cuda":  # the CPU runs the graphed step uncaptured: the plain trainer's work
-        trainers["graphed"] = GraphedTrainer(model, images, labels, case.batch_size, "adam", 10)
+        trainers["graphed"] = GraphedTrainer(model, images, labels, settings)
 
     def with_numerics(numerics: Numerics, train: Callable[[], object]) -> Callable[[], object]:
         def run() -> object:
@@ -189,7 +188,10 @@ def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
         )
     }
     runs.update(
-        {name: with_numerics(trainer.numerics, partial(trainer.train, tasks)) for name, trainer in trainers.items()}
+        {
+            name: with_numerics(trainer.settings.numerics, partial(trainer.train, tasks))
+            for name, trainer in trainers.items()
+        }
     )
     all_seconds, peaks = timed(runs, device, repeats)
     seconds = {name: float(np.median(values)) for name, values in all_seconds.items()}
@@ -222,31 +224,11 @@ class NullTrainer:
 
 
 def engine_overhead(clients: int, per_round: int, rounds: int, out: Path) -> dict:
-    """Arrivals per second of the event loop, sampling and aggregation for `clients` clients, cnn-sized state."""
-    from asyncfl.sim.engine import Simulation
-
-    info = DatasetInfo("engine", tuple(map(str, range(10))), 1, (8, 8), (0.0,), (1.0,), 255.0)
-    n = clients * 2
-    images = torch.zeros(n, 1, 8, 8, dtype=torch.uint8)
-    labels = torch.arange(n) % 10
-    dataset = Dataset(images, labels, images[:10], labels[:10], info)
-    partition = Partition(np.arange(n, dtype=np.int64), np.arange(0, n + 1, 2, dtype=np.int64), "engine")
-    config = make_config(
-        {
-            "algorithm": "afl",
-            "clients_per_round": per_round,
-            "rounds": rounds,
-            "local_epochs": 1,
-            "eval_every": rounds,
-            "checkpoint_every": rounds,
-            "device": "cpu",
-        }
-    )
-    simulation = Simulation(config, dataset, partition, out, trainer=NullTrainer())
-    start = time.perf_counter()
-    with contextlib.redirect_stdout(io.StringIO()):
-        simulation.run()
-    seconds = time.perf_counter() - start
+    """Arrivals per second of the event loop, sampling and aggregation for `clients` clients, cnn-sized
+    state: a synthetic run into `out` whose trainer does no work."""
+    dataset, partition = synthetic_data("engine", (1, 8, 8), clients, 2)
+    settings = {"clients_per_round": per_round, "rounds": rounds, "local_epochs": 1, "device": "cpu"}
+    seconds = synthetic_run(dataset, partition, settings, out, NullTrainer())[-1]
     arrivals = rounds * per_round
     return {
         "clients": clients,

@@ -7,9 +7,6 @@ client (MNIST) and `resnet20` on 3×32×32 with 5,000 (CIFAR-10). Each trainer r
 round (warm-up) excluded. --quick shrinks the clients (not the shapes) and says so in every row.
 """
 
-import contextlib
-import csv
-import io
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +14,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from asyncfl.data.datasets import Dataset, DatasetInfo
-from asyncfl.data.partition import Partition
-from asyncfl.spec.config import make_config, read_yaml
+from asyncfl.bench.synthetic import synthetic_data, synthetic_run
+from asyncfl.spec.config import read_yaml
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import experiment_runs, run_settings
 
@@ -37,49 +33,20 @@ PAPER_SHAPES = (PaperShape("cnn", (1, 28, 28), 6000), PaperShape("resnet20", (3,
 QUICK_SAMPLES, QUICK_EPOCHS = 64, 1
 
 
-def random_dataset(shape: PaperShape, samples: int) -> tuple[Dataset, Partition]:
-    """C clients of `samples` random images each (speed does not depend on the values), equal shares."""
-    generator = torch.Generator().manual_seed(0)
-    n = CLIENTS * samples
-    channels, height, width = shape.shape
-    images = torch.randint(0, 256, (n, *shape.shape), dtype=torch.uint8, generator=generator)
-    labels = torch.randint(0, 10, (n,), generator=generator)
-    info = DatasetInfo(
-        "paper-round",
-        tuple(map(str, range(10))),
-        channels,
-        (height, width),
-        (0.5,) * channels,
-        (0.25,) * channels,
-        255.0,
-    )
-    partition = Partition(np.arange(n, dtype=np.int64), np.arange(0, n + 1, samples, dtype=np.int64), "paper-round")
-    return Dataset(images, labels, images[:256], labels[:256], info), partition
-
-
 def seconds_per_round(shape: PaperShape, trainer: str, device: torch.device, quick: bool, rounds: int) -> float:
     """Median wall seconds of rounds 2..`rounds` of a real AFL run."""
-    from asyncfl.sim.engine import Simulation
-
     samples, epochs = (QUICK_SAMPLES, QUICK_EPOCHS) if quick else (shape.samples, EPOCHS)
-    dataset, partition = random_dataset(shape, samples)
-    config = make_config(
-        {
-            "algorithm": "afl",
-            "model": shape.model,
-            "clients_per_round": PER_ROUND,
-            "rounds": rounds,
-            "local_epochs": epochs,
-            "eval_every": rounds,
-            "checkpoint_every": rounds,
-            "device": device.type,
-            "trainer": trainer,
-        }
-    )
-    with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(io.StringIO()):
-        Simulation(config, dataset, partition, Path(scratch)).run()
-        with open(Path(scratch) / "timings.csv") as stream:
-            wall = [float(row["wall_seconds"]) for row in csv.DictReader(stream)]
+    dataset, partition = synthetic_data("paper-round", shape.shape, CLIENTS, samples)
+    settings = {
+        "model": shape.model,
+        "clients_per_round": PER_ROUND,
+        "rounds": rounds,
+        "local_epochs": epochs,
+        "device": device.type,
+        "trainer": trainer,
+    }
+    with tempfile.TemporaryDirectory() as scratch:
+        wall = synthetic_run(dataset, partition, settings, Path(scratch))
     return float(np.median(np.diff(wall))) if len(wall) > 1 else wall[0]
 
 

@@ -1,5 +1,5 @@
-"""Staleness functions and the server's aggregation rules, as pure functions on state dicts
-(README "Training").
+"""The server's aggregation rules, as pure functions on state dicts (README "Training"); the
+staleness functions s(τ) are in `staleness`, the learning rate in `schedule`.
 
 Floating-point entries (parameters and BatchNorm running statistics) combine linearly,
 accumulated in float64. Integer entries (BatchNorm's num_batches_tracked) cannot be
@@ -12,27 +12,8 @@ from typing import cast
 
 import torch
 
+from asyncfl.models import State
 from asyncfl.spec.errors import InputError
-
-State = dict[str, torch.Tensor]
-
-
-def staleness_weight(kind: str, tau: int, a: float, b: float) -> float:
-    """s(τ): how much an update computed τ versions ago still counts."""
-    if kind == "constant":
-        return 1.0
-    if kind == "inverse":
-        return 1.0 / (1.0 + a * tau)
-    if kind == "polynomial":
-        return (1.0 + tau) ** -a
-    if kind == "hinge":
-        return 1.0 if tau <= b else 1.0 / (a * (tau - b) + 1.0)
-    raise ValueError(f"unknown staleness function {kind!r}")
-
-
-def delay_aware_lr(gamma0: float, t: float, alpha_lr: float, delay: float) -> float:
-    """γ = γ0 / (√(t+1) · (1 + α·d)): later rounds and slower clients take smaller steps."""
-    return gamma0 / (math.sqrt(t + 1) * (1.0 + alpha_lr * delay))
 
 
 def linear_combination(terms: list[tuple[float, State]]) -> State:

@@ -4,7 +4,8 @@ The engine's event loop is the same for every algorithm; a strategy answers the 
 they differ: how many arrivals make a round (K), how many clients start, how many are dispatched
 after an arrival, how the arrived updates combine into the next global model, and what a client
 starts from and trains with (README "Training"). The arithmetic lives in `aggregation` as pure
-functions.
+functions; an algorithm's own settings are a small dataclass beside it, documented there and
+checked by the rules of the config keys they come from.
 
 Adding an algorithm: a subclass here, registered under its name, and that name with its display
 name in `names.ALGORITHMS` (the workflow and the figures read it from there).
@@ -12,10 +13,13 @@ name in `names.ALGORITHMS` (the workflow and the figures read it from there).
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
-from asyncfl.fl.aggregation import State, delay_aware_lr, fedasync_update, fedbuff_update, staleness_aware_average
-from asyncfl.spec.config import TrainConfig
+from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aware_average
+from asyncfl.fl.schedule import Schedule
+from asyncfl.fl.staleness import StalenessFunction, staleness_function
+from asyncfl.models import State
+from asyncfl.spec.config import TrainConfig, check_setting
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import ALGORITHMS
 
@@ -30,8 +34,70 @@ class Update:
     weight: float  # s(τ), its staleness weight
 
 
+@dataclass(frozen=True)
+class Parameters:
+    """An algorithm's own settings: each field is the config key of that name, checked by its rule."""
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            check_setting(item.name, getattr(self, item.name), type(self).__name__)
+
+
+@dataclass(frozen=True)
+class AsyncParameters(Parameters):
+    """Attributes:
+    concurrency: M, clients kept in flight (default J, the project's reading of the paper); without
+        replacement at most the number of clients.
+    """
+
+    concurrency: int
+
+    def check(self, clients: int, replacement: bool) -> None:
+        if not replacement and self.concurrency > clients:
+            raise InputError(
+                f"concurrency (M) = {self.concurrency} exceeds the {clients} clients; lower it or set replacement: true"
+            )
+
+
+@dataclass(frozen=True)
+class AFLParameters(AsyncParameters):
+    """Attributes:
+    concurrency: M, as `AsyncParameters`.
+    mixing: β of θ ← (1−β)θ + β·aggregate, in (0, 1] (the paper: 1, the aggregate replaces θ).
+    """
+
+    mixing: float
+
+
+@dataclass(frozen=True)
+class FedAsyncParameters(AsyncParameters):
+    """Attributes:
+    concurrency: M, as `AsyncParameters`.
+    fedasync_alpha: α of α_t = α·s(τ), in (0, 1] (FedAsync's paper: 0.6).
+    """
+
+    fedasync_alpha: float
+
+
+@dataclass(frozen=True)
+class FedBuffParameters(AsyncParameters):
+    """Attributes:
+    concurrency: M, as `AsyncParameters`.
+    buffer_size: K, arrivals per aggregation (default J).
+    server_lr: η_g, the server's step on the mean update (> 0; 1: the mean update itself).
+    """
+
+    buffer_size: int
+    server_lr: float
+
+
 class Strategy(ABC):
-    """What distinguishes one algorithm from another; the engine does the rest."""
+    """What distinguishes one algorithm from another; the engine does the rest.
+
+    Every strategy holds what all algorithms share: J (`clients_per_round`), the learning-rate
+    `schedule`, the staleness function s(τ) (`staleness`) and whether clients are drawn with
+    replacement; a subclass adds its own `Parameters`.
+    """
 
     # Clients start each dispatch from the global model they are sent (False: from their own last model)
     clients_load_global_model = True
@@ -39,50 +105,54 @@ class Strategy(ABC):
     optimizer_per_epoch = False
 
     def __init__(self, config: TrainConfig):
-        self.config = config
+        self.clients_per_round = config.clients_per_round
+        self.schedule = Schedule.of(config)
+        self.staleness: StalenessFunction = staleness_function(config)
+        self.replacement = config.replacement
 
     @property
     def lr_clock(self) -> str:
-        """What t of the learning rate counts (config `lr_time`), recorded in run.json for the figures."""
-        return self.config.lr_time
+        """What t of the learning rate counts, recorded in run.json for the figures."""
+        return self.schedule.clock
 
     def learning_rates(self, version: int, updates: int, delay: float) -> tuple[float, ...]:
-        """γ of each local epoch of a dispatch made at global `version`, after `updates` client updates
-        were aggregated, by a client whose delay d_c is `delay`: γ = γ0 / (√(t+1)·(1 + α·d_c)), with t
-        as `lr_time` says. The one schedule of the runs and of `asyncfl theory`."""
-        config = self.config
-        if config.lr_time == "epoch":
-            clocks: list[float] = list(range(config.local_epochs))
-        else:
-            t = version if config.lr_time == "round" else updates / config.clients_per_round
-            clocks = [t] * config.local_epochs
-        return tuple(delay_aware_lr(config.gamma0, t, config.alpha_lr, delay) for t in clocks)
+        """γ of each local epoch of a dispatch (`Schedule.rates`)."""
+        return self.schedule.rates(version, updates, delay)
 
     @property
     def arrivals_per_round(self) -> int:
         """K: arrivals the server collects before it aggregates."""
-        return self.config.clients_per_round
+        return self.clients_per_round
 
     @property
+    @abstractmethod
     def initial_clients(self) -> int:
-        """Clients dispatched at the start: the asynchronous algorithms keep M in flight."""
-        return self.config.concurrency_or_default
+        """Clients dispatched at the start."""
 
     def clients_after_arrival(self, aggregated: bool) -> int:
         """Clients to dispatch after an arrival (and the aggregation it may complete): one replaces it."""
         return 1
 
     def check(self, clients: int) -> None:
-        """Settings that only make sense against the number of clients: one clear line each."""
-        if not self.config.replacement and self.config.concurrency_or_default > clients:
-            raise InputError(
-                f"concurrency (M) = {self.config.concurrency_or_default} exceeds the {clients} clients; "
-                "lower it or set replacement: true"
-            )
+        """Settings that only make sense against the number of clients: one clear line each (none here)."""
+        return
 
     @abstractmethod
     def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
         """The next global model and each update's coefficient in it."""
+
+
+class AsyncStrategy(Strategy):
+    """An asynchronous algorithm: M clients in flight, each arrival replaced by a new dispatch."""
+
+    parameters: AsyncParameters
+
+    @property
+    def initial_clients(self) -> int:
+        return self.parameters.concurrency
+
+    def check(self, clients: int) -> None:
+        self.parameters.check(clients, self.replacement)
 
 
 STRATEGIES: dict[str, type[Strategy]] = {}
@@ -97,13 +167,13 @@ def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
 
 
 @register("afl")
-class AFL(Strategy):
-    """The paper's AFL: M clients in flight, aggregate every J arrivals, weights n_c·s(τ_c), mixing β."""
+class AFL(AsyncStrategy):
+    """The paper's AFL: M clients in flight, aggregate every J arrivals, weights n_c·s(τ_c), mixing β
+    (`AFLParameters`)."""
 
-    @property
-    def mixing(self) -> float:
-        """β of θ ← (1−β)θ + β·aggregate."""
-        return self.config.mixing
+    def __init__(self, config: TrainConfig):
+        super().__init__(config)
+        self.parameters: AFLParameters = AFLParameters(config.concurrency_or_default, config.mixing)
 
     def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
         return staleness_aware_average(
@@ -111,32 +181,34 @@ class AFL(Strategy):
             [u.state for u in updates],
             [u.size for u in updates],
             [u.weight for u in updates],
-            self.mixing,
+            self.parameters.mixing,
         )
 
 
 @register("sync")
-class Sync(AFL):
-    """FedAvg: J clients per round, wait for all (τ = 0, so s = 1), the size-weighted mean replaces the model."""
-
-    @property
-    def mixing(self) -> float:
-        return 1.0
+class Sync(Strategy):
+    """FedAvg: J clients per round, wait for all (τ = 0, so s = 1), the size-weighted mean replaces the
+    model. No settings of its own: M does not apply, as it never keeps more than J in flight."""
 
     @property
     def initial_clients(self) -> int:
-        return self.config.clients_per_round
+        return self.clients_per_round
 
     def clients_after_arrival(self, aggregated: bool) -> int:
-        return self.config.clients_per_round if aggregated else 0
+        return self.clients_per_round if aggregated else 0
 
-    def check(self, clients: int) -> None:
-        """Sync never keeps more than J in flight: M does not apply."""
+    def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
+        sizes, weights = [u.size for u in updates], [u.weight for u in updates]
+        return staleness_aware_average(global_state, [u.state for u in updates], sizes, weights, 1.0)
 
 
 @register("fedasync")
-class FedAsync(Strategy):
-    """FedAsync: every arrival is a round, θ ← (1−α_t)θ + α_t θ_c with α_t = α·s(τ)."""
+class FedAsync(AsyncStrategy):
+    """FedAsync: every arrival is a round, θ ← (1−α_t)θ + α_t θ_c with α_t = α·s(τ) (`FedAsyncParameters`)."""
+
+    def __init__(self, config: TrainConfig):
+        super().__init__(config)
+        self.parameters: FedAsyncParameters = FedAsyncParameters(config.concurrency_or_default, config.fedasync_alpha)
 
     @property
     def arrivals_per_round(self) -> int:
@@ -144,17 +216,23 @@ class FedAsync(Strategy):
 
     def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
         (update,) = updates
-        new, alpha_t = fedasync_update(global_state, update.state, self.config.fedasync_alpha, update.weight)
+        new, alpha_t = fedasync_update(global_state, update.state, self.parameters.fedasync_alpha, update.weight)
         return new, [alpha_t]
 
 
 @register("fedbuff")
-class FedBuff(Strategy):
-    """FedBuff: buffer K arrivals, θ ← θ + η_g·Σ s(τ_c)(θ_c − θ_start,c)/K."""
+class FedBuff(AsyncStrategy):
+    """FedBuff: buffer K arrivals, θ ← θ + η_g·Σ s(τ_c)(θ_c − θ_start,c)/K (`FedBuffParameters`)."""
+
+    def __init__(self, config: TrainConfig):
+        super().__init__(config)
+        self.parameters: FedBuffParameters = FedBuffParameters(
+            config.concurrency_or_default, config.buffer_size or config.clients_per_round, config.server_lr
+        )
 
     @property
     def arrivals_per_round(self) -> int:
-        return self.config.buffer_size or self.config.clients_per_round
+        return self.parameters.buffer_size
 
     def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
         return fedbuff_update(
@@ -162,7 +240,7 @@ class FedBuff(Strategy):
             [u.state for u in updates],
             [u.start for u in updates],
             [u.weight for u in updates],
-            self.config.server_lr,
+            self.parameters.server_lr,
         )
 
 
@@ -187,16 +265,12 @@ class AFLAsCoded(Sync):
     optimizer_per_epoch = True
     CODED_DELAY = 2.0  # seconds: the constant the reference code passes as every client's delay
 
-    @property
-    def lr_clock(self) -> str:
-        return "epoch"
+    def __init__(self, config: TrainConfig):
+        super().__init__(config)
+        self.schedule = replace(self.schedule, clock="epoch")
 
     def learning_rates(self, version: int, updates: int, delay: float) -> tuple[float, ...]:
-        config = self.config
-        return tuple(
-            delay_aware_lr(config.gamma0, epoch, config.alpha_lr, self.CODED_DELAY)
-            for epoch in range(config.local_epochs)
-        )
+        return self.schedule.rates(version, updates, self.CODED_DELAY)
 
 
 def make_strategy(config: TrainConfig) -> Strategy:

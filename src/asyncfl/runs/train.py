@@ -17,6 +17,7 @@ from asyncfl.runs.folder import clear_unfinished, finished_run, move_aside, owne
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.run_state import run_identity
 from asyncfl.spec.config import TrainConfig
+from asyncfl.training.runtime import configure_process
 
 
 class Outcome(NamedTuple):
@@ -46,5 +47,6 @@ def train_run(
         clear_unfinished(out)
         if threads:
             torch.set_num_threads(threads)  # the job's CPUs, and the same reduction order everywhere
+        configure_process(config.precision)
         data = load_dataset(dataset, root)
         return Outcome(Simulation(config, data, partition, out, partition_sha256).run(), False, moved_to)

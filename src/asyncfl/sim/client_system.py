@@ -17,27 +17,53 @@ from asyncfl.spec.config import TrainConfig
 
 @dataclass(frozen=True)
 class ClientSystem:
-    speed: np.ndarray  # relative compute speed per client (median 1)
-    latency: np.ndarray  # network latency per client, virtual seconds
+    """The clients' speeds and latencies with the settings they were drawn from and that time a dispatch.
+
+    Attributes:
+        speed: relative compute speed per client (median 1).
+        latency: network latency per client, virtual seconds.
+        seed: the run's seed, which keys each dispatch's jitter stream.
+        local_epochs: I, epochs per dispatch.
+        seconds_per_sample: virtual compute seconds per sample-epoch at speed 1.
+        jitter_sigma: σ of the per-dispatch lognormal jitter of the compute time (0: none).
+        delay_is_latency: d_c of the learning rate is the latency only (config `lr_delay: latency`),
+            not the whole duration.
+    """
+
+    speed: np.ndarray
+    latency: np.ndarray
+    seed: int
+    local_epochs: int
+    seconds_per_sample: float
+    jitter_sigma: float
+    delay_is_latency: bool
 
     @classmethod
     def draw(cls, config: TrainConfig, num_clients: int) -> "ClientSystem":
         rng = np.random.default_rng([config.seed, random_streams.SYSTEM])
         speed = draw(rng, config.speed_distribution, 1.0, config.speed_sigma, num_clients)
         latency = draw(rng, config.latency_distribution, config.latency_median, config.latency_sigma, num_clients)
-        return cls(speed, latency)
+        return cls(
+            speed,
+            latency,
+            config.seed,
+            config.local_epochs,
+            config.seconds_per_sample,
+            config.jitter_sigma,
+            config.lr_delay == "latency",
+        )
 
-    def duration(self, config: TrainConfig, client: int, n_samples: int, dispatch_index: int) -> float:
+    def duration(self, client: int, n_samples: int, dispatch_index: int) -> float:
         """Virtual seconds from dispatch to arrival for this client's `dispatch_index`-th dispatch."""
-        compute = config.local_epochs * n_samples * config.seconds_per_sample / self.speed[client]
-        if config.jitter_sigma > 0:
-            rng = np.random.default_rng([config.seed, random_streams.JITTER, client, dispatch_index])
-            compute *= rng.lognormal(0.0, config.jitter_sigma)
+        compute = self.local_epochs * n_samples * self.seconds_per_sample / self.speed[client]
+        if self.jitter_sigma > 0:
+            rng = np.random.default_rng([self.seed, random_streams.JITTER, client, dispatch_index])
+            compute *= rng.lognormal(0.0, self.jitter_sigma)
         return float(compute + self.latency[client])
 
-    def delay(self, config: TrainConfig, client: int, duration: float) -> float:
+    def delay(self, client: int, duration: float) -> float:
         """d_c of the delay-aware learning rate: the whole duration, or the latency only."""
-        return duration if config.lr_delay == "duration" else float(self.latency[client])
+        return float(self.latency[client]) if self.delay_is_latency else duration
 
 
 def draw(rng: np.random.Generator, distribution: str, median: float, sigma: float, size: int) -> np.ndarray:

@@ -17,11 +17,11 @@ import numpy as np
 import torch
 
 from asyncfl.files import atomic_path
-from asyncfl.fl.aggregation import State
+from asyncfl.models import State
 from asyncfl.spec import random_streams
 from asyncfl.spec.config import TrainConfig, config_dict
 from asyncfl.spec.errors import InputError
-from asyncfl.training.plain import LocalResult
+from asyncfl.training.interface import LocalResult
 
 CHECKPOINT_FORMAT = 4
 CHECKPOINT = "checkpoint.pt"

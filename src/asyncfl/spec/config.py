@@ -5,7 +5,7 @@ import math
 import re
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,57 +20,107 @@ LR_CLOCKS = ("round", "equivalent_round", "epoch")
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """Every knob of a run. Comments mark the paper's values (Section V, Algorithm 1) and the project's
-    choices where the paper gives none or another; config/README.md has the full table."""
+class Rule:
+    """What values a key accepts beyond its type: one of `choices`, or a number in a range."""
 
-    algorithm: str = "afl"
-    model: str = "cnn"
-    clients_per_round: int = 5  # J; afl aggregates every J arrivals (paper: 5 of 10 in its comparisons)
-    rounds: int = 1000  # server aggregations
-    local_epochs: int = 10  # I (paper)
-    seed: int = 0
-    batch_size: int = 64  # paper
-    optimizer: str = "adam"  # or "sgd" (paper: Adam)
-    gamma0: float = 1e-3  # γ0 of γ = γ0 / (√(t+1)·(1 + α_lr·d_c)) (paper)
-    alpha_lr: float = 0.01  # paper
+    choices: tuple[str, ...] = ()
+    lowest: str = ""  # "> 0", "≥ 0" or "(0, 1]"
+    at_most: float | None = None  # far beyond any real experiment: past it a run would exhaust memory,
+    # overflow its virtual clock to inf or never end, instead of failing here with the key named
+
+    def check(self, key: str, value: Any, source: str) -> None:
+        if value is None:
+            return
+        if self.choices and value not in self.choices:
+            raise InputError(f"{source}: {key} must be one of {', '.join(self.choices)}, got {value!r}")
+        if self.lowest and (not math.isfinite(value) or value < 0 or (value == 0 and self.lowest != "≥ 0")):
+            rule = "≥ 0" if self.lowest == "≥ 0" else "> 0"
+            raise InputError(f"{source}: {key} must be a finite number {rule}, got {value!r}")
+        if self.lowest == "(0, 1]" and value > 1:
+            raise InputError(f"{source}: {key} must be in (0, 1], got {value!r}")
+        if self.at_most is not None and value > self.at_most:
+            raise InputError(f"{source}: {key} must be ≤ {self.at_most:g}, got {value!r}")
+
+
+def setting(default: Any, choices: tuple[str, ...] = (), lowest: str = "", at_most: float | None = None) -> Any:
+    """A config key: its default and its `Rule`, on the field itself, so a new key is one line."""
+    return field(default=default, metadata={"rule": Rule(choices, lowest, at_most)})
+
+
+POSITIVE, NON_NEGATIVE, UNIT_INTERVAL = "> 0", "≥ 0", "(0, 1]"
+MANY = 1 << 24  # an upper bound for counts of clients and samples
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Every knob of a run, flat, as YAML files and the command line give them; the objects that use
+    them take their own group (`Strategy`, `ClientSystem`, `LocalSettings`). Comments mark the paper's
+    values (Section V, Algorithm 1) and the project's choices where the paper gives none or another;
+    config/README.md has the full table."""
+
+    # -- what runs
+    algorithm: str = setting("afl", tuple(ALGORITHMS))
+    model: str = setting("cnn", tuple(MODELS))
+    clients_per_round: int = setting(5, lowest=POSITIVE, at_most=MANY)  # J; afl aggregates every J arrivals
+    # (paper: 5 of 10 in its comparisons)
+    rounds: int = setting(1000, lowest=POSITIVE, at_most=100_000_000)  # server aggregations
+    local_epochs: int = setting(10, lowest=POSITIVE, at_most=100_000)  # I (paper)
+    seed: int = setting(0, lowest=NON_NEGATIVE)
+    # -- local training
+    batch_size: int = setting(64, lowest=POSITIVE, at_most=MANY)  # paper
+    optimizer: str = setting("adam", OPTIMIZERS)  # or "sgd" (paper: Adam)
+    gamma0: float = setting(1e-3, lowest=POSITIVE)  # γ0 of γ = γ0 / (√(t+1)·(1 + α_lr·d_c)) (paper)
+    alpha_lr: float = setting(0.01, lowest=NON_NEGATIVE)  # paper
     # t of γ at dispatch: "round", the server round (paper); "equivalent_round", client updates aggregated
     # / J, which counts the same for every algorithm (project's choice, where algorithms are compared;
     # equal to "round" for afl and sync); "epoch", the local epoch (the paper's reference code)
-    lr_time: str = "round"
-    lr_delay: str = "duration"  # d_c = the dispatch's whole duration, or "latency" only
-    # s(τ): constant | inverse | polynomial | hinge. Project's choice: the paper's §V weights by size
-    # only (constant), which config/config.yaml sets for the paper's experiments
-    staleness: str = "polynomial"
-    staleness_a: float = 0.5  # project's choice (the paper gives no value)
-    staleness_b: float = 4.0  # hinge threshold (project's choice)
-    concurrency: int | None = None  # M clients in flight (afl, fedasync, fedbuff); default J (project's reading)
-    buffer_size: int | None = None  # K arrivals per fedbuff aggregation; default J
-    mixing: float = 1.0  # β of afl: θ ← (1−β)θ + β·aggregate (paper: the aggregate replaces θ)
-    fedasync_alpha: float = 0.6  # α of fedasync: α_t = α·s(τ)
-    server_lr: float = 1.0  # η_g of fedbuff
-    patience: int = 10  # early stopping on the client's epoch loss
-    prox_mu: float = 0.0  # μ of FedProx's μ/2‖θ − θ_start‖² in every client's objective (0: none; paper: none)
-    kappa: float = 0.0  # stop when ‖θ_{v+1} − θ_v‖ ≤ κ over parameters only; 0 disables (paper gives no κ)
-    eval_every: int = 1  # rounds between test evaluations of the global model (and the last round)
+    lr_time: str = setting("round", LR_CLOCKS)
+    lr_delay: str = setting("duration", ("duration", "latency"))  # d_c = the dispatch's whole duration, or
+    # the latency only
+    # -- the server's aggregation. s(τ): constant | inverse | polynomial | hinge. Project's choice: the
+    # paper's §V weights by size only (constant), which config/config.yaml sets for the paper's experiments
+    staleness: str = setting("polynomial", STALENESS_FUNCTIONS)
+    staleness_a: float = setting(0.5, lowest=NON_NEGATIVE)  # project's choice (the paper gives no value)
+    staleness_b: float = setting(4.0, lowest=NON_NEGATIVE)  # hinge threshold (project's choice)
+    # M clients in flight (afl, fedasync, fedbuff); default J (project's reading)
+    concurrency: int | None = setting(None, lowest=POSITIVE, at_most=MANY)
+    buffer_size: int | None = setting(None, lowest=POSITIVE, at_most=MANY)  # K arrivals per fedbuff
+    # aggregation; default J
+    mixing: float = setting(1.0, lowest=UNIT_INTERVAL)  # β of afl: θ ← (1−β)θ + β·aggregate (paper: the
+    # aggregate replaces θ)
+    fedasync_alpha: float = setting(0.6, lowest=UNIT_INTERVAL)  # α of fedasync: α_t = α·s(τ)
+    server_lr: float = setting(1.0, lowest=POSITIVE)  # η_g of fedbuff
+    patience: int = setting(10, lowest=POSITIVE, at_most=100_000)  # early stopping on the client's epoch loss
+    # μ of FedProx's μ/2‖θ − θ_start‖² in every client's objective (0: none; paper: none)
+    prox_mu: float = setting(0.0, lowest=NON_NEGATIVE, at_most=1e6)
+    # stop when ‖θ_{v+1} − θ_v‖ ≤ κ over parameters only; 0 disables (paper gives no κ)
+    kappa: float = setting(0.0, lowest=NON_NEGATIVE)
+    # rounds between test evaluations of the global model (and the last round)
+    eval_every: int = setting(1, lowest=POSITIVE)
     replacement: bool = False  # sample clients with replacement (paper: without)
-    speed_distribution: str = "lognormal"  # per-client compute speed, median 1 (delays: project's choice)
-    speed_sigma: float = 0.5
-    latency_distribution: str = "lognormal"  # per-client network latency (virtual seconds)
-    latency_median: float = 1.0
-    latency_sigma: float = 0.5
-    seconds_per_sample: float = 0.001  # virtual compute seconds per sample-epoch at speed 1
-    jitter_sigma: float = 0.0  # per-dispatch lognormal jitter of the compute time
-    max_virtual_time: float | None = None  # stop at the first aggregation at or after this time
-    max_updates: int | None = None  # stop at the first aggregation at or after this many client updates
-    checkpoint_every: int = 10  # rounds between checkpoints
-    device: str = "auto"  # auto | cpu | cuda
+    # -- the clients' system (project's choice: the paper gives no delay model)
+    speed_distribution: str = setting("lognormal", DISTRIBUTIONS)  # per-client compute speed, median 1
+    speed_sigma: float = setting(0.5, lowest=NON_NEGATIVE, at_most=10.0)
+    latency_distribution: str = setting("lognormal", DISTRIBUTIONS)  # per-client network latency
+    latency_median: float = setting(1.0, lowest=NON_NEGATIVE, at_most=1e9)  # virtual seconds
+    latency_sigma: float = setting(0.5, lowest=NON_NEGATIVE, at_most=10.0)
+    # virtual compute seconds per sample-epoch at speed 1
+    seconds_per_sample: float = setting(0.001, lowest=NON_NEGATIVE, at_most=1e6)
+    jitter_sigma: float = setting(0.0, lowest=NON_NEGATIVE, at_most=10.0)  # per-dispatch lognormal jitter
+    # -- when the run ends, and its checkpoints
+    # stop at the first aggregation at or after this time
+    max_virtual_time: float | None = setting(None, lowest=POSITIVE)
+    # stop at the first aggregation at or after this many client updates
+    max_updates: int | None = setting(None, lowest=POSITIVE, at_most=100_000_000)
+    checkpoint_every: int = setting(10, lowest=POSITIVE)  # rounds between checkpoints
+    # -- the machine: results do not depend on these beyond the numerics' documented rounding
+    device: str = setting("auto", DEVICES)  # auto | cpu | cuda
     # vectorised: the clients in flight train as one batch (torch.func); plain: one after another (the
     # reference); auto: vectorised on CUDA, plain on CPU, where oneDNN runs vmap's grouped convolutions
     # slower than one client's plain ones (asyncfl bench, README "Speed")
-    trainer: str = "auto"
+    trainer: str = setting("auto", TRAINERS)
     # optional speed knobs (numerics.Numerics): bf16 autocast, tf32 (CUDA only), NHWC memory layout
-    precision: str = "fp32"
+    precision: str = setting("fp32", PRECISIONS)
     channels_last: bool = False
 
     @property
@@ -78,65 +128,10 @@ class TrainConfig:
         return self.concurrency or self.clients_per_round
 
 
-CHOICES = {
-    "algorithm": tuple(ALGORITHMS),
-    "model": tuple(MODELS),
-    "optimizer": OPTIMIZERS,
-    "lr_time": LR_CLOCKS,
-    "lr_delay": ("duration", "latency"),
-    "staleness": STALENESS_FUNCTIONS,
-    "speed_distribution": DISTRIBUTIONS,
-    "latency_distribution": DISTRIBUTIONS,
-    "device": DEVICES,
-    "trainer": TRAINERS,
-    "precision": PRECISIONS,
-}
-POSITIVE = (
-    "clients_per_round",
-    "rounds",
-    "local_epochs",
-    "batch_size",
-    "gamma0",
-    "server_lr",
-    "eval_every",
-    "checkpoint_every",
-    "patience",
-    "concurrency",
-    "buffer_size",
-    "max_virtual_time",
-    "max_updates",
-)
-NON_NEGATIVE = (
-    "alpha_lr",
-    "prox_mu",
-    "staleness_a",
-    "staleness_b",
-    "kappa",
-    "speed_sigma",
-    "latency_median",
-    "latency_sigma",
-    "seconds_per_sample",
-    "jitter_sigma",
-)
-UNIT_INTERVAL = ("mixing", "fedasync_alpha")  # (0, 1]
-# Upper bounds far beyond any real experiment: past them a run would exhaust memory, overflow its
-# virtual clock to inf, or never end, instead of failing here with the key named.
-AT_MOST = {
-    "local_epochs": 100_000,
-    "rounds": 100_000_000,
-    "max_updates": 100_000_000,
-    "batch_size": 1 << 24,
-    "clients_per_round": 1 << 24,
-    "concurrency": 1 << 24,
-    "buffer_size": 1 << 24,
-    "patience": 100_000,
-    "seconds_per_sample": 1e6,
-    "latency_median": 1e9,
-    "speed_sigma": 10.0,
-    "latency_sigma": 10.0,
-    "jitter_sigma": 10.0,
-    "prox_mu": 1e6,
-}
+def check_setting(key: str, value: Any, source: str) -> None:
+    """`value` against the rule of config key `key`: for objects that hold a group of keys."""
+    (rule,) = [item.metadata["rule"] for item in dataclasses.fields(TrainConfig) if item.name == key]
+    rule.check(key, value, source)
 
 
 def accepted_types() -> dict[str, set[type]]:
@@ -159,24 +154,9 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
             expected = str(hints[key]).replace("NoneType", "null").replace("<class '", "").replace("'>", "")
             raise InputError(f"{source}: {key} must be {expected}, got {value!r}")
     config = TrainConfig(**values)
-    for key, choices in CHOICES.items():
-        if getattr(config, key) not in choices:
-            raise InputError(f"{source}: {key} must be one of {', '.join(choices)}, got {getattr(config, key)!r}")
-    for key in POSITIVE + NON_NEGATIVE + UNIT_INTERVAL:
-        value = getattr(config, key)
-        if value is None:
-            continue
-        if not math.isfinite(value) or (key in NON_NEGATIVE and value < 0) or (key not in NON_NEGATIVE and value <= 0):
-            rule = "≥ 0" if key in NON_NEGATIVE else "> 0"
-            raise InputError(f"{source}: {key} must be a finite number {rule}, got {value!r}")
-        if key in UNIT_INTERVAL and value > 1:
-            raise InputError(f"{source}: {key} must be in (0, 1], got {value!r}")
-    for key, most in AT_MOST.items():
-        value = getattr(config, key)
-        if value is not None and value > most:
-            raise InputError(f"{source}: {key} must be ≤ {most:g}, got {value!r}")
-    if config.seed < 0:
-        raise InputError(f"{source}: seed must be an integer ≥ 0, got {config.seed}")
+    for item in dataclasses.fields(TrainConfig):
+        if "rule" in item.metadata:
+            item.metadata["rule"].check(item.name, getattr(config, item.name), source)
     if config.seconds_per_sample == 0 and config.latency_median == 0:
         raise InputError(f"{source}: seconds_per_sample and latency_median are both 0, so clients would take no time")
     return config

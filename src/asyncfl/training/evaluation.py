@@ -6,7 +6,7 @@ from torch import nn
 from torch.func import functional_call, grad_and_value
 from torch.nn import functional as F
 
-from asyncfl.fl.aggregation import State
+from asyncfl.models import State
 
 # Samples per forward/backward pass of the full-batch training gradient: the paper's training batch,
 # fixed so that the metric's summation order (hence its bits) does not depend on the run's own batch

@@ -22,18 +22,16 @@ uncaptured with one replica, so the tests check its logic against `PlainTrainer`
 
 import contextlib
 import copy
-import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from asyncfl.models import has_batchnorm
 from asyncfl.spec.errors import InputError
+from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask, LocalTrainer, optimizer_step, run_epochs
 from asyncfl.training.numerics import Numerics
-from asyncfl.training.plain import EarlyStopping, LocalResult, LocalTask, LocalTrainer, epoch_permutations, uses_adam
 
 CAPTURE_SECONDS = 120  # a capture that has not finished by then is reported, never waited on forever
 STREAMS = 5  # replicas on their own CUDA streams; BatchNorm models use one (README "Speed")
@@ -69,13 +67,8 @@ class Replica:
     def step(self, size: int) -> None:
         """One optimizer step on the minibatch in `self.indices[size]`; adds loss × size to the sum."""
         batch = self.indices[size]
-        self.optimizer.zero_grad(set_to_none=True)
-        with self.numerics.autocast(batch.device):
-            log_probabilities = self.model(self.numerics.layout(self.images[batch]))
-        loss = F.nll_loss(log_probabilities.float(), self.labels[batch])
-        loss.backward()
-        self.optimizer.step()
-        self.loss_sum.add_(loss.detach().double() * size)
+        loss = optimizer_step(self.model, self.optimizer, self.images[batch], self.labels[batch], self.numerics)
+        self.loss_sum.add_(loss.double() * size)
 
     def on_stream(self) -> contextlib.AbstractContextManager:
         """The replica's stream as the current one (CUDA); nothing on the CPU."""
@@ -136,15 +129,15 @@ class Replica:
     def train_one(self, task: LocalTask, batch_size: int, patience: int) -> LocalResult:
         self.reset(task)
         self.model.train()
-        stopping, epoch_loss, epochs_run = EarlyStopping(patience), math.nan, 0
-        for lr, order in zip(task.lrs, epoch_permutations(task), strict=True):
+
+        def epoch(index: int, lr: float, order: torch.Tensor) -> float:
             self.lr.fill_(lr)
             self.loss_sum.zero_()
             for batch in order.split(batch_size):
                 self.run_step(batch)
-            epoch_loss, epochs_run = self.loss_sum.item() / len(order), epochs_run + 1  # the epoch's one sync
-            if not math.isfinite(epoch_loss) or stopping.should_stop(epoch_loss):
-                break
+            return self.loss_sum.item() / len(order)  # the epoch's one sync
+
+        epoch_loss, epochs_run = run_epochs(task, patience, epoch)
         state = {key: value.detach().clone() for key, value in self.model.state_dict().items()}
         return LocalResult(state, epoch_loss, epochs_run)
 
@@ -157,14 +150,14 @@ class Replica:
 class GraphedTrainer(LocalTrainer):
     """Clients on a pool of replicas (one per CUDA stream; one on the CPU), each step a graph replay."""
 
-    def __init__(self, *args, **kwargs):
-        """`LocalTrainer`'s arguments; each replica trains its own copy of the model."""
-        super().__init__(*args, **kwargs)
+    def __init__(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor, settings: LocalSettings):
+        """Each replica trains its own copy of the model."""
+        super().__init__(model, images, labels, settings)
         cuda = self.images.device.type == "cuda"
         count = (1 if has_batchnorm(self.model) else STREAMS) if cuda else 1
-        adam = uses_adam(self.optimizer)
         self.replicas = [
-            Replica(copy.deepcopy(self.model), self.images, self.labels, adam, self.numerics) for _ in range(count)
+            Replica(copy.deepcopy(self.model), self.images, self.labels, settings.adam, settings.numerics)
+            for _ in range(count)
         ]
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
@@ -173,21 +166,23 @@ class GraphedTrainer(LocalTrainer):
         before the server's reads of it are done."""
         streams = [replica.stream for replica in self.replicas if replica.stream is not None]
         server = torch.cuda.current_stream() if streams else None
-        for stream in streams:  # the start states were written on the server's stream
-            stream.wait_stream(server)
-        sizes = batch_sizes([len(task.indices) for task in tasks], self.batch_size)
+        if server is not None:  # the start states were written on the server's stream
+            for stream in streams:
+                stream.wait_stream(server)
+        batch_size, patience = self.settings.batch_size, self.settings.patience
+        sizes = batch_sizes([len(task.indices) for task in tasks], batch_size)
         for replica in self.replicas:  # every capture before any training: one capture at a time
             replica.prepare(sizes)
         count = len(self.replicas)
         shares = [tasks[index::count] for index in range(count)]
         if count == 1:
-            trained = [self.replicas[0].train_all(shares[0], self.batch_size, self.patience)]
+            trained = [self.replicas[0].train_all(shares[0], batch_size, patience)]
         else:
             with ThreadPoolExecutor(len(self.replicas)) as pool:
                 trained = list(
-                    pool.map(lambda r, share: r.train_all(share, self.batch_size, self.patience), self.replicas, shares)
+                    pool.map(lambda r, share: r.train_all(share, batch_size, patience), self.replicas, shares)
                 )
-        for stream in streams:  # the server reads the results on its own stream
-            assert server is not None  # streams exist only on CUDA, where the server has its stream
-            server.wait_stream(stream)
+        if server is not None:  # the server reads the results on its own stream
+            for stream in streams:
+                server.wait_stream(stream)
         return [trained[position % count][position // count] for position in range(len(tasks))]

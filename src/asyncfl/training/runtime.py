@@ -1,18 +1,18 @@
-"""Process setup for a run: the device, determinism, the numeric switches and the trainer that suits them.
+"""Process setup for a run: the device, the process-wide switches and the trainer that suits them.
 
-Everything here is process-wide state that must be set before any tensor work, so the engine,
-the bench and the checks read it from one place.
+The switches (deterministic kernels, cuBLAS's workspace, TF32) belong to the process, so the command
+that runs sets them once, before any tensor work (`configure_process`); building a run changes none.
 """
 
 import os
 
 import torch
 
-from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
 from asyncfl.training.graphed import GraphedTrainer
+from asyncfl.training.interface import LocalTrainer
 from asyncfl.training.numerics import Numerics
-from asyncfl.training.plain import LocalTrainer, PlainTrainer
+from asyncfl.training.plain import PlainTrainer
 from asyncfl.training.vectorised import VectorisedTrainer
 
 
@@ -23,19 +23,13 @@ def choose_device(name: str) -> torch.device:
     return torch.device("cuda" if name != "cpu" and torch.cuda.is_available() else "cpu")
 
 
-def make_deterministic(seed: int) -> None:
-    """Same seed → same bytes: deterministic kernels and a seeded global generator (model initialisation)."""
+def configure_process(precision: str = "fp32") -> None:
+    """Same seed → same bytes: deterministic kernels and, on CUDA, cuBLAS's fixed workspace; TF32 on only
+    for `precision: tf32`. Called by `asyncfl train`, `asyncfl theory` and the bench, before their runs."""
     # cuBLAS repeats its sums only with a fixed workspace, read when its first handle is made (CUDA)
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.manual_seed(seed)
-
-
-def numerics_for(config: TrainConfig) -> Numerics:
-    """The run's numeric switches, applied to the process (TF32 is a global switch)."""
-    numerics = Numerics(config.precision, config.channels_last)
-    numerics.apply_globally()
-    return numerics
+    Numerics(precision).apply_globally()
 
 
 def trainer_name(name: str, device: torch.device) -> str:

@@ -11,8 +11,16 @@ import torch
 from torch.func import functional_call, grad_and_value, vmap
 from torch.nn import functional as F
 
-from asyncfl.fl.aggregation import State
-from asyncfl.training.plain import EarlyStopping, LocalResult, LocalTask, LocalTrainer, epoch_permutations, uses_adam
+from asyncfl.models import State
+from asyncfl.training.interface import (
+    EarlyStopping,
+    LocalResult,
+    LocalSettings,
+    LocalTask,
+    LocalTrainer,
+    epoch_permutations,
+    minibatch_loss,
+)
 
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults
 
@@ -31,20 +39,20 @@ class VectorisedTrainer(LocalTrainer):
     the model's depth, and a step in which every client takes part gathers and scatters nothing.
     """
 
-    def __init__(self, *args, **kwargs):
-        """`LocalTrainer`'s arguments. bf16 with a BatchNorm model cannot run under vmap: `checks.check_run`
-        refuses it for runs."""
-        super().__init__(*args, **kwargs)
-        self.adam = uses_adam(self.optimizer)
+    def __init__(self, model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, settings: LocalSettings):
+        """bf16 with a BatchNorm model cannot run under vmap: `checks.check_run` refuses it for runs."""
+        super().__init__(model, images, labels, settings)
         self.shapes = {name: p.shape for name, p in self.model.named_parameters()}
         self.buffer_names = [name for name, _ in self.model.named_buffers()]
         self.step_group = vmap(grad_and_value(self.batch_loss, has_aux=True))
 
     def batch_loss(self, parameters: State, buffers: State, images: torch.Tensor, labels: torch.Tensor):
         """One client's minibatch loss; BatchNorm updates `buffers` in place, returned as aux."""
-        with self.numerics.autocast(images.device):
-            log_probabilities = functional_call(self.model, (parameters, buffers), (images,))
-        return F.nll_loss(log_probabilities.float(), labels), buffers
+
+        def forward(batch: torch.Tensor) -> torch.Tensor:
+            return functional_call(self.model, (parameters, buffers), (batch,))
+
+        return minibatch_loss(forward, images, labels, self.settings.numerics), buffers
 
     def flatten(self, states: list[State]) -> torch.Tensor:
         """The states' parameters as one clients × P matrix, in `self.shapes` order."""
@@ -68,7 +76,7 @@ class VectorisedTrainer(LocalTrainer):
         steps = torch.zeros(len(tasks), dtype=torch.float64, device=device)
         orders = [epoch_permutations(task) for task in tasks]
         sizes = [len(task.indices) for task in tasks]
-        stopping = [EarlyStopping(self.patience) for _ in tasks]
+        stopping = [EarlyStopping(self.settings.patience) for _ in tasks]
         running = list(range(len(tasks)))
         losses, epochs_run = [math.nan] * len(tasks), [0] * len(tasks)
         for epoch in range(max(len(task.lrs) for task in tasks)):
@@ -87,11 +95,11 @@ class VectorisedTrainer(LocalTrainer):
                 [task.lrs[min(epoch, len(task.lrs) - 1)] for task in tasks], dtype=torch.float64, device=device
             )
             totals = torch.zeros(len(tasks), dtype=torch.float64, device=device)
-            for start in range(0, max(sizes[c] for c in running), self.batch_size):
+            for start in range(0, max(sizes[c] for c in running), self.settings.batch_size):
                 groups = defaultdict(list)
                 for c in running:
                     if start < sizes[c]:
-                        groups[min(self.batch_size, sizes[c] - start)].append(c)
+                        groups[min(self.settings.batch_size, sizes[c] - start)].append(c)
                 for size, members in groups.items():
                     rows = None if len(members) == len(tasks) else torch.tensor(members, device=device)
                     loss = self.step(
@@ -128,7 +136,7 @@ class VectorisedTrainer(LocalTrainer):
             grads, (loss, new_buffers) = self.step_group(
                 self.unflatten(parameters),
                 {n: b[take(rows)] for n, b in buffers.items()},
-                self.numerics.layout(self.images[batch]),
+                self.settings.numerics.layout(self.images[batch]),
                 self.labels[batch],
             )
         for name, buffer in new_buffers.items():
@@ -136,7 +144,7 @@ class VectorisedTrainer(LocalTrainer):
         grad = torch.cat([grads[name].flatten(1) for name in self.shapes], dim=1)
         if proximal is not None:
             grad = proximal.add_gradient(grad, parameters, rows)
-        if not self.adam:
+        if not self.settings.adam:
             put(flat, rows, parameters - per_client(lrs, flat) * grad)
             return loss
         steps[take(rows)] += 1

@@ -1,0 +1,83 @@
+"""What a run reads and never changes, put together once: settings, device, model, data, trainer,
+strategy and clients (README "Training"). The engine and `asyncfl theory` build their runs here."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from asyncfl.data.datasets import Dataset, normalize
+from asyncfl.data.partition import Partition
+from asyncfl.fl.strategies import Strategy, make_strategy
+from asyncfl.models import State, build_model
+from asyncfl.sim.checks import check_run
+from asyncfl.sim.client_system import ClientSystem
+from asyncfl.sim.run_state import Job, run_identity
+from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.random_streams import shuffle_key
+from asyncfl.training.interface import LocalSettings, LocalTask, Trainer
+from asyncfl.training.runtime import choose_device, trainer_class
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a run reads and never changes."""
+
+    config: TrainConfig
+    identity: dict  # what a checkpoint must match to be resumed: settings, dataset, partition
+    device: torch.device
+    model: torch.nn.Module
+    test_images: torch.Tensor
+    test_labels: torch.Tensor
+    train_images: torch.Tensor  # normalised, on the device: the global model's training loss and gradient
+    train_labels: torch.Tensor
+    trainer: Trainer
+    strategy: Strategy
+    sizes: np.ndarray  # n_c per client
+    client_indices: list[torch.Tensor]  # each client's training indices, on the device
+    system: ClientSystem
+
+    @property
+    def all_indices(self) -> torch.Tensor:
+        """Every training sample of the partition: the data of L(θ) = Σ_c (n_c/n)·L_c(θ)."""
+        return torch.cat(self.client_indices)
+
+    def local_task(self, job: Job, start: State) -> LocalTask:
+        """What the trainer needs of a job: the model it starts from, its samples, rates and shuffle
+        stream, and the local objective's proximal weight μ."""
+        return LocalTask(
+            start,
+            self.client_indices[job.client],
+            job.lrs,
+            shuffle_key(self.config.seed, job.client, job.dispatch_index),
+            self.config.prox_mu,
+            self.strategy.optimizer_per_epoch,
+        )
+
+
+def prepare_run(
+    config: TrainConfig, dataset: Dataset, partition: Partition, partition_sha256: str, trainer: Trainer | None
+) -> RunContext:
+    """Check the run, build its model from the seed and put the data on the device. The process-wide
+    switches are the command's (`runtime.configure_process`)."""
+    device = choose_device(config.device)
+    check_run(config, dataset, partition, device)
+    model = build_model(config.model, dataset.info, config.seed).to(device)
+    images = normalize(dataset.train_images.to(device), dataset.info)
+    labels = dataset.train_labels.to(device)
+    trainer = trainer or trainer_class(config.trainer, device)(model, images, labels, LocalSettings.of(config))
+    return RunContext(
+        config,
+        run_identity(config, dataset.info.name, partition_sha256),
+        device,
+        model,
+        normalize(dataset.test_images.to(device), dataset.info),
+        dataset.test_labels.to(device),
+        images,
+        labels,
+        trainer,
+        make_strategy(config),
+        partition.sizes,
+        [torch.from_numpy(partition.client_indices(c)).to(device) for c in range(partition.num_clients)],
+        ClientSystem.draw(config, partition.num_clients),
+    )

@@ -1,0 +1,79 @@
+"""How a run ends: the checks that stop a diverged run, the stop conditions, and the finished run's
+model.pt and run.json (README "Run folders")."""
+
+import hashlib
+import math
+from pathlib import Path
+
+import torch
+
+from asyncfl.files import save_torch, sha256, write_json
+from asyncfl.models import State
+from asyncfl.sim.context import RunContext
+from asyncfl.sim.provenance import run_environment
+from asyncfl.sim.run_state import CHECKPOINT, OUTPUTS, Job, RunState, utc_now
+from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.errors import InputError
+from asyncfl.training.interface import LocalResult
+
+
+class TrainingDiverged(InputError):
+    """A client's training loss, or the global model, became nan or inf."""
+
+
+def check_finite(result: LocalResult, job: Job, version: int, out: Path) -> None:
+    if not math.isfinite(result.train_loss):
+        raise TrainingDiverged(
+            f"round {version + 1}, client {job.client}: training loss is {result.train_loss}; "
+            f"rows up to round {version} are kept in {out}; lower gamma0 or check the data"
+        )
+
+
+def check_finite_model(state: State, version: int, out: Path) -> None:
+    """A global model with a nan or inf entry is never logged or saved as a result (one device sync)."""
+    floating = [torch.isfinite(tensor).all() for tensor in state.values() if tensor.is_floating_point()]
+    if floating and not bool(torch.stack(floating).all()):
+        raise TrainingDiverged(
+            f"round {version + 1}: the aggregated global model has nan or inf entries; rows up to round {version} "
+            f"are kept in {out}; lower server_lr, mixing or gamma0"
+        )
+
+
+def stop_condition(config: TrainConfig, version: int, now: float, norm: float, updates: int) -> str:
+    """Why the run ends after the aggregation that made `version` ("" while it goes on). The budgets
+    (`max_virtual_time`, `max_updates`) let runs of different algorithms stop at equal cost."""
+    if version >= config.rounds:
+        return "rounds"
+    if config.kappa > 0 and norm <= config.kappa:
+        return "kappa"
+    if config.max_virtual_time is not None and now >= config.max_virtual_time:
+        return "max_virtual_time"
+    if config.max_updates is not None and updates >= config.max_updates:
+        return "max_updates"
+    return ""
+
+
+def write_outputs(
+    out: Path, context: RunContext, state: RunState, stop_reason: str, wall_seconds: float, logs: dict[str, str]
+) -> dict:
+    """The finished run's model.pt and run.json (hashes of the outputs last); the checkpoint goes.
+    The logs' hashes are those of the texts this run wrote, which `RunLogs.settled_texts` put on disk."""
+    save_torch(out / "model.pt", state.global_state)
+    hashes = {"model.pt": sha256(out / "model.pt")}
+    hashes.update({f"{name}.csv": hashlib.sha256(logs[name].encode()).hexdigest() for name in ("metrics", "events")})
+    summary = {
+        **context.identity,
+        **run_environment(context.device),
+        "rounds_completed": state.version,
+        "stop_reason": stop_reason,
+        "virtual_time": state.now,
+        "wall_seconds": wall_seconds,
+        "started_at": state.started_at,
+        "finished_at": utc_now(),
+        "torch_threads": torch.get_num_threads(),
+        "lr_clock": context.strategy.lr_clock,
+        "sha256": {name: hashes[name] for name in OUTPUTS},
+    }
+    write_json(out / "run.json", summary)
+    (out / CHECKPOINT).unlink(missing_ok=True)
+    return summary
