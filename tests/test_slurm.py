@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.spec.layout import figure_titles
+from asyncfl.spec.layout import RUN_OUTPUTS, experiment_figures
 from conftest import ENV, REPO, skip_unless, snakemake, started, wait_for
 
 pytestmark = pytest.mark.slurm
@@ -60,12 +60,12 @@ def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
     runs = sorted(p.relative_to(tmp_path) for p in tmp_path.glob("results/*/runs/*/*/*/metrics.csv"))
     assert len(runs) == 12 and all(metrics.parent.name == "seed0" for metrics in runs)
     for metrics in runs:
-        for name in ("metrics.csv", "events.csv", "model.pt"):
+        for name in RUN_OUTPUTS:
             local, on_slurm = quick_local_run / metrics.parent / name, tmp_path / metrics.parent / name
             assert local.read_bytes() == on_slurm.read_bytes(), f"{metrics.parent}/{name}"
     for experiment in quick["experiments"]:
-        for figure in figure_titles(quick["reference_J"]):
-            assert (tmp_path / f"results/figures/{experiment}/{figure}.png").is_file()
+        for figure in experiment_figures(quick["reference_J"]):
+            assert (tmp_path / f"results/figures/{experiment}/{figure.name}.png").is_file()
     assert (tmp_path / "results/archive/asyncfl-results.tar.gz").is_file()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.spec.layout import figure_titles
+from asyncfl.spec.layout import experiment_figures
 from conftest import ENV, REPO, snakemake
 
 pytestmark = pytest.mark.workflow
@@ -102,9 +102,9 @@ def test_quick_config_end_to_end(quick_local_run):
     tmp_path, config = quick_local_run, str(REPO / "config/quick.yaml")
     quick = yaml.safe_load((REPO / "config/quick.yaml").read_text())
     for name in quick["experiments"]:
-        for figure in figure_titles(quick["reference_J"]):
+        for figure in experiment_figures(quick["reference_J"]):
             for ext in ("png", "pdf"):
-                assert (tmp_path / f"results/figures/{name}/{figure}.{ext}").stat().st_size > 1000
+                assert (tmp_path / f"results/figures/{name}/{figure.name}.{ext}").stat().st_size > 1000
     archive = tmp_path / "results/archive"
     tarball = archive / "asyncfl-results.tar.gz"
     sums = dict(reversed(line.split("  ")) for line in (archive / "SHA256SUMS").read_text().splitlines())

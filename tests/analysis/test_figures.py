@@ -11,7 +11,8 @@ from asyncfl.analysis.figures import draw_figures, load_runs
 from asyncfl.analysis.panels import fitted_slope, participation_table
 from asyncfl.sim.logs import EVENTS_COLUMNS, METRICS_COLUMNS
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import AS_CODED_FIGURE, figure_titles
+from asyncfl.spec.layout import AS_CODED_FIGURE, SAMPLING_VARIANCE_FIGURE, experiment_figures
+from conftest import REPO
 
 METRICS = ",".join(METRICS_COLUMNS) + "\n"
 EVENTS = ",".join(EVENTS_COLUMNS) + "\n"
@@ -65,14 +66,14 @@ def runs(tmp_path):
 
 def test_every_figure_as_png_and_pdf(runs):
     written = draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny")
-    expected = {f"{name}.{ext}" for name in figure_titles(5) for ext in ("png", "pdf")}
+    expected = {f"{figure.name}.{ext}" for figure in experiment_figures(5) for ext in ("png", "pdf")}
     assert {p.name for p in written} == expected
     assert all((runs / "figures" / name).stat().st_size > 1000 for name in expected)
 
 
 def test_the_as_coded_figure_needs_an_as_coded_run(runs):
     written = draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny", as_coded=True)
-    assert {p.name for p in written} == {f"{AS_CODED_FIGURE}.png", f"{AS_CODED_FIGURE}.pdf"}
+    assert {p.name for p in written} == {f"{AS_CODED_FIGURE.name}.png", f"{AS_CODED_FIGURE.name}.pdf"}
     without = [folder for folder in run_folders(runs) if "afl_as_coded" not in folder.parts]
     with pytest.raises(InputError, match="no afl_as_coded run with J = 5"):
         draw_figures(without, runs / "stats.json", 5, runs / "figures", "tiny", as_coded=True)
@@ -149,3 +150,11 @@ def test_updates_axis_counts_the_client_updates_aggregated(runs):
     metrics, _ = load_runs(run_folders(runs))
     run = metrics[(metrics.algorithm == "sync") & (metrics.seed == 0)]
     assert run.updates.tolist() == [2 * r for r in run["round"]]  # two events per round in the fixture
+
+
+def test_every_figure_has_its_report_caption():
+    """The registry names a caption for each figure; the workflow's report reads it from there."""
+    figures = [*experiment_figures(5), AS_CODED_FIGURE, SAMPLING_VARIANCE_FIGURE]
+    assert len({figure.name for figure in figures}) == len(figures)
+    for figure in figures:
+        assert (REPO / "workflow/report" / f"{figure.caption}.rst").is_file(), figure.name

@@ -15,9 +15,9 @@ import torch
 
 from asyncfl.cli import main
 from asyncfl.files import sha256
+from asyncfl.spec.layout import RUN_FILES, RUN_OUTPUTS
 from conftest import ENV, REPO, started, wait_for
 
-OUTPUTS = ("metrics.csv", "events.csv", "model.pt", "run.json")
 SETTINGS = '{"eval_every": 2, "checkpoint_every": 2, "gamma0": 0.01}'
 
 
@@ -42,7 +42,7 @@ def lone_run(partition, tmp_path_factory) -> dict[str, bytes]:
     """The outputs of one uninterrupted run, the reference every other case must reproduce."""
     out = tmp_path_factory.mktemp("lone") / "run"
     assert main(train_argv(partition, out, 30)) == 0
-    return {name: (out / name).read_bytes() for name in OUTPUTS if name != "run.json"}
+    return {name: (out / name).read_bytes() for name in RUN_OUTPUTS}
 
 
 def rows(path: Path) -> int | None:
@@ -53,7 +53,7 @@ def rows(path: Path) -> int | None:
 
 
 def outputs(out: Path) -> dict[str, bytes]:
-    return {name: (out / name).read_bytes() for name in OUTPUTS if name != "run.json"}
+    return {name: (out / name).read_bytes() for name in RUN_OUTPUTS}
 
 
 @pytest.mark.subprocess
@@ -77,11 +77,11 @@ def test_two_concurrent_commands_one_proceeds_and_matches_a_lone_run(partition, 
 def test_a_finished_run_is_not_retrained(partition, lone_run, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(train_argv(partition, out, 30)) == 0
-    before = {name: (out / name).stat().st_mtime_ns for name in OUTPUTS}
+    before = {name: (out / name).stat().st_mtime_ns for name in RUN_FILES}
     capsys.readouterr()
     assert main(train_argv(partition, out, 30)) == 0
     assert "already finished" in capsys.readouterr().out
-    assert {name: (out / name).stat().st_mtime_ns for name in OUTPUTS} == before
+    assert {name: (out / name).stat().st_mtime_ns for name in RUN_FILES} == before
     assert outputs(out) == lone_run
 
 

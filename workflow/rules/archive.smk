@@ -8,7 +8,7 @@ rule archive:
         runs=[
             file
             for name in config["experiments"]
-            for file in run_files(name, ("metrics.csv", "events.csv", "run.json"))
+            for file in run_files(name, RUN_SUMMARY)
         ],
         partitions=sorted(
             {

@@ -19,10 +19,15 @@ from asyncfl.spec.experiments import (
 from asyncfl.spec.layout import (
     AS_CODED_FIGURE,
     DATA_DIR,
+    EVENTS,
+    METRICS,
+    MODEL,
     PREPARED,
     RUN_FILES,
-    THEORY_FIGURES,
-    figure_titles,
+    RUN_RECORD,
+    RUN_SUMMARY,
+    SAMPLING_VARIANCE_FIGURE,
+    experiment_figures,
 )
 from asyncfl.spec.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
@@ -60,7 +65,7 @@ def torch_env(wildcards):
 
 
 REFERENCE_J = config["reference_J"]
-FIGURES = list(figure_titles(REFERENCE_J))
+FIGURES = experiment_figures(REFERENCE_J)
 ARCHIVE_DIR = "results/archive"
 ARCHIVE = [
     f"{ARCHIVE_DIR}/{name}"
@@ -128,17 +133,38 @@ def run_files(name, files=RUN_FILES):
     return [f"{folder}/{file}" for folder in run_folders(name) for file in files]
 
 
-def experiment_figures(name):
+def figures_of(name):
     """Every figure of an experiment; the as-coded one where it runs AFL as the paper's code does."""
     as_coded = "afl_as_coded" in config["experiments"][name]["algorithms"]
-    return FIGURES + list(THEORY_FIGURES) + ([AS_CODED_FIGURE] if as_coded else [])
+    return (
+        FIGURES + [SAMPLING_VARIANCE_FIGURE] + ([AS_CODED_FIGURE] if as_coded else [])
+    )
+
+
+def figure_png(figure):
+    """A figure's PNG, in the report with its caption (asyncfl.spec.layout.Figure)."""
+    return report(
+        f"results/figures/{{experiment}}/{figure.name}.png",
+        caption=f"../report/{figure.caption}.rst",
+        category="{experiment}",
+        labels={"figure": figure.name},
+    )
+
+
+def figure_pdf(figure):
+    return f"results/figures/{{experiment}}/{figure.name}.pdf"
+
+
+def run_output(file):
+    """A file of the run folder that the `train` rule writes."""
+    return f"results/{{experiment}}/runs/{{algorithm}}/J{{J}}/seed{{seed}}/{file}"
 
 
 def all_figures():
     return [
-        f"results/figures/{name}/{figure}.{ext}"
+        f"results/figures/{name}/{figure.name}.{ext}"
         for name in config["experiments"]
-        for figure in experiment_figures(name)
+        for figure in figures_of(name)
         for ext in ("png", "pdf")
     ]
 

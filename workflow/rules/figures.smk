@@ -1,22 +1,12 @@
 rule figures:
     input:
-        runs=lambda wildcards: run_files(
-            wildcards.experiment, ("metrics.csv", "events.csv", "run.json")
-        ),
+        runs=lambda wildcards: run_files(wildcards.experiment, RUN_SUMMARY),
         stats=lambda wildcards: partition_file(
             experiment(wildcards), experiment(wildcards)["seeds"][0], ".json"
         ),
     output:
-        [
-            report(
-                f"results/figures/{{experiment}}/{figure}.png",
-                caption=f"../report/{figure.removesuffix(f'_J{REFERENCE_J}')}.rst",
-                category="{experiment}",
-                labels={"figure": figure},
-            )
-            for figure in FIGURES
-        ],
-        expand("results/figures/{{experiment}}/{figure}.pdf", figure=FIGURES),
+        [figure_png(figure) for figure in FIGURES],
+        [figure_pdf(figure) for figure in FIGURES],
     log:
         "logs/figures/{experiment}.log",
     conda:
@@ -36,19 +26,14 @@ rule as_coded_figure:
         runs=lambda wildcards: [
             f"{folder}/{file}"
             for folder in as_coded_run_folders(wildcards.experiment)
-            for file in ("metrics.csv", "events.csv", "run.json")
+            for file in RUN_SUMMARY
         ],
         stats=lambda wildcards: partition_file(
             experiment(wildcards), experiment(wildcards)["seeds"][0], ".json"
         ),
     output:
-        report(
-            f"results/figures/{{experiment}}/{AS_CODED_FIGURE}.png",
-            caption=f"../report/{AS_CODED_FIGURE}.rst",
-            category="{experiment}",
-            labels={"figure": AS_CODED_FIGURE},
-        ),
-        f"results/figures/{{experiment}}/{AS_CODED_FIGURE}.pdf",
+        figure_png(AS_CODED_FIGURE),
+        figure_pdf(AS_CODED_FIGURE),
     log:
         "logs/figures/{experiment}_as_coded.log",
     conda:

@@ -4,20 +4,15 @@ rule theory:
     input:
         data=get_prepared_data,
         run=lambda wildcards: [
-            f"{probed_run(wildcards)}/{f}" for f in ("run.json", "model.pt")
+            f"{probed_run(wildcards)}/{f}" for f in (RUN_RECORD, MODEL)
         ],
         partition=lambda wildcards: partition_file(
             experiment(wildcards), experiment(wildcards)["seeds"][0]
         ),
     output:
         table="results/figures/{experiment}/sampling_variance.csv",
-        png=report(
-            "results/figures/{experiment}/sampling_variance.png",
-            caption="../report/sampling_variance.rst",
-            category="{experiment}",
-            labels={"figure": "sampling_variance"},
-        ),
-        pdf="results/figures/{experiment}/sampling_variance.pdf",
+        png=figure_png(SAMPLING_VARIANCE_FIGURE),
+        pdf=figure_pdf(SAMPLING_VARIANCE_FIGURE),
     log:
         "logs/theory/{experiment}.log",
     conda:

@@ -7,10 +7,10 @@ rule train:
             experiment(wildcards), wildcards.seed
         ),
     output:
-        metrics="results/{experiment}/runs/{algorithm}/J{J}/seed{seed}/metrics.csv",
-        events="results/{experiment}/runs/{algorithm}/J{J}/seed{seed}/events.csv",
-        model="results/{experiment}/runs/{algorithm}/J{J}/seed{seed}/model.pt",
-        run="results/{experiment}/runs/{algorithm}/J{J}/seed{seed}/run.json",
+        metrics=run_output(METRICS),
+        events=run_output(EVENTS),
+        model=run_output(MODEL),
+        run=run_output(RUN_RECORD),
     log:
         "logs/train/{experiment}/{algorithm}_J{J}_seed{seed}.log",
     benchmark:

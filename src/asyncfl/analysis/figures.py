@@ -38,7 +38,15 @@ from asyncfl.analysis.panels import (  # noqa: E402
 from asyncfl.files import atomic_path  # noqa: E402
 from asyncfl.runs.record import verify_run_files  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
-from asyncfl.spec.layout import AS_CODED_FIGURE, AS_CODED_TITLE, RUN_DIR, figure_titles  # noqa: E402
+from asyncfl.spec.layout import (  # noqa: E402
+    AS_CODED_FIGURE,
+    EVENTS,
+    METRICS,
+    RUN_DIR,
+    RUN_LOGS,
+    SAMPLING_VARIANCE_FIGURE,
+    experiment_figures,
+)
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 
@@ -54,15 +62,15 @@ def load_runs(runs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
         match = RUN_DIR.search(Path(run).resolve().as_posix())
         if not match:
             raise InputError(f"{run} is not a run folder (expected …/ALGORITHM/JN/seedS, as asyncfl train writes)")
-        record = verify_run_files(run, ("metrics.csv", "events.csv"))
+        record = verify_run_files(run, RUN_LOGS)
         tags = {
             "algorithm": match["algorithm"],
             "J": int(match["J"]),
             "seed": int(match["seed"]),
             "lr_clock": record.get("lr_clock", "round"),  # what t of γ counted (runs before it was recorded: round)
         }
-        run_events = pd.read_csv(Path(run) / "events.csv")
-        run_metrics = pd.read_csv(Path(run) / "metrics.csv")
+        run_events = pd.read_csv(Path(run) / EVENTS)
+        run_metrics = pd.read_csv(Path(run) / METRICS)
         # The cost axis of equal-budget comparisons: client updates aggregated up to each round.
         run_metrics["updates"] = run_metrics["round"].map(run_events.groupby("round").size().cumsum())
         metrics.append(run_metrics.assign(**tags))
@@ -123,24 +131,19 @@ def draw_figures(
         "partition_heatmap": lambda ax: partition_heatmap(ax, stats),
         "algorithms_compared": lambda axes: algorithms_compared(axes, ref_metrics),
         "gradient_norm": lambda axes: gradient_norms(axes, ref_metrics, reference_j),
-        AS_CODED_FIGURE: lambda axes: as_coded_vs_described(axes, ref_metrics),
+        AS_CODED_FIGURE.name: lambda axes: as_coded_vs_described(axes, ref_metrics),
     }
-    two_panels = {"test_metrics_updates", "test_metrics_time", "algorithms_compared", "gradient_norm", AS_CODED_FIGURE}
     if as_coded and "afl_as_coded" not in set(ref_metrics.algorithm):
-        raise InputError(f"no afl_as_coded run with J = {reference_j} among --runs; add one to draw {AS_CODED_FIGURE}")
-    titles = {AS_CODED_FIGURE: AS_CODED_TITLE} if as_coded else figure_titles(reference_j)
+        raise InputError(
+            f"no afl_as_coded run with J = {reference_j} among --runs; add one to draw {AS_CODED_FIGURE.name}"
+        )
     written = []
-    for name, figure_title in titles.items():
-        height = {
-            "partition_heatmap": 0.9 + 0.18 * stats["clients"],
-            "gradient_norm": 4.4,
-            f"participation_J{reference_j}": 3.4,
-        }.get(name, 2.6)
-        panels = 2 if name in two_panels else 1
-        heading = f"{title}: {figure_title}"
-        if len(heading) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * panels:  # it would be cut at the edges
-            heading = f"{title}:\n{figure_title}"
-        written += save_figure(drawers[name], panels, height, heading, Path(out) / name)
+    for figure in [AS_CODED_FIGURE] if as_coded else experiment_figures(reference_j):
+        heading = f"{title}: {figure.title}"
+        if len(heading) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * figure.panels:  # it would be cut at the edges
+            heading = f"{title}:\n{figure.title}"
+        height = figure.height + figure.height_per_client * stats["clients"]
+        written += save_figure(drawers[figure.name], figure.panels, height, heading, Path(out) / figure.name)
     return written
 
 
@@ -175,4 +178,5 @@ def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> list[P
         ax.set_yscale("symlog", linthresh=table.closed_form[table.closed_form > 0].min())
         ax.legend(fontsize="x-small")
 
-    return save_figure(draw, 1, 2.8, f"{title}: Variance of the sampled mean update", Path(out) / "sampling_variance")
+    figure = SAMPLING_VARIANCE_FIGURE
+    return save_figure(draw, figure.panels, figure.height, f"{title}: {figure.title}", Path(out) / figure.name)

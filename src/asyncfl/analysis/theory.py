@@ -23,6 +23,7 @@ from asyncfl.sim.context import RunContext, prepare_run
 from asyncfl.sim.run_state import load_failure
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import EVENTS, MODEL
 from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.interface import LocalTask
 from asyncfl.training.runtime import configure_process
@@ -78,7 +79,7 @@ def gram_drawn_variance(gram: np.ndarray, s: int, replacement: bool, draws: int,
 def client_updates(run: Path, dataset: str, root: Path | None, partition_path: Path) -> np.ndarray:
     """θ_c − θ for every client c, each trained once (the run's settings and learning-rate schedule at
     its last round) from the run's final global model θ: the population the sampling claim is about."""
-    summary = verify_run_files(run, ("model.pt", "events.csv"))
+    summary = verify_run_files(run, (MODEL, EVENTS))
     if not isinstance(summary.get("config"), dict) or not isinstance(summary.get("rounds_completed"), int):
         raise InputError(f"{run}/run.json lacks the run's config or rounds; train it again")
     config = make_config({**summary["config"], "trainer": "plain"}, f"{run}/run.json")
@@ -90,8 +91,8 @@ def client_updates(run: Path, dataset: str, root: Path | None, partition_path: P
         )
     configure_process(config.precision)
     context = prepare_run(config, load_dataset(dataset, root), partition, sha256(partition_path), None)
-    start = load_model_state(run / "model.pt", context.model, context.device)
-    updates = len(pd.read_csv(run / "events.csv"))  # one row per aggregated client update
+    start = load_model_state(run / MODEL, context.model, context.device)
+    updates = len(pd.read_csv(run / EVENTS))  # one row per aggregated client update
     tasks = probe_tasks(context, start, summary["rounds_completed"], updates)
     names = [name for name, _ in context.model.named_parameters()]
     flat = [

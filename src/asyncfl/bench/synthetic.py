@@ -13,6 +13,7 @@ import torch
 from asyncfl.data.datasets import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
 from asyncfl.spec.config import make_config
+from asyncfl.spec.layout import TIMINGS
 from asyncfl.training.interface import Trainer
 from asyncfl.training.runtime import configure_process
 
@@ -43,5 +44,5 @@ def synthetic_run(
     configure_process(config.precision)
     with contextlib.redirect_stdout(io.StringIO()):
         Simulation(config, dataset, partition, out, trainer=trainer).run()
-    with open(Path(out) / "timings.csv") as stream:
+    with open(Path(out) / TIMINGS) as stream:
         return [float(row["wall_seconds"]) for row in csv.DictReader(stream)]

@@ -16,13 +16,13 @@ import tarfile
 from pathlib import Path
 
 from asyncfl.files import atomic_path, sha256, write_json
-from asyncfl.runs.record import RUN_RECORD, read_run_record, verify_run_files
+from asyncfl.runs.record import read_run_record, verify_run_files
 from asyncfl.sim.provenance import git, machine, package_versions
 from asyncfl.spec.config import read_yaml
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import RUN_LOGS, RUN_RECORD
 
 ARCHIVE_KEYS = ("title", "creators", "license", "paper")
-RUN_LOGS = ("metrics.csv", "events.csv")  # what the archive ships of a run, beside its run.json
 
 
 def build_archive(members: dict[str, Path], tarball: Path) -> dict[str, str]:

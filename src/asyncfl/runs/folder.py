@@ -16,13 +16,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from asyncfl.files import sha256
-from asyncfl.runs.record import RUN_RECORD
-from asyncfl.sim.run_state import CHECKPOINT, OUTPUTS, utc_now
+from asyncfl.sim.run_state import utc_now
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import CHECKPOINT, MODEL, RUN_OUTPUTS, RUN_RECORD, TIMINGS
 
 LOCK = ".lock"
 REPLACED = "replaced"  # --force moves a folder's old outputs into replaced/TIMESTAMP/
-MOVABLE = (*OUTPUTS, RUN_RECORD, "timings.csv", CHECKPOINT)
+MOVABLE = (*RUN_OUTPUTS, RUN_RECORD, TIMINGS, CHECKPOINT)
 
 
 @contextmanager
@@ -83,7 +83,7 @@ def finished_run(out: Path, identity: dict) -> dict | None:
         raise InputError(f"{record} is not a readable run record; {force}") from None
     if any(summary.get(key) != value for key, value in identity.items()):
         raise InputError(f"{out} holds a finished run with other settings or data; {force}")
-    for name in OUTPUTS:
+    for name in RUN_OUTPUTS:
         if not (out / name).is_file() or sha256(out / name) != hashes.get(name):
             raise InputError(f"{out}: {name} and the others do not match the hashes in its run.json; {force}")
     return summary
@@ -104,4 +104,4 @@ def move_aside(out: Path) -> Path | None:
 
 def clear_unfinished(out: Path) -> None:
     """Before a run starts or resumes where no finished run is: no model.pt may outlive its run.json."""
-    (out / "model.pt").unlink(missing_ok=True)
+    (out / MODEL).unlink(missing_ok=True)

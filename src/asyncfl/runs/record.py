@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import RUN_RECORD
 
-RUN_RECORD = "run.json"
 RERUN = "train it again (asyncfl train --force, or delete the folder and rerun snakemake)"
 
 

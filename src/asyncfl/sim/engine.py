@@ -29,8 +29,9 @@ from asyncfl.sim.clock import run_virtual, sleep_until
 from asyncfl.sim.context import RunContext, prepare_run
 from asyncfl.sim.logs import Aggregation, RunLogs
 from asyncfl.sim.outcome import check_finite, check_finite_model, stop_condition, write_outputs
-from asyncfl.sim.run_state import CHECKPOINT, Job, RunState, load_checkpoint, save_checkpoint
+from asyncfl.sim.run_state import Job, RunState, load_checkpoint, save_checkpoint
 from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.layout import CHECKPOINT
 from asyncfl.training.evaluation import evaluate, training_gradient
 from asyncfl.training.interface import LocalResult, Trainer
 

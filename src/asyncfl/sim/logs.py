@@ -23,6 +23,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from asyncfl.files import append_whole, open_log, same_file, write_text
+from asyncfl.spec.layout import EVENTS, METRICS, TIMINGS
 
 METRICS_COLUMNS = (
     "round",
@@ -207,9 +208,9 @@ class RunLogs:
 
     def __init__(self, out: Path, resumed: dict[str, str] | None, rounds: int, start_round: int):
         resumed = resumed or {}
-        self.metrics = CsvLog(out / "metrics.csv", METRICS_COLUMNS, resumed.get("metrics"))
-        self.events = CsvLog(out / "events.csv", EVENTS_COLUMNS, resumed.get("events"))
-        self.timings = CsvLog(out / "timings.csv", TIMINGS_COLUMNS, resumed.get("timings"))
+        self.metrics = CsvLog(out / METRICS, METRICS_COLUMNS, resumed.get(METRICS))
+        self.events = CsvLog(out / EVENTS, EVENTS_COLUMNS, resumed.get(EVENTS))
+        self.timings = CsvLog(out / TIMINGS, TIMINGS_COLUMNS, resumed.get(TIMINGS))
         self.progress = Progress(rounds, start_round)
 
     def record(self, aggregation: Aggregation, wall_seconds: float) -> None:
@@ -219,8 +220,8 @@ class RunLogs:
         self.progress.update(aggregation.version, aggregation.now, aggregation.train_loss, aggregation.test_accuracy)
 
     def settled_texts(self) -> dict[str, str]:
-        """The logs' texts, for a checkpoint or run.json, after making the files on disk hold them."""
-        logs = {"metrics": self.metrics, "events": self.events, "timings": self.timings}
+        """The logs' texts by file name, for a checkpoint or run.json, after making the files on disk hold them."""
+        logs = {METRICS: self.metrics, EVENTS: self.events, TIMINGS: self.timings}
         for log in logs.values():
             log.settle()
         return {name: log.text() for name, log in logs.items()}

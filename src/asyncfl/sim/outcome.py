@@ -11,9 +11,10 @@ from asyncfl.files import save_torch, sha256, write_json
 from asyncfl.models import State
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.provenance import run_environment
-from asyncfl.sim.run_state import CHECKPOINT, OUTPUTS, Job, RunState, utc_now
+from asyncfl.sim.run_state import Job, RunState, utc_now
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import CHECKPOINT, EVENTS, METRICS, MODEL, RUN_OUTPUTS, RUN_RECORD
 from asyncfl.training.interface import LocalResult
 
 
@@ -58,9 +59,9 @@ def write_outputs(
 ) -> dict:
     """The finished run's model.pt and run.json (hashes of the outputs last); the checkpoint goes.
     The logs' hashes are those of the texts this run wrote, which `RunLogs.settled_texts` put on disk."""
-    save_torch(out / "model.pt", state.global_state)
-    hashes = {"model.pt": sha256(out / "model.pt")}
-    hashes.update({f"{name}.csv": hashlib.sha256(logs[name].encode()).hexdigest() for name in ("metrics", "events")})
+    save_torch(out / MODEL, state.global_state)
+    hashes = {MODEL: sha256(out / MODEL)}
+    hashes.update({name: hashlib.sha256(logs[name].encode()).hexdigest() for name in (METRICS, EVENTS)})
     summary = {
         **context.identity,
         **run_environment(context.device),
@@ -72,8 +73,8 @@ def write_outputs(
         "finished_at": utc_now(),
         "torch_threads": torch.get_num_threads(),
         "lr_clock": context.strategy.lr_clock,
-        "sha256": {name: hashes[name] for name in OUTPUTS},
+        "sha256": {name: hashes[name] for name in RUN_OUTPUTS},
     }
-    write_json(out / "run.json", summary)
+    write_json(out / RUN_RECORD, summary)
     (out / CHECKPOINT).unlink(missing_ok=True)
     return summary

@@ -21,12 +21,11 @@ from asyncfl.models import State
 from asyncfl.spec import random_streams
 from asyncfl.spec.config import TrainConfig, config_dict
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import EVENTS, METRICS, TIMINGS
 from asyncfl.training.interface import LocalResult
 
-CHECKPOINT_FORMAT = 4
-CHECKPOINT = "checkpoint.pt"
+CHECKPOINT_FORMAT = 5
 CHECKPOINT_MAGIC = b"asyncfl-checkpoint"  # first line: MAGIC FORMAT SHA256\n, then torch.save's bytes
-OUTPUTS = ("model.pt", "metrics.csv", "events.csv")  # byte-identical for equal runs; hashed in run.json
 
 
 @dataclass(frozen=True)
@@ -171,7 +170,7 @@ def load_checkpoint(path: Path, identity: dict, device: torch.device) -> tuple[R
             },
             results={tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]},
         )
-        logs = {name: str(checkpoint["logs"][name]) for name in ("metrics", "events", "timings")}
+        logs = {name: str(checkpoint["logs"][name]) for name in (METRICS, EVENTS, TIMINGS)}
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"{unreadable} (missing or malformed entry {error}); {fix}") from None
     return state, logs

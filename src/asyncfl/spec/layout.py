@@ -4,6 +4,7 @@ Kept free of heavy imports: the workflow imports it while it plans the DAG.
 """
 
 import re
+from dataclasses import dataclass
 
 # Where `asyncfl data` and the workflow keep a dataset by default: DATA_DIR/{dataset}, with the
 # workflow's marker PREPARED in it once the files are downloaded and verified.
@@ -12,28 +13,69 @@ PREPARED = "prepared.json"
 
 # A run folder below an experiment's runs/: {algorithm}/J{J}/seed{seed}
 RUN_DIR = re.compile(r"(?P<algorithm>[a-z][a-z_]*)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
-RUN_FILES = ("metrics.csv", "events.csv", "model.pt", "run.json")
-# Drawn by `asyncfl theory` from one finished run per experiment, beside the figures above.
-THEORY_FIGURES = ("sampling_variance",)
+# The files of a run folder (README "Run folders"), named here only
+METRICS, EVENTS, TIMINGS = "metrics.csv", "events.csv", "timings.csv"
+MODEL, RUN_RECORD, CHECKPOINT = "model.pt", "run.json", "checkpoint.pt"
+RUN_OUTPUTS = (MODEL, METRICS, EVENTS)  # byte-identical for equal runs; hashed in run.json
+RUN_LOGS = (METRICS, EVENTS)  # what the figures read and the archive ships of a run, beside its run.json
+RUN_FILES = (METRICS, EVENTS, MODEL, RUN_RECORD)  # a finished run, as the workflow expects it
+RUN_SUMMARY = (*RUN_LOGS, RUN_RECORD)  # what the figures and the archive read of a run
 
 
-def figure_titles(reference_j: int) -> dict[str, str]:
-    """Every figure `asyncfl figures` draws (file name without extension) and its title."""
-    return {
-        f"server_loss_J{reference_j}": f"AFL server loss, J = {reference_j}",
-        f"client_selection_J{reference_j}": f"Client participation, J = {reference_j}",
-        f"participation_J{reference_j}": f"Updates per client vs duration, J = {reference_j}",
-        "participation_sweep": "AFL server loss by clients per round",
-        "afl_vs_sync": f"AFL vs synchronous FL at equal client updates, J = {reference_j}",
-        "test_metrics_updates": f"Global model on the test set by client updates, J = {reference_j}",
-        "test_metrics_time": f"Global model on the test set over virtual time, J = {reference_j}",
-        "staleness_distribution": f"Staleness of aggregated updates, J = {reference_j}",
-        "partition_heatmap": "Training samples per client and class",
-        "algorithms_compared": f"Algorithms compared at their budget, J = {reference_j}",
-        "gradient_norm": f"Training-gradient norm of the global model, J = {reference_j}",
-    }
+@dataclass(frozen=True)
+class Figure:
+    """One figure, as the command that draws it, the workflow and the tests know it.
+
+    Attributes:
+        name: the file stem (NAME.png, NAME.pdf) and the report's label.
+        title: shown above the panels, after the experiment's name.
+        caption: the report's caption, workflow/report/CAPTION.rst.
+        panels: side by side, one column width each.
+        height: inches, plus `height_per_client` for each client (a figure with a row per client).
+    """
+
+    name: str
+    title: str
+    caption: str
+    panels: int = 1
+    height: float = 2.6
+    height_per_client: float = 0.0
+
+
+def experiment_figures(reference_j: int) -> list[Figure]:
+    """Every figure `asyncfl figures` draws of an experiment; single-J ones at J = `reference_j`."""
+    j = f"J = {reference_j}"
+    return [
+        Figure(f"server_loss_J{reference_j}", f"AFL server loss, {j}", "server_loss"),
+        Figure(f"client_selection_J{reference_j}", f"Client participation, {j}", "client_selection"),
+        Figure(f"participation_J{reference_j}", f"Updates per client vs duration, {j}", "participation", height=3.4),
+        Figure("participation_sweep", "AFL server loss by clients per round", "participation_sweep"),
+        Figure("afl_vs_sync", f"AFL vs synchronous FL at equal client updates, {j}", "afl_vs_sync"),
+        Figure(
+            "test_metrics_updates", f"Global model on the test set by client updates, {j}", "test_metrics_updates", 2
+        ),
+        Figure("test_metrics_time", f"Global model on the test set over virtual time, {j}", "test_metrics_time", 2),
+        Figure("staleness_distribution", f"Staleness of aggregated updates, {j}", "staleness_distribution"),
+        Figure(
+            "partition_heatmap",
+            "Training samples per client and class",
+            "partition_heatmap",
+            height=0.9,
+            height_per_client=0.18,
+        ),
+        Figure("algorithms_compared", f"Algorithms compared at their budget, {j}", "algorithms_compared", 2),
+        Figure("gradient_norm", f"Training-gradient norm of the global model, {j}", "gradient_norm", 2, height=4.4),
+    ]
 
 
 # Drawn only for experiments that run `afl_as_coded` (its own workflow rule): that emulation beside AFL.
-AS_CODED_FIGURE = "as_coded_vs_described"
-AS_CODED_TITLE = "AFL as the paper's code runs it vs as the paper describes it"
+AS_CODED_FIGURE = Figure(
+    "as_coded_vs_described",
+    "AFL as the paper's code runs it vs as the paper describes it",
+    "as_coded_vs_described",
+    panels=2,
+)
+# Drawn by `asyncfl theory` from one finished run per experiment, beside the figures above.
+SAMPLING_VARIANCE_FIGURE = Figure(
+    "sampling_variance", "Variance of the sampled mean update", "sampling_variance", height=2.8
+)
