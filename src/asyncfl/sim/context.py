@@ -42,6 +42,11 @@ class RunContext:
         """Every training sample of the partition: the data of L(θ) = Σ_c (n_c/n)·L_c(θ)."""
         return torch.cat(self.client_indices)
 
+    @property
+    def parameter_names(self) -> list[str]:
+        """The model's parameters, the paper's θ (BatchNorm's statistics are buffers, not θ)."""
+        return [name for name, _ in self.model.named_parameters()]
+
     def local_task(self, job: Job, start: State) -> LocalTask:
         """What the trainer needs of a job: the model it starts from, its samples, rates and shuffle
         stream, and the local objective's proximal weight μ."""

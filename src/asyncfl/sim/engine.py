@@ -61,9 +61,7 @@ class Simulation:
         self.inbox: asyncio.PriorityQueue = asyncio.PriorityQueue()
         self.stop_reason = ""
         self.started = time.perf_counter()
-        self.parameter_names = [name for name, _ in self.context.model.named_parameters()]
 
-    # ---- dispatch -------------------------------------------------------------------------------
     def sample_clients(self, count: int) -> np.ndarray:
         """Uniform draw of clients to dispatch: idle ones without replacement, any with replacement."""
         if self.config.replacement:
@@ -90,22 +88,6 @@ class Simulation:
         await sleep_until(job.arrival_time)
         self.inbox.put_nowait((job.key, job))
 
-    def result(self, job: Job) -> LocalResult:
-        """The job's local update; trains every outstanding untrained job together the first time."""
-        results = self.state.results
-        if job.key not in results:
-            pending = [j for j in [job, *self.state.outstanding.values()] if j.key not in results]
-            tasks = [self.context.local_task(j, self.start_of(j)) for j in pending]
-            results.update(zip((j.key for j in pending), self.context.trainer.train(tasks), strict=True))
-        return results.pop(job.key)
-
-    def start_of(self, job: Job) -> State:
-        """The model a job trains from: the global model it was sent, or the client's own last model."""
-        if self.strategy.clients_load_global_model:
-            return self.state.starts[job.version]
-        return self.state.client_models[job.client]
-
-    # ---- the server -----------------------------------------------------------------------------
     async def serve(self, logs: RunLogs) -> None:
         state = self.state
         for job in state.outstanding.values():  # a resumed run's clients in flight
@@ -119,7 +101,7 @@ class Simulation:
                 state.now = job.arrival_time
                 del state.outstanding[job.key]
                 self.in_flight[job.client] -= 1
-                result = self.result(job)
+                result = local_result(self.context, state, job)
                 check_finite(result, job, state.version, self.out)
                 self.buffer.append((job, result))
                 aggregated = len(self.buffer) == self.strategy.arrivals_per_round
@@ -140,19 +122,15 @@ class Simulation:
         """Fold the buffered updates into the global model; log the round; True when the run is over."""
         config, state = self.config, self.state
         jobs, results = [job for job, _ in self.buffer], [result for _, result in self.buffer]
-        old = state.global_state
-        updates = server_updates(self.context, state.version, jobs, results, [self.start_of(job) for job in jobs])
+        old, starts = state.global_state, [start_of(self.context, state, job) for job in jobs]
+        updates = server_updates(self.context, state.version, jobs, results, starts)
         new, coefficients = self.strategy.aggregate(old, updates)
         check_finite_model(new, state.version, self.out)
-        norm = update_norm(new, old, self.parameter_names)
+        norm = update_norm(new, old, self.context.parameter_names)
         sizes = [update.size for update in updates]
         record = Aggregation.of(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
-        state.global_state, state.version = new, state.version + 1
-        if not self.strategy.clients_load_global_model:
-            state.client_models.update({job.client: result.state for job, result in self.buffer})
+        state.advance(new, self.buffer if not self.strategy.clients_load_global_model else [])
         self.buffer.clear()
-        live = {j.version for j in state.outstanding.values()}
-        state.starts = {v: start for v, start in state.starts.items() if v in live}
         arrived = int(state.dispatch_counts.sum()) - len(state.outstanding)  # every arrival so far is aggregated
         self.stop_reason = stop_condition(config, state.version, state.now, norm, arrived)
         if state.version % config.eval_every == 0 or self.stop_reason:
@@ -179,6 +157,24 @@ class Simulation:
         finally:
             logs.close()
         return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts)
+
+
+def start_of(context: RunContext, state: RunState, job: Job) -> State:
+    """The model a job trains from: the global model it was sent, or the client's own last model."""
+    if context.strategy.clients_load_global_model:
+        return state.starts[job.version]
+    return state.client_models[job.client]
+
+
+def local_result(context: RunContext, state: RunState, job: Job) -> LocalResult:
+    """The job's local update; trains every outstanding untrained job together the first time, so a
+    vectorised trainer batches the clients in flight."""
+    results = state.results
+    if job.key not in results:
+        pending = [j for j in [job, *state.outstanding.values()] if j.key not in results]
+        tasks = [context.local_task(j, start_of(context, state, j)) for j in pending]
+        results.update(zip((j.key for j in pending), context.trainer.train(tasks), strict=True))
+    return results.pop(job.key)
 
 
 def next_job(context: RunContext, state: RunState, client: int, updates: int) -> Job:

@@ -78,6 +78,14 @@ class RunState:
     # Each client's own last model, for algorithms whose clients never load the global one
     client_models: dict[int, State] = field(default_factory=dict)
 
+    def advance(self, new: State, own_models: list[tuple[Job, LocalResult]]) -> None:
+        """The aggregation's new global model; the clients' own last models (`own_models`, for algorithms
+        whose clients keep them); the start models that no outstanding job needs any more go."""
+        self.global_state, self.version = new, self.version + 1
+        self.client_models.update({job.client: result.state for job, result in own_models})
+        live = {job.version for job in self.outstanding.values()}
+        self.starts = {version: start for version, start in self.starts.items() if version in live}
+
     @classmethod
     def fresh(cls, global_state: State, seed: int, clients: int, own_models: bool = False) -> "RunState":
         """The state before the first dispatch; with `own_models`, every client holds the initial model."""

@@ -68,14 +68,9 @@ class VectorisedTrainer(LocalTrainer):
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
         self.model.train()
-        device = self.images.device
         flat = self.flatten([task.start_state for task in tasks])
-        proximal = Proximal.of(tasks, flat)
-        buffers = stack_states(tasks, self.buffer_names)
-        moments = (torch.zeros_like(flat), torch.zeros_like(flat))
-        steps = torch.zeros(len(tasks), dtype=torch.float64, device=device)
+        stack = Stack(flat, stack_states(tasks, self.buffer_names), Proximal.of(tasks, flat))
         orders = [epoch_permutations(task) for task in tasks]
-        sizes = [len(task.indices) for task in tasks]
         stopping = [EarlyStopping(self.settings.patience) for _ in tasks]
         running = list(range(len(tasks)))
         losses, epochs_run = [math.nan] * len(tasks), [0] * len(tasks)
@@ -85,74 +80,71 @@ class VectorisedTrainer(LocalTrainer):
                 break
             fresh = [c for c in running if epoch and tasks[c].optimizer_per_epoch]
             if fresh:  # a fresh optimizer for these clients' epoch: no moments, step count 0
-                for state in (*moments, steps):
+                for state in (*stack.moments, stack.steps):
                     state[fresh] = 0
-            longest = max(sizes)
-            order = torch.stack(
-                [F.pad(orders[c][min(epoch, len(orders[c]) - 1)], (0, longest - sizes[c])) for c in range(len(tasks))]
-            )  # clients × longest, padding never read
-            lrs = torch.tensor(
-                [task.lrs[min(epoch, len(task.lrs) - 1)] for task in tasks], dtype=torch.float64, device=device
-            )
-            totals = torch.zeros(len(tasks), dtype=torch.float64, device=device)
-            for start in range(0, max(sizes[c] for c in running), self.settings.batch_size):
-                groups = defaultdict(list)
-                for c in running:
-                    if start < sizes[c]:
-                        groups[min(self.settings.batch_size, sizes[c] - start)].append(c)
-                for size, members in groups.items():
-                    rows = None if len(members) == len(tasks) else torch.tensor(members, device=device)
-                    loss = self.step(
-                        rows,
-                        order[take(rows)][:, start : start + size],
-                        lrs[take(rows)],
-                        flat,
-                        buffers,
-                        moments,
-                        steps,
-                        proximal,
-                    )
-                    totals[take(rows)] += loss.double() * size
+            order = [order[min(epoch, len(order) - 1)] for order in orders]
+            lrs = [task.lrs[min(epoch, len(task.lrs) - 1)] for task in tasks]
+            totals = self.train_epoch(stack, order, lrs, running)
             for c, total in zip(running, totals[running].tolist(), strict=True):
-                losses[c], epochs_run[c] = total / sizes[c], epoch + 1
+                losses[c], epochs_run[c] = total / len(order[c]), epoch + 1
             running = [c for c in running if math.isfinite(losses[c]) and not stopping[c].should_stop(losses[c])]
-        return unstack_results(self.unflatten(flat), buffers, losses, epochs_run)
+        return unstack_results(self.unflatten(stack.flat), stack.buffers, losses, epochs_run)
+
+    def train_epoch(self, stack: "Stack", orders: list[torch.Tensor], lrs: list[float], running: list[int]):
+        """One epoch of the `running` clients, each over its own sample order at its own rate; every
+        client's summed loss × batch size (zero for the others)."""
+        device, batch_size = self.images.device, self.settings.batch_size
+        sizes = [len(order) for order in orders]
+        longest = max(sizes)
+        order = torch.stack([F.pad(o, (0, longest - len(o))) for o in orders])  # clients × longest, padding never read
+        rates = torch.tensor(lrs, dtype=torch.float64, device=device)
+        totals = torch.zeros(len(orders), dtype=torch.float64, device=device)
+        for start in range(0, max(sizes[c] for c in running), batch_size):
+            groups = defaultdict(list)
+            for c in running:
+                if start < sizes[c]:
+                    groups[min(batch_size, sizes[c] - start)].append(c)
+            for size, members in groups.items():
+                rows = None if len(members) == len(orders) else torch.tensor(members, device=device)
+                loss = self.step(stack, rows, order[take(rows)][:, start : start + size], rates[take(rows)])
+                totals[take(rows)] += loss.double() * size
+        return totals
 
     @torch.no_grad()
-    def step(
-        self,
-        rows: torch.Tensor | None,
-        batch: torch.Tensor,
-        lrs: torch.Tensor,
-        flat: torch.Tensor,
-        buffers: State,
-        moments: tuple[torch.Tensor, torch.Tensor],
-        steps: torch.Tensor,
-        proximal: "Proximal | None",
-    ) -> torch.Tensor:
+    def step(self, stack: "Stack", rows: torch.Tensor | None, batch: torch.Tensor, lrs: torch.Tensor) -> torch.Tensor:
         """One optimizer step for the clients in `rows` (None: all), each on its own minibatch; their losses."""
-        parameters = flat[take(rows)]
+        parameters = stack.flat[take(rows)]
         with torch.enable_grad():
             grads, (loss, new_buffers) = self.step_group(
                 self.unflatten(parameters),
-                {n: b[take(rows)] for n, b in buffers.items()},
+                {n: b[take(rows)] for n, b in stack.buffers.items()},
                 self.settings.numerics.layout(self.images[batch]),
                 self.labels[batch],
             )
         for name, buffer in new_buffers.items():
-            put(buffers[name], rows, buffer)
+            put(stack.buffers[name], rows, buffer)
         grad = torch.cat([grads[name].flatten(1) for name in self.shapes], dim=1)
-        if proximal is not None:
-            grad = proximal.add_gradient(grad, parameters, rows)
+        if stack.proximal is not None:
+            grad = stack.proximal.add_gradient(grad, parameters, rows)
         if not self.settings.adam:
-            put(flat, rows, parameters - per_client(lrs, flat) * grad)
+            put(stack.flat, rows, parameters - per_client(lrs, stack.flat) * grad)
             return loss
-        steps[take(rows)] += 1
-        m, v = (state[take(rows)] for state in moments)
-        put(flat, rows, adam_step(parameters, grad, m, v, steps[take(rows)], lrs))
-        put(moments[0], rows, m)
-        put(moments[1], rows, v)
+        stack.steps[take(rows)] += 1
+        m, v = (state[take(rows)] for state in stack.moments)
+        put(stack.flat, rows, adam_step(parameters, grad, m, v, stack.steps[take(rows)], lrs))
+        put(stack.moments[0], rows, m)
+        put(stack.moments[1], rows, v)
         return loss
+
+
+class Stack:
+    """The clients of one call, stacked on a leading axis: parameters (clients × P), BatchNorm buffers,
+    Adam's moments and step counts (fresh: zero), and the proximal terms if any."""
+
+    def __init__(self, flat: torch.Tensor, buffers: State, proximal: "Proximal | None"):
+        self.flat, self.buffers, self.proximal = flat, buffers, proximal
+        self.moments = (torch.zeros_like(flat), torch.zeros_like(flat))
+        self.steps = torch.zeros(len(flat), dtype=torch.float64, device=flat.device)
 
 
 class Proximal:
