@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from asyncfl.data.datasets import Dataset, DatasetInfo
+from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from asyncfl.data.datasets import DatasetInfo
+from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import build_model
 from asyncfl.spec.errors import InputError
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from asyncfl.data.datasets import DatasetInfo
+from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import build_model
 from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.interface import LocalTask

@@ -4,7 +4,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from asyncfl.data.datasets import DatasetInfo
+from asyncfl.data.dataset import DatasetInfo
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import MODELS as MODEL_NAMES
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from asyncfl.analysis.figures import draw_figures, load_runs
-from asyncfl.analysis.panels import fitted_slope, participation_table
+from asyncfl.analysis.gradient_panels import fitted_slope
+from asyncfl.analysis.panels import participation_table
 from asyncfl.sim.logs import EVENTS_COLUMNS, METRICS_COLUMNS
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import AS_CODED_FIGURE, SAMPLING_VARIANCE_FIGURE, experiment_figures

@@ -11,7 +11,7 @@ import yaml
 
 from asyncfl.bench.measure import Case, bench_case, cpu_precision, engine_overhead, fast_numerics, format_table
 from asyncfl.bench.paper_round import PAPER_SHAPES, seconds_per_round, sweep_updates
-from asyncfl.data.datasets import DatasetInfo
+from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import build_model
 from asyncfl.training.numerics import Numerics
 from conftest import REPO

@@ -14,10 +14,12 @@ import pytest
 import torch
 
 from asyncfl.cli import main
-from asyncfl.data import datasets as data
-from asyncfl.data.datasets import IDX_CONTENT_MD5, load_dataset, normalize
+from asyncfl.data import digits
+from asyncfl.data.dataset import normalize
+from asyncfl.data.datasets import load_dataset
+from asyncfl.data.torchvision_sets import IDX_CONTENT_MD5, NORMALISATION
 from asyncfl.data.vision import import_torchvision
-from asyncfl.files import sha256
+from asyncfl.files import sha256, write_npz
 from asyncfl.spec.errors import InputError
 from conftest import skip_unless
 
@@ -217,16 +219,16 @@ def test_prepared_digits_are_scikit_learns_and_a_changed_copy_is_passed_over(tmp
     """`asyncfl data` writes the digits and their split to ROOT/digits.npz; read back, they are exactly
     what scikit-learn gives. A copy whose bytes differ is not read (scikit-learn is asked again)."""
     assert main(["data", "--dataset", "digits", "--root", str(tmp_path)]) == 0
-    prepared = tmp_path / data.DIGITS_FILE
-    assert sha256(prepared) == data.DIGITS_FILE_SHA256
-    fresh, cached = data.load_digits(tmp_path / "absent.npz"), load_dataset("digits", tmp_path)
+    prepared = tmp_path / digits.DIGITS_FILE
+    assert sha256(prepared) == digits.DIGITS_FILE_SHA256
+    fresh, cached = digits.load_digits(tmp_path / "absent.npz"), load_dataset("digits", tmp_path)
     for name in ("train_images", "train_labels", "test_images", "test_labels"):
         assert torch.equal(getattr(fresh, name), getattr(cached, name)), name
     assert fresh.info == cached.info
     tampered = dict(np.load(prepared))
     tampered["labels"] = (tampered["labels"] + 1) % 10
-    data.write_npz(prepared, tampered)
-    assert data.read_prepared_digits(prepared) is None
+    write_npz(prepared, tampered)
+    assert digits.read_prepared_digits(prepared) is None
     assert torch.equal(load_dataset("digits", tmp_path).train_labels, fresh.train_labels)
 
 
@@ -249,7 +251,7 @@ def test_real_fashion_mnist_from_debian():
     assert torch.bincount(dataset.train_labels).tolist() == [6000] * 10
     assert torch.bincount(dataset.test_labels).tolist() == [1000] * 10
     assert dataset.info.classes[0] == "T-shirt/top"
-    assert data.NORMALISATION["fashion-mnist"][0][0] == pytest.approx(
+    assert NORMALISATION["fashion-mnist"][0][0] == pytest.approx(
         dataset.train_images.float().mean().item() / 255, abs=1e-3
     )
 

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from asyncfl.analysis.gradient_panels import gradient_norms  # noqa: E402
 from asyncfl.analysis.panels import (  # noqa: E402
     SERVER_LOSS,
     UPDATES,
@@ -26,7 +27,6 @@ from asyncfl.analysis.panels import (  # noqa: E402
     as_coded_vs_described,
     by_algorithm,
     client_selection,
-    gradient_norms,
     on_time_grid,
     participation,
     participation_sweep,

@@ -25,7 +25,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from asyncfl.bench.paper_round import format_paper_rounds, paper_round_bench
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
-from asyncfl.data.datasets import DatasetInfo
+from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import build_model, has_batchnorm
 from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.graphed import GraphedTrainer
@@ -149,19 +149,47 @@ def flops_per_sample(model, shape, device) -> float:
 
 
 def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
-    torch.manual_seed(0)
+    """One row per trainer (and the reference loop): seconds per round, throughput, memory, TFLOP/s."""
+    runs, flops = case_runs(case, device)
+    all_seconds, peaks = timed(runs, device, repeats)
+    Numerics().apply_globally()
+    seconds = {name: float(np.median(values)) for name, values in all_seconds.items()}
+    samples = case.per_round * case.samples * case.epochs
+    return [
+        {
+            "case": case.name,
+            "trainer": name,
+            "device": str(device),
+            "clients": case.clients,
+            "clients_per_round": case.per_round,
+            "samples_per_client": case.samples,
+            "batch_size": case.batch_size,
+            "local_epochs": case.epochs,
+            "seconds_per_round": round(value, 4),
+            "samples_per_second": round(samples / value, 1),
+            "speedup": round(seconds["reference loop"] / value, 2),
+            "peak_memory_mib": round(peaks[name], 1),  # CUDA: of this trainer; CPU: of the process so far
+            "tflops": round(flops / value / 1e12, 4),
+        }
+        for name, value in seconds.items()
+    ]
+
+
+def case_runs(case: Case, device: torch.device) -> tuple[dict[str, Callable[[], object]], float]:
+    """One round of the case for the reference loop and for every trainer, on the same clients, each
+    under its own numeric switches; and the round's FLOPs."""
     channels, height, width = case.shape
     info = DatasetInfo(
         case.name, tuple(map(str, range(10))), channels, (height, width), (0.0,) * channels, (1.0,) * channels, 255.0
     )
-    model = build_model(case.model, info).to(device)
+    model = build_model(case.model, info, seed=0).to(device)
     start = {k: v.detach().clone() for k, v in model.state_dict().items()}
     n = case.per_round * case.samples  # only the clients of one round need data
-    images = torch.randn(n, *case.shape, device=device)
-    labels = torch.randint(0, 10, (n,), device=device)
+    generator = torch.Generator().manual_seed(0)
+    images = torch.randn(n, *case.shape, generator=generator).to(device)
+    labels = torch.randint(0, 10, (n,), generator=generator).to(device)
     clients = [torch.arange(c * case.samples, (c + 1) * case.samples, device=device) for c in range(case.per_round)]
     tasks = [LocalTask(start, idx, (1e-3,) * case.epochs, shuffle_key(0, c, 0)) for c, idx in enumerate(clients)]
-    flops = flops_per_sample(model, case.shape, device) * n * case.epochs
     fast_trainer, fast = fast_numerics(model, device)
     settings = LocalSettings(case.batch_size)  # Adam, as the paper
     trainers = {
@@ -174,46 +202,27 @@ def bench_case(case: Case, device: torch.device, repeats: int) -> list[dict]:
     if device.type == "cuda":  # the CPU runs the graphed step uncaptured: the plain trainer's work
         trainers["graphed"] = GraphedTrainer(model, images, labels, settings)
 
-    def with_numerics(numerics: Numerics, train: Callable[[], object]) -> Callable[[], object]:
-        def run() -> object:
-            numerics.apply_globally()
-            return train()
+    def reference() -> None:
+        reference_round(model, start, images, labels, clients, case.epochs, case.batch_size, device)
 
-        return run
-
-    runs = {
-        "reference loop": with_numerics(
-            Numerics(),
-            lambda: reference_round(model, start, images, labels, clients, case.epochs, case.batch_size, device),
-        )
-    }
+    runs = {"reference loop": with_numerics(Numerics(), reference)}
     runs.update(
         {
             name: with_numerics(trainer.settings.numerics, partial(trainer.train, tasks))
             for name, trainer in trainers.items()
         }
     )
-    all_seconds, peaks = timed(runs, device, repeats)
-    seconds = {name: float(np.median(values)) for name, values in all_seconds.items()}
-    Numerics().apply_globally()
-    return [
-        {
-            "case": case.name,
-            "trainer": name,
-            "device": str(device),
-            "clients": case.clients,
-            "clients_per_round": case.per_round,
-            "samples_per_client": case.samples,
-            "batch_size": case.batch_size,
-            "local_epochs": case.epochs,
-            "seconds_per_round": round(value, 4),
-            "samples_per_second": round(n * case.epochs / value, 1),
-            "speedup": round(seconds["reference loop"] / value, 2),
-            "peak_memory_mib": round(peaks[name], 1),  # CUDA: of this trainer; CPU: of the process so far
-            "tflops": round(flops / value / 1e12, 4),
-        }
-        for name, value in seconds.items()
-    ]
+    return runs, flops_per_sample(model, case.shape, device) * n * case.epochs
+
+
+def with_numerics(numerics: Numerics, train: Callable[[], object]) -> Callable[[], object]:
+    """`train` under `numerics`' process-wide switches (TF32), set just before it runs."""
+
+    def run() -> object:
+        numerics.apply_globally()
+        return train()
+
+    return run
 
 
 class NullTrainer:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from asyncfl.data.datasets import Dataset, DatasetInfo
+from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
 from asyncfl.spec.config import make_config
 from asyncfl.spec.layout import TIMINGS

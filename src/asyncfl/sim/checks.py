@@ -7,7 +7,7 @@ judged against the data or the machine is here, one clear line each, naming the 
 import numpy as np
 import torch
 
-from asyncfl.data.datasets import Dataset
+from asyncfl.data.dataset import Dataset
 from asyncfl.data.partition import Partition
 from asyncfl.fl.strategies import make_strategy
 from asyncfl.models import model_name_has_batchnorm

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from asyncfl.data.datasets import Dataset, normalize
+from asyncfl.data.dataset import Dataset, normalize
 from asyncfl.data.partition import Partition
 from asyncfl.fl.strategies import Strategy, make_strategy
 from asyncfl.models import State, build_model

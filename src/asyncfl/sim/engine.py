@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asyncfl.data.datasets import Dataset
+from asyncfl.data.dataset import Dataset
 from asyncfl.data.partition import Partition
 from asyncfl.fl.aggregation import update_norm
 from asyncfl.fl.strategies import Update

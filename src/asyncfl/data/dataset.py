@@ -1,0 +1,45 @@
+"""A dataset in memory and what the models and trainers know of it.
+
+Images stay uint8 (N×C×H×W) until they reach the training device; `normalize` turns
+them into floats there. Nothing here ever iterates over samples in Python.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What models and the trainer need to know about a dataset."""
+
+    name: str
+    classes: tuple[str, ...]
+    channels: int
+    size: tuple[int, int]  # height, width
+    mean: tuple[float, ...]  # per channel, of pixels scaled to [0, 1]
+    std: tuple[float, ...]
+    pixel_max: float  # the raw pixel value that scales to 1.0
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A whole dataset in memory: uint8 images N×C×H×W and int64 labels."""
+
+    train_images: torch.Tensor
+    train_labels: torch.Tensor
+    test_images: torch.Tensor
+    test_labels: torch.Tensor
+    info: DatasetInfo
+
+
+def normalize(images: torch.Tensor, info: DatasetInfo) -> torch.Tensor:
+    """uint8 images → normalised float32, on whatever device `images` lives."""
+    shape = (1, -1, 1, 1)
+    mean = torch.tensor(info.mean, device=images.device).view(shape)
+    std = torch.tensor(info.std, device=images.device).view(shape)
+    return (images.float() / info.pixel_max - mean) / std
