@@ -240,7 +240,17 @@ def test_durations_of_any_allowed_size_end(partition, tmp_path):
 def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
     out = tmp_path / "run"
     command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
-    with started(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as process:
+    # A shell's background job (`make test &`) inherits SIGINT ignored, and Python then leaves it so:
+    # the child gets the default disposition back, as a terminal's Ctrl-C would find it.
+    with started(
+        command,
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    ) as process:
         wait_for(lambda: (out / "checkpoint.pt").exists(), process, "the first checkpoint")
         process.send_signal(signal.SIGINT)
         err = process.communicate(timeout=1800)[1]
