@@ -1,7 +1,7 @@
 # `make run`: set up .venv and run the quick pipeline; `make test`: set up .venv and run the tests.
 VENV := .venv
 BIN := $(VENV)/bin
-QUICK := --configfile config/quick.yaml
+QUICK := --configfile .test/config/quick.yaml
 # Rules call `python -m asyncfl`: the project's environment comes first.
 export PATH := $(abspath $(BIN)):$(PATH)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+QUICK_CONFIG = REPO / ".test/config/quick.yaml"  # the quick pipeline, where the Snakemake catalog keeps test configs
 # Rules call `python -m asyncfl`: this interpreter's environment first, as `make` arranges.
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 
@@ -53,7 +54,7 @@ def snakemake(*args: str, workdir: Path | None = None, env=None, timeout: int = 
 def quick_local_run(tmp_path_factory) -> Path:
     """The quick config run locally through snakemake, once per test session."""
     workdir = tmp_path_factory.mktemp("quick-local")
-    result = snakemake("--cores", "2", "--configfile", str(REPO / "config/quick.yaml"), workdir=workdir)
+    result = snakemake("--cores", "2", "--configfile", str(QUICK_CONFIG), workdir=workdir)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     return workdir
 

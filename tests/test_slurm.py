@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from asyncfl.spec.layout import RUN_OUTPUTS, experiment_figures
-from conftest import ENV, REPO, skip_unless, snakemake, started, wait_for
+from conftest import ENV, QUICK_CONFIG, REPO, skip_unless, snakemake, started, wait_for
 
 pytestmark = pytest.mark.slurm
 
@@ -34,7 +34,7 @@ def slurm():
 
 def write_config(path: Path, rounds: int = 30, **train) -> Path:
     """The quick config reduced to one small experiment with one AFL run of `rounds` rounds (no budget)."""
-    config = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+    config = yaml.safe_load((QUICK_CONFIG).read_text())
     experiment = {**config["experiments"]["digits_cnn"], "algorithms": ["afl"], "participation": [5], "seeds": [0]}
     experiment.pop("budget", None)
     experiment["rounds"] = rounds  # the workflow's key: refused under train:
@@ -50,7 +50,7 @@ RUN = "results/small/runs/afl/J5/seed0"
 def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
     """Every job of the quick config's seed 0 (a run depends on its own seed only) on the cluster: the
     same bytes as the local run's, and every figure and the archive."""
-    quick = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+    quick = yaml.safe_load((QUICK_CONFIG).read_text())
     for experiment in quick["experiments"].values():
         experiment["seeds"] = [0]
     config = tmp_path / "quick_seed0.yaml"

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from asyncfl.spec.layout import experiment_figures
-from conftest import ENV, REPO, snakemake
+from conftest import ENV, QUICK_CONFIG, REPO, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -74,7 +74,7 @@ def test_snakefmt_is_clean():
     ],
 )
 def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
-    config = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+    config = yaml.safe_load((QUICK_CONFIG).read_text())
     edit(config)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -84,7 +84,7 @@ def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
 
 
 def test_a_failed_rule_shows_its_log(tmp_path):
-    config = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+    config = yaml.safe_load((QUICK_CONFIG).read_text())
     config["experiments"] = {"offline": {**config["experiments"]["digits_cnn"], "dataset": "mnist"}}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -99,8 +99,8 @@ def test_a_failed_rule_shows_its_log(tmp_path):
 
 def test_quick_config_end_to_end(quick_local_run):
     """Every figure, the report and the archive from real snakemake; a second run has nothing to do."""
-    tmp_path, config = quick_local_run, str(REPO / "config/quick.yaml")
-    quick = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+    tmp_path, config = quick_local_run, str(QUICK_CONFIG)
+    quick = yaml.safe_load((QUICK_CONFIG).read_text())
     for name in quick["experiments"]:
         for figure in experiment_figures(quick["reference_J"]):
             for ext in ("png", "pdf"):
@@ -147,7 +147,7 @@ def test_paths_with_spaces_reach_the_commands_whole(tmp_path):
     folder = tmp_path / "my configs"
     folder.mkdir()
     config = folder / "quick copy.yaml"
-    shutil.copy(REPO / "config/quick.yaml", config)
+    shutil.copy(QUICK_CONFIG, config)
     result = snakemake("archive", "-n", "-p", "--configfile", str(config), workdir=tmp_path / "work dir")
     assert result.returncode == 0, result.stderr[-2000:]
     command = next(line for line in result.stdout.splitlines() if " archive --files " in line)
@@ -165,7 +165,7 @@ def test_fashion_mnist_config_plans_from_debians_copy():
 
 def tiny_config(**changes) -> dict:
     """The quick config cut to one small experiment: AFL and sync, one seed, two rounds."""
-    config = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+    config = yaml.safe_load((QUICK_CONFIG).read_text())
     tiny = {**config["experiments"]["digits_cnn"], "rounds": 2, "participation": [5], "seeds": [0]}
     tiny.update(algorithms=["afl", "sync"], budget={"updates": 10})
     config["experiments"] = {"tiny": tiny}

@@ -7,9 +7,9 @@ import yaml
 
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import WORKFLOW_OWNED, check_workflow_config, run_settings
-from conftest import REPO
+from conftest import QUICK_CONFIG, REPO
 
-QUICK = yaml.safe_load((REPO / "config/quick.yaml").read_text())
+QUICK = yaml.safe_load((QUICK_CONFIG).read_text())
 
 
 def edited(edit) -> dict:
@@ -18,7 +18,7 @@ def edited(edit) -> dict:
     return config
 
 
-@pytest.mark.parametrize("path", ["config/quick.yaml", "config/config.yaml"])
+@pytest.mark.parametrize("path", [".test/config/quick.yaml", "config/config.yaml"])
 def test_shipped_configs_pass(path):
     check_workflow_config(yaml.safe_load((REPO / path).read_text()))
 

@@ -10,7 +10,7 @@ rule theory:
             experiment(wildcards), experiment(wildcards)["seeds"][0]
         ),
     output:
-        table="results/figures/{experiment}/sampling_variance.csv",
+        table=f"results/figures/{{experiment}}/{SAMPLING_VARIANCE_FIGURE.name}.csv",
         png=figure_png(SAMPLING_VARIANCE_FIGURE),
         pdf=figure_pdf(SAMPLING_VARIANCE_FIGURE),
     log:

@@ -23,7 +23,7 @@ from asyncfl.sim.context import RunContext, prepare_run
 from asyncfl.sim.run_state import load_failure
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import EVENTS, MODEL
+from asyncfl.spec.layout import EVENTS, MODEL, SAMPLING_VARIANCE_FIGURE
 from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.interface import LocalTask
 from asyncfl.training.runtime import configure_process
@@ -159,7 +159,8 @@ def sampling_variance(
     from asyncfl.analysis.figures import draw_sampling_variance
 
     table = sampling_variance_table(client_updates(Path(run), dataset, root, Path(partition)), draws, seeds)
-    Path(out).mkdir(parents=True, exist_ok=True)
-    with atomic_path(Path(out) / "sampling_variance.csv") as tmp:
+    csv = Path(out) / f"{SAMPLING_VARIANCE_FIGURE.name}.csv"  # the figure's table, beside it
+    csv.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.10g")
-    return [Path(out) / "sampling_variance.csv", *draw_sampling_variance(table, Path(out), title)]
+    return [csv, *draw_sampling_variance(table, Path(out), title)]
