@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from asyncfl.data.datasets import prepare_dataset
-from asyncfl.data.partition import Subset, make_partition
+from asyncfl.data.partition import DirichletSplit, Subset, make_partition
 from asyncfl.files import write_json
 from asyncfl.runs.archive import archive_from_configs, fetch_record
 from asyncfl.spec.config import load_config
@@ -65,13 +65,8 @@ def cmd_partition(args: argparse.Namespace) -> None:
     subset = None
     if args.subset_fraction is not None or args.subset_size is not None:
         subset = Subset(args.subset_fraction, args.subset_size)
-    print(
-        "\n".join(
-            make_partition(
-                args.dataset, args.root, args.clients, args.alpha, args.seed, args.min_size, args.out, subset
-            )
-        )
-    )
+    split = DirichletSplit(args.clients, args.alpha, args.seed, args.min_size)
+    print("\n".join(make_partition(args.dataset, args.root, split, args.out, subset)))
 
 
 def cmd_train(args: argparse.Namespace) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from asyncfl.cli import main
 from asyncfl.data.partition import (
+    DirichletSplit,
     class_counts,
-    dirichlet_partition,
     label_entropy,
     load_partition,
     partition_stats,
@@ -23,7 +23,7 @@ LABELS = np.repeat(np.arange(10), 500)  # 5,000 samples, 10 balanced classes
 
 
 def partition(labels=LABELS, clients=20, alpha=0.5, seed=0, min_size=1):
-    return dirichlet_partition(labels, "synthetic", clients, alpha, seed, min_size)[0]
+    return DirichletSplit(clients, alpha, seed, min_size).partition(labels, "synthetic")[0]
 
 
 @pytest.mark.parametrize("clients,alpha", [(1, 0.5), (7, 0.1), (20, 0.5), (100, 10.0)])
@@ -63,13 +63,13 @@ def test_seed_determines_the_partition():
 def test_min_size_is_honoured_by_redrawing():
     first = partition(clients=50, alpha=0.5, seed=0, min_size=0)
     assert first.sizes.min() < 30  # the first draw of this seed leaves a client short
-    part, redraws = dirichlet_partition(LABELS, "synthetic", 50, 0.5, 0, min_size=30)
+    part, redraws = DirichletSplit(50, 0.5, 0, min_size=30).partition(LABELS, "synthetic")
     assert part.sizes.min() >= 30 and redraws > 0
 
 
 def test_impossible_min_size_fails_after_bounded_redraws():
     with pytest.raises(InputError, match="no Dirichlet draw gave all 100 clients at least 49 samples in 1000 tries"):
-        dirichlet_partition(LABELS, "synthetic", 100, 0.05, 0, min_size=49)
+        DirichletSplit(100, 0.05, 0, min_size=49).partition(LABELS, "synthetic")
 
 
 @pytest.mark.parametrize(
@@ -85,12 +85,12 @@ def test_impossible_min_size_fails_after_bounded_redraws():
 )
 def test_bad_arguments_are_named(clients, alpha, min_size, message):
     with pytest.raises(InputError, match=message):
-        dirichlet_partition(LABELS, "synthetic", clients, alpha, 0, min_size)
+        DirichletSplit(clients, alpha, 0, min_size).partition(LABELS, "synthetic")
 
 
 def test_save_and_load_round_trip(tmp_path):
     part = partition()
-    stats = partition_stats(part, LABELS, 10, 0.5, 0, 1)
+    stats = partition_stats(part, LABELS, 10, DirichletSplit(10, 0.5, 0, 1))
     save_partition(tmp_path / "p.npz", part, stats)
     loaded = load_partition(tmp_path / "p.npz")
     assert np.array_equal(loaded.indices, part.indices) and np.array_equal(loaded.offsets, part.offsets)

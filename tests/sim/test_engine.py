@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from asyncfl.data.datasets import load_dataset
-from asyncfl.data.partition import dirichlet_partition, partition_stats, save_partition
+from asyncfl.data.partition import DirichletSplit, partition_stats, save_partition
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.outcome import TrainingDiverged
 from asyncfl.spec.config import make_config
@@ -266,8 +266,9 @@ def test_bad_config_is_one_line(tmp_path, line, message):
 def digits_partition(tmp_path_factory) -> Path:
     labels = load_dataset("digits").train_labels.numpy()
     path = tmp_path_factory.mktemp("partition") / "digits.npz"
-    partition, _ = dirichlet_partition(labels, "digits", 10, 0.5, 0)
-    save_partition(path, partition, partition_stats(partition, labels, 10, 0.5, 0, 1))
+    split = DirichletSplit(10, 0.5, 0)
+    partition, _ = split.partition(labels, "digits")
+    save_partition(path, partition, partition_stats(partition, labels, 10, split))
     return path
 
 

@@ -43,45 +43,70 @@ class Partition:
         return self.indices[self.offsets[client] : self.offsets[client + 1]]
 
 
-def dirichlet_partition(
-    labels: np.ndarray, dataset: str, clients: int, alpha: float, seed: int, min_size: int = 1
-) -> tuple[Partition, int]:
-    """Partition sample indices by Dirichlet label skew; returns the partition and the redraws used.
+@dataclass(frozen=True)
+class DirichletSplit:
+    """How a training set is split into clients by Dirichlet label skew.
 
-    Client shares are redrawn (same Generator, so still deterministic) until every client
-    has at least `min_size` samples, at most MAX_REDRAWS times.
+    Attributes:
+        clients: C.
+        alpha: the Dirichlet concentration (smaller: more label skew; the paper: 0.5).
+        seed: of the draw (and of a subset's draw).
+        min_size: the fewest samples a client may get; client shares are redrawn (same generator, so
+            still deterministic) until every client has them, at most MAX_REDRAWS times.
     """
-    labels = np.asarray(labels)
-    n = len(labels)
-    if clients < 1:
-        raise InputError(f"clients must be at least 1 (got {clients})")
-    if not alpha > 0:
-        raise InputError(f"alpha must be > 0 (got {alpha}); smaller alpha means more label skew, the paper uses 0.5")
-    if clients > n:
-        raise InputError(f"{clients} clients exceed the {n} training samples of {dataset}; use at most {n} clients")
-    if min_size < 0 or clients * min_size > n:
+
+    clients: int
+    alpha: float
+    seed: int
+    min_size: int = 1
+
+    def check(self, n: int, dataset: str) -> None:
+        """A one-line error for a split that `n` training samples cannot give."""
+        if self.clients < 1:
+            raise InputError(f"clients must be at least 1 (got {self.clients})")
+        if not self.alpha > 0:
+            raise InputError(
+                f"alpha must be > 0 (got {self.alpha}); smaller alpha means more label skew, the paper uses 0.5"
+            )
+        if self.clients > n:
+            raise InputError(
+                f"{self.clients} clients exceed the {n} training samples of {dataset}; use at most {n} clients"
+            )
+        if self.min_size < 0 or self.clients * self.min_size > n:
+            raise InputError(
+                f"min-size {self.min_size} is impossible for {self.clients} clients and {n} samples; "
+                f"use 0 ≤ min-size ≤ {n // self.clients}"
+            )
+
+    def partition(self, labels: np.ndarray, dataset: str) -> tuple[Partition, int]:
+        """The partition of the samples with these `labels`, and the redraws it took."""
+        labels = np.asarray(labels)
+        n, clients = len(labels), self.clients
+        self.check(n, dataset)
+        rng = np.random.default_rng(self.seed)
+        classes, class_sizes = np.unique(labels, return_counts=True)
+        # Shuffle once, then group by class: each class's indices in random order, classes ascending.
+        shuffled = rng.permutation(n)
+        by_class = shuffled[np.argsort(labels[shuffled], kind="stable")]
+        for redraw in range(MAX_REDRAWS):
+            shares = rng.dirichlet(np.full(clients, self.alpha), size=len(classes))
+            counts = split_counts(shares, class_sizes)
+            if counts.sum(axis=0).min() >= self.min_size:
+                owner = np.empty(n, dtype=np.int64)
+                owner[by_class] = np.repeat(np.tile(np.arange(clients), len(classes)), counts.ravel())
+                indices = np.argsort(owner, kind="stable").astype(np.int64)
+                offsets = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=clients))]).astype(np.int64)
+                return Partition(indices, offsets, dataset), redraw
         raise InputError(
-            f"min-size {min_size} is impossible for {clients} clients and {n} samples; "
-            f"use 0 ≤ min-size ≤ {n // clients}"
+            f"no Dirichlet draw gave all {clients} clients at least {self.min_size} samples in {MAX_REDRAWS} tries "
+            f"(alpha={self.alpha}); lower --min-size, raise --alpha or use fewer clients"
         )
-    rng = np.random.default_rng(seed)
-    classes, class_sizes = np.unique(labels, return_counts=True)
-    # Shuffle once, then group by class: each class's indices in random order, classes ascending.
-    shuffled = rng.permutation(n)
-    by_class = shuffled[np.argsort(labels[shuffled], kind="stable")]
-    for redraw in range(MAX_REDRAWS):
-        shares = rng.dirichlet(np.full(clients, alpha), size=len(classes))
-        counts = split_counts(shares, class_sizes)
-        if counts.sum(axis=0).min() >= min_size:
-            owner = np.empty(n, dtype=np.int64)
-            owner[by_class] = np.repeat(np.tile(np.arange(clients), len(classes)), counts.ravel())
-            indices = np.argsort(owner, kind="stable").astype(np.int64)
-            offsets = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=clients))]).astype(np.int64)
-            return Partition(indices, offsets, dataset), redraw
-    raise InputError(
-        f"no Dirichlet draw gave all {clients} clients at least {min_size} samples in {MAX_REDRAWS} tries "
-        f"(alpha={alpha}); lower --min-size, raise --alpha or use fewer clients"
-    )
+
+    def partition_subset(self, labels: np.ndarray, dataset: str, subset: "Subset") -> tuple[Partition, int]:
+        """The partition of a seeded subset of the training set, in the training set's indices."""
+        kept = subset.draw(len(labels), self.seed)
+        local, redraws = self.partition(np.asarray(labels)[kept], dataset)
+        return Partition(kept[local.indices], local.offsets, dataset, subset_of=len(labels)), redraws
 
 
 @dataclass(frozen=True)
@@ -115,15 +140,6 @@ class Subset:
         return {"of": n, "samples": self.count(n), "fraction": self.fraction, "size": self.size}
 
 
-def subset_partition(
-    labels: np.ndarray, dataset: str, clients: int, alpha: float, seed: int, min_size: int, subset: Subset
-) -> tuple[Partition, int]:
-    """The Dirichlet partition of a seeded subset of the training set, in the training set's indices."""
-    kept = subset.draw(len(labels), seed)
-    local, redraws = dirichlet_partition(np.asarray(labels)[kept], dataset, clients, alpha, seed, min_size)
-    return Partition(kept[local.indices], local.offsets, dataset, subset_of=len(labels)), redraws
-
-
 def split_counts(shares: np.ndarray, class_sizes: np.ndarray) -> np.ndarray:
     """Per class, cut n_k indices at the cumulative shares: K×C counts whose rows sum to n_k exactly."""
     cuts = np.floor(np.cumsum(shares, axis=1) * class_sizes[:, None]).astype(np.int64)
@@ -146,17 +162,15 @@ def label_entropy(counts: np.ndarray) -> np.ndarray:
     return -(p * logs).sum(axis=1)
 
 
-def partition_stats(
-    partition: Partition, labels: np.ndarray, num_classes: int, alpha: float, seed: int, min_size: int
-) -> dict:
+def partition_stats(partition: Partition, labels: np.ndarray, num_classes: int, split: DirichletSplit) -> dict:
     """The JSON sidecar: inputs and per-client per-class counts."""
     counts = class_counts(partition, labels, num_classes)
     return {
         "dataset": partition.dataset,
         "clients": partition.num_clients,
-        "alpha": alpha,
-        "seed": seed,
-        "min_size": min_size,
+        "alpha": split.alpha,
+        "seed": split.seed,
+        "min_size": split.min_size,
         "num_samples": int(partition.offsets[-1]),
         "sizes": partition.sizes.tolist(),
         "class_counts": counts.tolist(),
@@ -216,14 +230,7 @@ SHOWN_CLIENTS = 20
 
 
 def make_partition(
-    dataset: str,
-    root: Path | None,
-    clients: int,
-    alpha: float,
-    seed: int,
-    min_size: int,
-    out: Path,
-    subset: Subset | None = None,
+    dataset: str, root: Path | None, split: DirichletSplit, out: Path, subset: Subset | None = None
 ) -> list[str]:
     """`asyncfl partition`: partition a training set (or a seeded subset of it), write FILE.npz and
     FILE.json, describe the result."""
@@ -233,11 +240,12 @@ def make_partition(
     num_classes = int(labels.max()) + 1
     start = time.perf_counter()
     if subset is None:
-        partition, redraws = dirichlet_partition(labels, dataset, clients, alpha, seed, min_size)
+        partition, redraws = split.partition(labels, dataset)
     else:
-        partition, redraws = subset_partition(labels, dataset, clients, alpha, seed, min_size, subset)
+        partition, redraws = split.partition_subset(labels, dataset, subset)
     seconds = time.perf_counter() - start
-    stats = partition_stats(partition, labels, num_classes, alpha, seed, min_size)
+    stats = partition_stats(partition, labels, num_classes, split)
+    clients = split.clients
     if subset is not None:
         stats["subset"] = subset.describe(len(labels))
     save_partition(out, partition, stats)
@@ -245,7 +253,7 @@ def make_partition(
     entropy, sizes = label_entropy(counts), partition.sizes
     lines = [
         f"{dataset}: {len(partition.indices)}{f' of {len(labels)}' if subset else ''} samples into {clients} clients "
-        f"(alpha={alpha}, seed={seed}) "
+        f"(alpha={split.alpha}, seed={split.seed}) "
         f"in {seconds:.3f} s, {redraws} redraws → {out}",
         f"{'client':>6} {'samples':>7} {'entropy':>7}  per-class counts",
     ]
