@@ -5,6 +5,7 @@ it to the user, the test accuracy, and the result record.
 Runners import this in their own framework's venv, where asyncfl is not installed: the model comes
 from the checkout's src/ (asyncfl.models needs torch only). torchvision is never imported here."""
 
+import functools
 import json
 import resource
 import sys
@@ -70,6 +71,13 @@ class Work:
     def client_data(self, client: int) -> tuple[torch.Tensor, torch.Tensor]:
         indices = self.client_indices[client]
         return self.train_images[indices], self.train_labels[indices]
+
+
+@functools.cache
+def loaded(folder: str) -> Work:
+    """The work, loaded once per process however many modules ask (APPFL loads its parts file anew for
+    every agent, Flower makes a client for every call)."""
+    return Work.load(Path(folder))
 
 
 def local_train(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, work: Work, seed: int) -> float:

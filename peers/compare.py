@@ -5,8 +5,8 @@ paper's CNN on one asyncfl partition: J clients per round, I local epochs of min
 constant rate, the size-weighted mean as the server's model, for R rounds; each samples its clients
 its own way. Runs are interleaved (A B C A B C …) so that a machine whose speed drifts biases none.
 Per framework the table gives the median seconds per round and the time per trained sample (both
-over rounds 2..R: start-up and the first round's warm-up excluded), the peak resident memory of its
-largest process, and the global model's final test accuracy.
+over rounds 2..R − 1: start-up, the first round's warm-up and the last round excluded), the peak
+resident memory of the runner's process, and the global model's final test accuracy.
 
     .venv/bin/python peers/compare.py --dataset fashion-mnist --root /usr/share/datasets/fashion-mnist
 """
@@ -61,8 +61,9 @@ def export_work(args: argparse.Namespace, folder: Path) -> None:
 
 
 def summary(result: dict) -> dict:
-    """Seconds per round and per trained sample over rounds 2..R, from a runner's record."""
-    ends, samples = result["round_ends"], result["round_samples"]
+    """Seconds per round and per trained sample over rounds 2..R − 1, from a runner's record: start-up,
+    the first round's warm-up and the last round (where asyncfl also evaluates its model) left out."""
+    ends, samples = result["round_ends"][:-1], result["round_samples"][:-1]
     return {
         "seconds_per_round": statistics.median(np.diff(ends)),
         "us_per_sample": (ends[-1] - ends[0]) / sum(samples[1:]) * 1e6,
@@ -80,7 +81,7 @@ def main() -> None:
     parser.add_argument(
         "--subset-fraction", type=float, default=0.1, help="of the training set the clients share (default 0.1)"
     )
-    parser.add_argument("--rounds", type=int, default=6, help="R (default 6)")
+    parser.add_argument("--rounds", type=int, default=8, help="R (default 8)")
     parser.add_argument("--clients-per-round", type=int, default=5, help="J (default 5)")
     parser.add_argument("--local-epochs", type=int, default=1, help="I (default 1)")
     parser.add_argument("--batch-size", type=int, default=64)
@@ -92,6 +93,8 @@ def main() -> None:
     parser.add_argument("--venvs", type=Path, default=HERE / ".venvs", help="one venv per peer: VENVS/NAME/bin/python")
     parser.add_argument("--out", type=Path, default=Path("results/peers"))
     args = parser.parse_args()
+    if args.rounds < 4:
+        parser.error("--rounds must be at least 4: the times are taken over rounds 2 to R − 1")
     if args.local_epochs != 1:
         print("note: with I > 1 asyncfl's epoch clock lowers γ within a dispatch, unlike the peers' constant rate")
     export_work(args, args.out)

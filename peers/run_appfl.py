@@ -10,7 +10,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
-from common import Record, test_accuracy
+from common import Record, loaded, test_accuracy
 from omegaconf import OmegaConf
 
 from asyncfl.data.vision import import_torchvision
@@ -19,7 +19,6 @@ import_torchvision()  # PyPI's torchvision beside the CPU torch needs asyncfl's 
 
 from appfl.agent import ClientAgent, ServerAgent  # noqa: E402
 from appfl.config import ClientAgentConfig, ServerAgentConfig  # noqa: E402
-from appfl_parts import work as loaded  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,13 +1,15 @@
 """asyncfl's side of the peer comparison: `asyncfl train` with the synchronous algorithm (FedAvg) on the
-exported work, in this process; its rounds' times from the run's own timings.csv."""
+exported work, in this process; its rounds' times from the run's own timings.csv (its last round also
+holds the run's final evaluation, which `compare.summary` leaves out of every framework's times)."""
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
-from common import Record, Work
+from common import Record
 
 from asyncfl import __version__
 from asyncfl.data.partition import load_partition
@@ -16,8 +18,8 @@ from asyncfl.spec.config import make_config
 
 
 def main(folder: Path, out: Path) -> None:
-    work = Work.load(folder)
-    settings = work.settings
+    settings = json.loads((folder / "settings.json").read_text())  # asyncfl loads the data itself, once
+    torch.set_num_threads(settings["threads"])
     config = make_config(
         {
             "algorithm": "sync",

@@ -3,7 +3,6 @@
 loop every framework without its own local trainer uses (common.local_train). Ray gets the same CPU
 budget as every other framework (--threads cores), so clients train at most that many at a time."""
 
-import functools
 import os
 import sys
 from importlib.metadata import version
@@ -14,18 +13,12 @@ os.environ["PYTHONPATH"] = f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from common import Record, Work, local_train, test_accuracy  # noqa: E402
+from common import Record, loaded, local_train, test_accuracy  # noqa: E402
 from flwr.client import NumPyClient  # noqa: E402
 from flwr.common import Context, ndarrays_to_parameters, parameters_to_ndarrays  # noqa: E402
 from flwr.server import ServerConfig  # noqa: E402
 from flwr.server.strategy import FedAvg  # noqa: E402
 from flwr.simulation import start_simulation  # noqa: E402
-
-
-@functools.cache
-def loaded(folder: str) -> Work:
-    """The work, loaded once per Ray worker (Flower's clients are made afresh for every call)."""
-    return Work.load(Path(folder))
 
 
 def weights(model: torch.nn.Module) -> list[np.ndarray]:
