@@ -18,7 +18,9 @@ $(VENV)/.installed: pyproject.toml
 
 run: setup
 	$(BIN)/snakemake $(QUICK) --cores 2
-	$(BIN)/snakemake $(QUICK) --report results/report.html
+	# The report is written aside and moved in whole: a full disk leaves no truncated report.html.
+	$(BIN)/snakemake $(QUICK) --report results/.report.partial.html
+	mv results/.report.partial.html results/report.html
 	@echo "figures: results/figures/*/ (PNG and PDF)"
 	@echo "report:  results/report.html"
 	@echo "archive: results/archive/ (asyncfl-results.tar.gz, SHA256SUMS, provenance.json, .zenodo.json)"

@@ -14,6 +14,7 @@ resident memory of the runner's process, and the global model's final test accur
 import argparse
 import dataclasses
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -31,12 +32,14 @@ def export_work(args: argparse.Namespace, folder: Path) -> None:
 
     folder.mkdir(parents=True, exist_ok=True)
     partition = folder / "partition.npz"
-    subprocess.run(
+    made = subprocess.run(
         [sys.executable, "-m", "asyncfl", "partition", "--dataset", args.dataset, "--root", str(args.root),
          "--clients", str(args.clients), "--alpha", str(args.alpha), "--seed", str(args.seed), "--out", str(partition),
          "--subset-fraction", str(args.subset_fraction)],
-        check=True, stdout=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    if made.returncode != 0:  # asyncfl's own one-line error says what is wrong
+        sys.exit(f"compare.py: the partition could not be made: {made.stderr.strip().splitlines()[-1]}")
     dataset = load_dataset(args.dataset, args.root)
     with np.load(partition) as split:
         indices, offsets = split["indices"], split["offsets"]
@@ -72,6 +75,27 @@ def summary(result: dict) -> dict:
     }
 
 
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every argument checked before any run starts: one line naming it (argparse's error, exit 2)."""
+    from asyncfl.spec.names import DATASETS
+
+    if args.dataset not in DATASETS:
+        parser.error(f"--dataset must be one of {', '.join(DATASETS)}, got {args.dataset!r}")
+    if args.rounds < 4 or args.rounds > 10_000:
+        parser.error("--rounds must be 4…10000: the times are taken over rounds 2 to R − 1")
+    for name in ("clients", "clients_per_round", "local_epochs", "batch_size", "threads", "repeats"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.clients_per_round > args.clients:
+        parser.error(f"--clients-per-round {args.clients_per_round} exceeds --clients {args.clients}")
+    if not 0 < args.subset_fraction <= 1:
+        parser.error(f"--subset-fraction must be in (0, 1], got {args.subset_fraction}")
+    if not (math.isfinite(args.lr) and args.lr > 0) or not (math.isfinite(args.alpha) and args.alpha > 0):
+        parser.error("--lr and --alpha must be finite numbers > 0")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out} is a file; give a folder for the runs' records")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="fashion-mnist")
@@ -93,8 +117,7 @@ def main() -> None:
     parser.add_argument("--venvs", type=Path, default=HERE / ".venvs", help="one venv per peer: VENVS/NAME/bin/python")
     parser.add_argument("--out", type=Path, default=Path("results/peers"))
     args = parser.parse_args()
-    if args.rounds < 4:
-        parser.error("--rounds must be at least 4: the times are taken over rounds 2 to R − 1")
+    check_arguments(parser, args)
     if args.local_epochs != 1:
         print("note: with I > 1 asyncfl's epoch clock lowers γ within a dispatch, unlike the peers' constant rate")
     export_work(args, args.out)
@@ -122,7 +145,7 @@ def main() -> None:
             parts = [summary(run) for run in runs]
             row = {key: statistics.median(p[key] for p in parts) for key in parts[0]}
             rows.append({"framework": name, "version": runs[0]["version"], "runs": len(runs), **row})
-    (args.out / "peers.json").write_text(json.dumps(rows, indent=1))
+    (args.out / "peers.json").write_text(json.dumps(rows, indent=1, allow_nan=False))
     print(
         f"{args.dataset} ({args.subset_fraction:g} of its training set), C = {args.clients}, α = {args.alpha:g}, "
         f"J = {args.clients_per_round}, I = {args.local_epochs}, R = {args.rounds}, batch "
@@ -134,6 +157,9 @@ def main() -> None:
             f"{row['framework']:10} {row['version']:8} {row['runs']:>4} {row['seconds_per_round']:>8.3f} "
             f"{row['us_per_sample']:>9.1f} {row['peak_mib']:>8.0f} {row['accuracy']:>8.3f}"
         )
+    failed = sum(args.repeats - len(runs) for runs in results.values())
+    if failed:  # a table with holes is not a comparison: the exit status says so
+        sys.exit(f"compare.py: {failed} of {args.repeats * len(results)} runs failed; their logs are in {args.out}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Every bad input to the `asyncfl` command: one line `asyncfl COMMAND: error: …` naming the file or key
 and the fix, exit ≠ 0, no traceback, nothing half-written."""
 
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -10,6 +11,8 @@ import pytest
 import torch
 
 from asyncfl.cli import main
+from asyncfl.spec.integrity import sealed
+from conftest import skip_unless
 
 TRAIN = ["train", "--dataset", "digits", "--rounds", "2", "--local-epochs", "1", "--clients-per-round", "2"]
 
@@ -220,7 +223,202 @@ HOSTILE = {
         lambda t, r, p: ["bench", "--quick", "--sweep", str(write(t, b"reference_J: 5\n"))],
         "is not a workflow config",
     ),
+    # Identity from the record, not the folder's name (issue: silent wrong results)
+    "figures: a run in another algorithm's folder": (
+        lambda t, r, p: figures_argv(t, p, moved(r, t, "fedasync/J2/seed0")),
+        "fedasync/J2/seed0/run.json records algorithm = 'afl'",
+    ),
+    "theory: run.json's config edited": (
+        lambda t, r, p: theory_argv(t, p, copy_run(r, t, lambda d: edit_record(d, local_epochs=3))),
+        "does not match its own record_sha256",
+    ),
+    "figures: another partition's statistics": (
+        lambda t, r, p: figures_argv(t, other(t), r),
+        "was trained on a partition none of --partition-stats describes",
+    ),
+    "figures: statistics beside another .npz": (
+        lambda t, r, p: figures_argv(t, stale_statistics(t, p), r),
+        "does not describe the",
+    ),
+    "fetch-record: an id that is not digits": (
+        lambda t, r, p: ["fetch-record", "--record", "abc", "--out", str(t / "rec")],
+        "a Zenodo record id is 1–20 digits",
+    ),
+    "fetch-record: an empty id": (
+        lambda t, r, p: ["fetch-record", "--record", "", "--out", str(t / "rec")],
+        "a Zenodo record id is 1–20 digits",
+    ),
+    # Mistakes a command can see before it works
+    "train: seed 2^64": (
+        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--seed", str(2**64)],
+        "seed must be ≤ 9223372036854775807",
+    ),
+    "partition: alpha inf": (
+        lambda t, r, p: [
+            "partition",
+            "--dataset",
+            "digits",
+            "--clients",
+            "4",
+            "--alpha",
+            "inf",
+            "--seed",
+            "0",
+            "--min-size",
+            "0",
+            "--out",
+            str(t / "q.npz"),
+        ],  # fmt: skip
+        "alpha must be a finite number > 0",
+    ),
+    "partition: a folder as --partition": (
+        lambda t, r, p: [*TRAIN, "--partition", str(t), "--out", str(t / "o")],
+        "is a folder; give the FILE.npz",
+    ),
+    "train: --threads beyond the machine": (
+        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--threads", "5000"],
+        "the CPUs this process may use",
+    ),
+    "train: --threads 2^31": (
+        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--threads", str(2**31)],
+        "the CPUs this process may use",
+    ),
+    "train: inverse staleness that underflows": (
+        lambda t, r, p: [
+            *TRAIN,
+            "--partition",
+            str(p),
+            "--out",
+            str(t / "o"),
+            "--rounds",
+            "6",
+            "--settings",
+            '{"concurrency": 4, "staleness": "inverse", "staleness_a": 1e308}',
+        ],  # fmt: skip
+        "the staleness function underflows",
+    ),
+    # Special files and unbounded input
+    "data: --summary /dev/null": (
+        lambda t, r, p: ["data", "--dataset", "digits", "--summary", "/dev/null"],
+        "--summary /dev/null is a device, pipe or socket",
+    ),
+    "data: --summary a FIFO": (
+        lambda t, r, p: ["data", "--dataset", "digits", "--summary", str(fifo(t))],
+        "is a device, pipe or socket",
+    ),
+    "bench: --json /dev/null": (lambda t, r, p: ["bench", "--quick", "--json", "/dev/null"], "is a device, pipe"),
+    "bench: --json a folder": (lambda t, r, p: ["bench", "--quick", "--json", str(t)], "is a folder"),
+    "partition: --out onto a FIFO": (
+        lambda t, r, p: [
+            "partition",
+            "--dataset",
+            "digits",
+            "--clients",
+            "4",
+            "--alpha",
+            "1",
+            "--seed",
+            "0",
+            "--out",
+            str(fifo(t, "f.npz")),
+        ],  # fmt: skip
+        "is a device, pipe or socket",
+    ),
+    "train: --config /dev/zero": (
+        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--config", "/dev/zero"],
+        "/dev/zero is not a regular file",
+    ),
+    "train: --config a FIFO without writer": (
+        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--config", str(fifo(t))],
+        "is not a regular file",
+    ),
+    "bench: --sweep /dev/zero": (
+        lambda t, r, p: ["bench", "--quick", "--sweep", "/dev/zero"],
+        "/dev/zero is not a regular file",
+    ),
+    "train: --config too large": (
+        lambda t, r, p: [
+            *TRAIN,
+            "--partition",
+            str(p),
+            "--out",
+            str(t / "o"),
+            "--config",
+            str(write(t, b"# padding\n" * 500_000)),
+        ],  # fmt: skip
+        "more than the 4 MiB",
+    ),
+    "train: a YAML alias bomb": (
+        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--config", str(write(t, alias_bomb()))],
+        "once its YAML aliases are expanded",
+    ),
+    # Sets of files
+    "archive: SHA256SUMS is a folder": (
+        lambda t, r, p: archive_argv(t, r, blocked=True),
+        "SHA256SUMS is a folder",
+    ),
+    # Records that strict JSON refuses
+    "theory: run.json with 1e309": (
+        lambda t, r, p: theory_argv(t, p, copy_run(r, t, lambda d: edit_record(d, seal=True, wall_seconds="1e309"))),
+        "run.json is not a readable run record",
+    ),
 }
+
+
+def moved(finished: Path, tmp: Path, where: str) -> Path:
+    """The finished run's files copied into another run's folder."""
+    import shutil
+
+    run = tmp / "elsewhere" / where
+    shutil.copytree(finished, run)
+    return run
+
+
+def edit_record(run: Path, seal: bool = False, **config_changes) -> None:
+    """Edit run.json by hand: its config (or, with a raw text value, its text), re-sealed when `seal`."""
+    record = json.loads((run / "run.json").read_text())
+    raw = {key: value for key, value in config_changes.items() if isinstance(value, str)}
+    record["config"].update({key: value for key, value in config_changes.items() if key not in raw})
+    text = json.dumps(sealed(record) if seal else record)
+    for key, value in raw.items():  # a number JSON can spell but a double cannot hold
+        text = text.replace(f'"{key}": {json.dumps(record[key])}', f'"{key}": {value}')
+    (run / "run.json").write_text(text)
+
+
+def stale_statistics(tmp: Path, partition: Path) -> Path:
+    """The partition's .json beside another .npz: as a kill between the two writes leaves it."""
+    folder = tmp / "stale"
+    folder.mkdir()
+    shutil_copy(partition.with_suffix(".json"), folder / "part.json")
+    shutil_copy(other(tmp), folder / "part.npz")
+    return folder / "part.npz"
+
+
+def shutil_copy(source: Path, target: Path) -> None:
+    target.write_bytes(source.read_bytes())
+
+
+def fifo(folder: Path, name: str = "pipe") -> Path:
+    os.mkfifo(folder / name)
+    return folder / name
+
+
+def alias_bomb() -> bytes:
+    """508 bytes that expand to 9^9 values: each level lists the previous one nine times."""
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    return ("\n".join(levels) + "\n").encode()
+
+
+def archive_argv(tmp: Path, run: Path, blocked: bool) -> list[str]:
+    config = tmp / "archive.yaml"
+    settings = {"title": "t", "creators": [{"name": "n"}], "license": "l", "paper": {"title": "p", "authors": "a"}}
+    config.write_text(json.dumps({"archive": settings}))
+    out = tmp / "archive"
+    if blocked:
+        (out / "SHA256SUMS").mkdir(parents=True)
+    files = [str(run / name) for name in ("metrics.csv", "run.json")]
+    return ["archive", "--files", *files, "--config", str(config), "--base", "/", "--out", str(out)]
 
 
 def theory_argv(folder: Path, partition: Path, run: Path) -> list[str]:
@@ -251,3 +449,35 @@ def test_hostile_input_is_one_line_naming_it(capsys, tmp_path, partition, finish
     capsys.readouterr()
     line = error_line(capsys, argv)
     assert expected in line, line
+
+
+def test_theory_trains_its_probe_with_the_runs_own_thread_count(capsys, tmp_path, partition, finished):
+    """A sum split over other threads rounds differently: the probe takes the count run.json records."""
+    recorded = json.loads((finished / "run.json").read_text())["torch_threads"]
+    before = torch.get_num_threads()
+    torch.set_num_threads(recorded + 1)
+    try:
+        assert main(theory_argv(tmp_path, partition, finished)) == 0
+        assert torch.get_num_threads() == recorded
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_an_archive_counts_a_file_given_twice_once(capsys, tmp_path, finished):
+    argv = archive_argv(tmp_path, finished, blocked=False)
+    files = argv.index("--files")
+    argv[files + 1 : files + 1] = [argv[files + 1]]  # metrics.csv given twice, as overlapping globs give it
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "3 files" in capsys.readouterr().out  # metrics.csv, run.json and the config
+
+
+@pytest.mark.subprocess
+def test_a_fetch_that_fails_leaves_no_record_folder(capsys, tmp_path):
+    """Offline, zenodo_get fails: no (empty) folder is left that Snakemake would take as the fetched record."""
+    import shutil
+
+    skip_unless(shutil.which("zenodo_get") is not None, "zenodo_get is not on PATH (make test puts .venv/bin there)")
+    out = tmp_path / "zenodo" / "99999999999999999"
+    line = error_line(capsys, ["fetch-record", "--record", "99999999999999999", "--out", str(out)])
+    assert "zenodo record 99999999999999999" in line
+    assert not out.exists() and list((tmp_path / "zenodo").iterdir() if (tmp_path / "zenodo").exists() else []) == []

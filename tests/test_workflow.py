@@ -71,6 +71,10 @@ def test_snakefmt_is_clean():
             lambda c: c["experiments"]["digits_cnn"]["train"].update(seed=7),
             "digits_cnn.train.seed is set by the workflow",
         ),
+        # each of these once passed the dry run and failed after training
+        (lambda c: c.update(experiments={"-n": c["experiments"]["digits_cnn"]}), "not starting with -; rename it"),
+        (lambda c: c["experiments"]["digits_cnn"].update(alpha=1e-300), "characters written out in the partition"),
+        (lambda c: c["experiments"]["digits_cnn"]["train"].update(concurrency=20), "exceeds the 10 clients"),
     ],
 )
 def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):

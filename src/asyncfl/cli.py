@@ -3,6 +3,7 @@
 import argparse
 import errno
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +14,7 @@ from asyncfl.files import write_json
 from asyncfl.runs.archive import archive_from_configs, fetch_record
 from asyncfl.spec.config import load_config
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.integrity import check_output
 from asyncfl.spec.names import ALGORITHMS, DATASETS, DEVICES, MODELS
 
 DATA_HELP = """\
@@ -35,8 +37,8 @@ def json_mapping(text: str) -> dict:
     return value
 
 
-def at_least(minimum: int):
-    """argparse type: an integer ≥ `minimum`."""
+def at_least(minimum: int, maximum: int | None = None, why: str = ""):
+    """argparse type: an integer ≥ `minimum` (and ≤ `maximum`, which `why` explains)."""
 
     def parse(text: str) -> int:
         try:
@@ -45,9 +47,29 @@ def at_least(minimum: int):
             value = None
         if value is None or value < minimum:
             raise argparse.ArgumentTypeError(f"must be an integer ≥ {minimum}, got {text!r}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be ≤ {maximum}{why}, got {text!r}")
         return value
 
     return parse
+
+
+def machine_cpus() -> int:
+    """The CPUs this process may run on: more torch threads than these only contend for them."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+THREADS = at_least(1, machine_cpus(), ", the CPUs this process may use")
+
+
+def record_id(text: str) -> str:
+    """argparse type: a Zenodo record id, digits only (as zenodo.org/records/ID names it)."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 20):
+        raise argparse.ArgumentTypeError(f"a Zenodo record id is 1–20 digits, got {text!r}")
+    return text
 
 
 def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +79,8 @@ def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_data(args: argparse.Namespace) -> None:
     """Download if needed, verify and summarise a dataset."""
+    if args.summary:
+        check_output(args.summary, "--summary")
     print("\n".join(prepare_dataset(args.dataset, args.root, args.summary)))
 
 
@@ -137,6 +161,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
         raise InputError(
             f"--json {args.json}: folder {args.json.parent} does not exist; create it or give another path"
         )
+    if args.json:
+        check_output(args.json, "--json")
     result = run_bench(args.device, args.quick, sweep=args.sweep)
     if args.json:
         write_json(args.json, result)
@@ -195,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--out", type=Path, required=True, help="run folder: metrics.csv, events.csv, model.pt, run.json"
     )
-    train.add_argument("--threads", type=at_least(1), help="CPU threads for torch (default: torch's choice)")
+    train.add_argument("--threads", type=THREADS, help="CPU threads for torch (default: torch's choice)")
     train.add_argument(
         "--force", action="store_true", help="train again where --out holds a finished run (moved to replaced/)"
     )
@@ -205,7 +231,13 @@ def build_parser() -> argparse.ArgumentParser:
     figures.add_argument(
         "--runs", type=Path, nargs="+", required=True, help="run folders …/ALGORITHM/JN/seedS (each with its run.json)"
     )
-    figures.add_argument("--partition-stats", type=Path, required=True, help="FILE.json of a partition")
+    figures.add_argument(
+        "--partition-stats",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="FILE.json of every partition the runs used (the first is drawn; each run is checked against its own)",
+    )
     figures.add_argument("--reference-j", type=at_least(1), default=5, help="J of the single-J figures (default 5)")
     figures.add_argument("--title", default="", help="experiment name shown in every title")
     figures.add_argument("--out", type=Path, required=True)
@@ -245,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     archive.set_defaults(run=cmd_archive)
 
     fetch = commands.add_parser("fetch-record", help="download a published Zenodo record (MD5-checked)")
-    fetch.add_argument("--record", required=True)
+    fetch.add_argument("--record", required=True, type=record_id, help="the record's id: digits")
     fetch.add_argument("--out", type=Path, required=True)
     fetch.set_defaults(run=cmd_fetch_record)
 

@@ -1,17 +1,21 @@
 """Atomic, byte-reproducible file writes: a killed job never leaves a half-written output."""
 
+import ctypes
+import errno
 import hashlib
 import io
-import json
 import os
+import shutil
 import zipfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from asyncfl.spec.integrity import MAX_NAME_BYTES, check_output, strict_json_dumps
 
 # Fixed zip member timestamp (the zip epoch): np.savez stamps the current time, which
 # would make identical arrays produce different files.
@@ -20,23 +24,87 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temporary sibling of `path`; rename it onto `path` only if the block succeeds."""
+    """Yield a temporary sibling of `path`; rename it onto `path` only if the block succeeds. Only a
+    regular file (or nothing) at `path` is replaced: a folder or special file there is refused first."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    check_output(path)
+    tmp = temporary_sibling(path)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp.unlink(missing_ok=True)  # a planted symlink here would be written through; os.replace never follows one
         yield tmp
         os.replace(tmp, path)
     except OSError as error:  # name the file the user asked for, not its temporary sibling
         raise OSError(error.errno, error.strerror, str(path)) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with suppress(OSError):  # cleaning up: the error that matters, if any, is already on its way
+            tmp.unlink(missing_ok=True)
+
+
+def temporary_sibling(path: Path, kind: str = ".tmp") -> Path:
+    """`.NAME.PID.tmp` beside `path`, NAME shortened where needed, so it fits wherever `path` fits."""
+    suffix = f".{os.getpid()}{kind}"
+    room = MAX_NAME_BYTES - len(suffix) - 1
+    name = path.name.encode()[:room].decode(errors="ignore")
+    return path.with_name(f".{name}{suffix}")
+
+
+def publish_folder(out: Path, names: tuple[str, ...], write: Callable[[Path], None]) -> None:
+    """Write the files `names` into the folder `out` as one set: `write` fills a hidden staging folder
+    beside `out`, which then takes `out`'s place in one atomic exchange (Linux's renameat2), so a
+    kill leaves the old set or the new one, never a mix. Anything else in `out` (an extracted
+    archive, say) is moved into the new folder. Where the filesystem cannot exchange (NFS), `out`
+    is moved aside and the new folder renamed in: a kill between the two leaves no `out` at all, which
+    a rerun makes again, still never a mix."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise OSError(errno.ENOTDIR, "a file stands where a folder must go", str(out))
+    for name in names:
+        check_output(out / name)
+    staging, old = temporary_sibling(out, ".new"), temporary_sibling(out, ".old")
+    try:
+        for folder in (staging, old):
+            shutil.rmtree(folder, ignore_errors=True)  # left by a killed run of this same pid number
+        staging.mkdir(parents=True)
+        write(staging)
+        if not out.exists():
+            os.rename(staging, out)
+            return
+        if not exchange(staging, out):
+            os.rename(out, old)
+            os.rename(staging, out)
+            staging = old
+        for entry in Path(staging).iterdir():  # the old folder now: carry over what the set does not own
+            if entry.name not in names:
+                os.rename(entry, out / entry.name)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(out)) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+RENAME_EXCHANGE = 2  # linux/fs.h
+AT_FDCWD = -100
+
+
+def exchange(first: Path, second: Path) -> bool:
+    """Swap two paths atomically; False where the C library or the filesystem cannot."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(AT_FDCWD, os.fsencode(first), AT_FDCWD, os.fsencode(second), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(second))
 
 
 def open_log(path: Path, text: str) -> int:
     """Create (or empty) the log at `path`, write `text`, and return the descriptor for appends. It
-    refuses to follow a symlink: a run writes its own files only (README "Outputs")."""
+    refuses to follow a symlink or to open a special file: a run writes its own files only (README "Outputs")."""
+    check_output(path)
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW, 0o644)
     except OSError as error:
@@ -79,8 +147,8 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON with sorted keys, so equal data gives equal bytes."""
-    write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    """Write strict JSON (no NaN or Infinity) with sorted keys, so equal data gives equal bytes."""
+    write_text(path, strict_json_dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:

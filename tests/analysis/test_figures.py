@@ -7,16 +7,21 @@ import json
 import numpy as np
 import pytest
 
-from asyncfl.analysis.figures import draw_figures, load_runs
+from asyncfl.analysis.figures import draw_figures, load_partitions, load_runs
 from asyncfl.analysis.gradient_panels import fitted_slope
 from asyncfl.analysis.panels import participation_table
 from asyncfl.sim.logs import EVENTS_COLUMNS, METRICS_COLUMNS
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.integrity import sealed
 from asyncfl.spec.layout import AS_CODED_FIGURE, SAMPLING_VARIANCE_FIGURE, experiment_figures
 from conftest import REPO
 
 METRICS = ",".join(METRICS_COLUMNS) + "\n"
 EVENTS = ",".join(EVENTS_COLUMNS) + "\n"
+
+
+PARTITION = b"the partition's .npz, as far as the figures are concerned"
+PARTITION_SHA = hashlib.sha256(PARTITION).hexdigest()
 
 
 def write_run(folder, speed: float, seed: int):
@@ -33,10 +38,21 @@ def write_run(folder, speed: float, seed: int):
     seal(folder)
 
 
-def seal(folder) -> None:
-    """The run.json a finished run writes beside its CSVs: their hashes."""
+def seal(folder, **changes) -> None:
+    """The run.json a finished run writes beside its CSVs: what the run is (read from the folder the
+    fixture puts it in), the partition's SHA-256, the CSVs' hashes and its own."""
     hashes = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in ("metrics.csv", "events.csv")}
-    (folder / "run.json").write_text(json.dumps({"sha256": hashes}))
+    config = {
+        "algorithm": folder.parts[-3],
+        "clients_per_round": int(folder.parts[-2][1:]),
+        "seed": int(folder.parts[-1][4:]),
+    }
+    record = {"sha256": hashes, "config": config, "partition_sha256": PARTITION_SHA, "lr_clock": "round", **changes}
+    (folder / "run.json").write_text(json.dumps(sealed(record)))
+
+
+def partitions(runs) -> dict:
+    return load_partitions([runs / "stats.json"])[1]
 
 
 def run_folders(runs) -> list:
@@ -60,24 +76,26 @@ def runs(tmp_path):
         "alpha": 0.5,
         "seed": 0,
         "class_counts": [[5, 5], [1, 9], [9, 1], [0, 10]],
+        "npz_sha256": PARTITION_SHA,
     }
+    (tmp_path / "stats.npz").write_bytes(PARTITION)
     (tmp_path / "stats.json").write_text(json.dumps(stats))
     return tmp_path
 
 
 def test_every_figure_as_png_and_pdf(runs):
-    written = draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny")
+    written = draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
     expected = {f"{figure.name}.{ext}" for figure in experiment_figures(5) for ext in ("png", "pdf")}
     assert {p.name for p in written} == expected
     assert all((runs / "figures" / name).stat().st_size > 1000 for name in expected)
 
 
 def test_the_as_coded_figure_needs_an_as_coded_run(runs):
-    written = draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny", as_coded=True)
+    written = draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny", as_coded=True)
     assert {p.name for p in written} == {f"{AS_CODED_FIGURE.name}.png", f"{AS_CODED_FIGURE.name}.pdf"}
     without = [folder for folder in run_folders(runs) if "afl_as_coded" not in folder.parts]
     with pytest.raises(InputError, match="no afl_as_coded run with J = 5"):
-        draw_figures(without, runs / "stats.json", 5, runs / "figures", "tiny", as_coded=True)
+        draw_figures(without, [runs / "stats.json"], 5, runs / "figures", "tiny", as_coded=True)
 
 
 def test_fitted_slope_is_the_log_log_slope_of_the_second_half():
@@ -89,12 +107,12 @@ def test_fitted_slope_is_the_log_log_slope_of_the_second_half():
 
 def test_reference_j_without_runs_is_an_error(runs):
     with pytest.raises(InputError, match="no AFL run with J = 7"):
-        draw_figures(run_folders(runs), runs / "stats.json", 7, runs / "figures", "tiny")
+        draw_figures(run_folders(runs), [runs / "stats.json"], 7, runs / "figures", "tiny")
 
 
 def test_no_runs_is_an_error(tmp_path):
     with pytest.raises(InputError, match="no run folders given"):
-        draw_figures([], tmp_path / "stats.json", 5, tmp_path / "figures", "tiny")
+        draw_figures([], [tmp_path / "stats.json"], 5, tmp_path / "figures", "tiny")
 
 
 @pytest.mark.parametrize(
@@ -112,14 +130,14 @@ def test_a_csv_its_run_did_not_write_is_refused_by_name(runs, damage):
     folder = runs / "runs" / "sync" / "J5" / "seed1"
     damage(folder)
     with pytest.raises(InputError, match=r"seed1/(metrics|events)\.csv (is not the file its run wrote|is missing)"):
-        draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny")
+        draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
     assert not (runs / "figures").exists()
 
 
 def test_only_the_runs_given_are_drawn(runs):
     """A run folder left beside the config's runs (removed from the config) is not drawn."""
     given = [f for f in run_folders(runs) if "fedbuff" not in str(f)]
-    metrics, _ = load_runs(given)
+    metrics, _ = load_runs(given, partitions(runs))
     assert set(metrics.algorithm) == {"afl", "sync", "afl_as_coded"}
 
 
@@ -129,12 +147,12 @@ def test_only_the_runs_given_are_drawn(runs):
 def test_bad_partition_stats_are_refused_by_name(runs, stats):
     (runs / "stats.json").write_text(stats)
     with pytest.raises(InputError, match="stats.json is not"):
-        draw_figures(run_folders(runs), runs / "stats.json", 5, runs / "figures", "tiny")
+        draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
 
 
 def test_participation_counts_equal_the_events(runs):
     """The participation figure's points: per algorithm, seed and client, the updates in events.csv."""
-    metrics, events = load_runs(run_folders(runs))
+    metrics, events = load_runs(run_folders(runs), partitions(runs))
     table = participation_table(events[events.J == 5])
     for row in table.itertuples():
         path = runs / "runs" / row.algorithm / "J5" / f"seed{row.seed}" / "events.csv"
@@ -148,7 +166,7 @@ def test_participation_counts_equal_the_events(runs):
 
 
 def test_updates_axis_counts_the_client_updates_aggregated(runs):
-    metrics, _ = load_runs(run_folders(runs))
+    metrics, _ = load_runs(run_folders(runs), partitions(runs))
     run = metrics[(metrics.algorithm == "sync") & (metrics.seed == 0)]
     assert run.updates.tolist() == [2 * r for r in run["round"]]  # two events per round in the fixture
 
@@ -159,3 +177,53 @@ def test_every_figure_has_its_report_caption():
     assert len({figure.name for figure in figures}) == len(figures)
     for figure in figures:
         assert (REPO / "workflow/report" / f"{figure.caption}.rst").is_file(), figure.name
+
+
+def test_a_run_moved_into_another_runs_folder_is_refused(runs):
+    """Identity comes from run.json, not the path: FedBuff's files in AFL's folder are not drawn as AFL."""
+    import shutil
+
+    target = runs / "runs" / "afl" / "J5" / "seed0"
+    shutil.rmtree(target)
+    shutil.copytree(runs / "runs" / "fedbuff" / "J5" / "seed0", target)
+    with pytest.raises(InputError, match="afl/J5/seed0/run.json records algorithm = 'fedbuff'"):
+        draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
+
+
+def test_an_edited_run_record_is_refused(runs):
+    """run.json vouches for itself: a config edited by hand, hashes of the outputs left intact, is refused."""
+    record = runs / "runs" / "sync" / "J5" / "seed1" / "run.json"
+    content = json.loads(record.read_text())
+    content["config"]["seed"] = 1  # the same value: only the text's own hash can tell an edit
+    content["lr_clock"] = "epoch"
+    record.write_text(json.dumps(content))
+    with pytest.raises(InputError, match="does not match its own record_sha256"):
+        draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
+    record.write_text(json.dumps({k: v for k, v in content.items() if k != "record_sha256"}))
+    with pytest.raises(InputError, match="has no record_sha256"):
+        draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
+
+
+def test_statistics_of_another_partition_are_refused(runs):
+    """A partition's .json records its .npz's SHA-256: one left beside another .npz is refused, and so is
+    a run trained on a partition none of the statistics describes."""
+    (runs / "stats.npz").write_bytes(b"another partition")
+    with pytest.raises(InputError, match="does not describe the .*stats.npz beside it"):
+        draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
+    (runs / "stats.npz").write_bytes(PARTITION)
+    seal(runs / "runs" / "sync" / "J5" / "seed1", partition_sha256="0" * 64)
+    with pytest.raises(InputError, match="sync/J5/seed1 was trained on a partition none of --partition-stats"):
+        draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
+
+
+def test_a_folder_given_twice_counts_once_and_a_copy_is_refused(runs):
+    """Overlapping globs give a folder several times: it is drawn once. Two folders holding one run are refused."""
+    import shutil
+
+    once, _ = load_runs(run_folders(runs), partitions(runs))
+    thrice, _ = load_runs(run_folders(runs) * 3, partitions(runs))
+    assert thrice.equals(once)
+    copy = runs / "copy" / "sync" / "J5" / "seed1"
+    shutil.copytree(runs / "runs" / "sync" / "J5" / "seed1", copy)
+    with pytest.raises(InputError, match="hold the same run"):
+        load_runs([*run_folders(runs), copy], partitions(runs))

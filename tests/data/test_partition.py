@@ -1,5 +1,6 @@
 """Dirichlet partitions: coverage, determinism, skew, min-size, errors."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -76,9 +77,10 @@ def test_impossible_min_size_fails_after_bounded_redraws():
     "clients,alpha,min_size,message",
     [
         (0, 0.5, 1, "clients must be at least 1"),
-        (10, 0.0, 1, "alpha must be > 0"),
-        (10, -1.0, 1, "alpha must be > 0"),
-        (10, float("nan"), 1, "alpha must be > 0"),
+        (10, 0.0, 1, "alpha must be a finite number > 0"),
+        (10, -1.0, 1, "alpha must be a finite number > 0"),
+        (10, float("nan"), 1, "alpha must be a finite number > 0"),
+        (10, float("inf"), 0, "alpha must be a finite number > 0"),  # was: a traceback with --min-size 0
         (5001, 0.5, 0, "5001 clients exceed the 5000 training samples"),
         (100, 0.5, 51, "min-size 51 is impossible"),
     ],
@@ -95,7 +97,9 @@ def test_save_and_load_round_trip(tmp_path):
     loaded = load_partition(tmp_path / "p.npz")
     assert np.array_equal(loaded.indices, part.indices) and np.array_equal(loaded.offsets, part.offsets)
     assert loaded.dataset == "synthetic"
-    assert json.loads((tmp_path / "p.json").read_text()) == stats
+    # the statistics name the very .npz they describe (a .json beside another .npz is refused by its readers)
+    npz_sha256 = hashlib.sha256((tmp_path / "p.npz").read_bytes()).hexdigest()
+    assert json.loads((tmp_path / "p.json").read_text()) == {**stats, "npz_sha256": npz_sha256}
 
 
 def test_cli_writes_byte_identical_files(tmp_path, capsys):

@@ -10,6 +10,7 @@ import yaml
 
 from asyncfl.cli import main
 from asyncfl.runs.archive import archive_results, zenodo_metadata
+from asyncfl.spec.integrity import sealed
 
 SETTINGS = {
     "title": "results",
@@ -24,12 +25,15 @@ def make_results(root):
     (root / "results/run/metrics.csv").write_text("round,train_loss\n1,0.5\n")
     (root / "results/run/run.json").write_text(
         json.dumps(
-            {
-                "started_at": "2026-01-01T00:00:00+00:00",
-                "finished_at": "2026-01-01T00:01:00+00:00",
-                "wall_seconds": 60.0,
-                "sha256": {"metrics.csv": hashlib.sha256(b"round,train_loss\n1,0.5\n").hexdigest()},
-            }
+            sealed(
+                {
+                    "started_at": "2026-01-01T00:00:00+00:00",
+                    "finished_at": "2026-01-01T00:01:00+00:00",
+                    "wall_seconds": 60.0,
+                    "config": {},
+                    "sha256": {"metrics.csv": hashlib.sha256(b"round,train_loss\n1,0.5\n").hexdigest()},
+                }
+            )
         )
     )
     (root / "quick.yaml").write_text("reference_J: 5\n")

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import WORKFLOW_OWNED, check_workflow_config, run_settings
+from asyncfl.spec.experiments import WORKFLOW_OWNED, check_config_files, check_workflow_config, run_settings
 from conftest import QUICK_CONFIG, REPO
 
 QUICK = yaml.safe_load((QUICK_CONFIG).read_text())
@@ -65,3 +65,44 @@ def test_a_budget_and_the_same_train_setting_are_refused():
 
     with pytest.raises(InputError, match="train.max_updates and experiments.digits_cnn.budget.updates both set"):
         check_workflow_config(edited(edit))
+
+
+def renamed(name: str) -> dict:
+    config = copy.deepcopy(QUICK)
+    config["experiments"] = {name: config["experiments"]["digits_cnn"]}
+    return config
+
+
+@pytest.mark.parametrize("name", ["-n", "--title", "a" * 260, "x.y", ""])
+def test_an_unsafe_experiment_name_is_refused_while_parsing(name):
+    """A name starting with - reached `--title -n` after hours of training; 260 letters, ENAMETOOLONG."""
+    with pytest.raises(InputError, match="an experiment's name must be 1–64 letters, digits, _ or -, not starting"):
+        check_workflow_config(renamed(name))
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda e, c: e.update(seeds=[0, 2**64]), r"seeds: 18446744073709551616 is larger than 9223372036854775807"),
+        (lambda e, c: e.update(alpha=1e-300), r"alpha = 1e-300 is 302 characters written out"),
+        (lambda e, c: e.update(alpha=1e300), r"alpha = 1e\+300 is 303 characters written out"),
+        (lambda e, c: e.update(alpha=float("inf")), "alpha must be a finite number > 0"),
+        (lambda e, c: e["train"].update(concurrency=20), "train: concurrency \\(M\\) = 20 exceeds the 10 clients"),
+    ],
+    ids=["seed 2^64", "alpha 1e-300", "alpha 1e300", "alpha inf", "M > C"],
+)
+def test_mistakes_found_only_after_training_are_found_while_parsing(edit, message):
+    """Each of these once passed the dry run and failed in every job (or at the archive, hours later)."""
+    with pytest.raises(InputError, match=message):
+        check_workflow_config(edited(edit))
+
+
+def test_concurrency_above_c_is_accepted_with_replacement():
+    check_workflow_config(edited(lambda e, c: e["train"].update(concurrency=20, replacement=True)))
+
+
+def test_two_config_files_with_one_base_name_are_refused():
+    """The archive keeps each config as config/BASENAME: a clash once failed only at the very end."""
+    check_config_files(["config/config.yaml", "./config/config.yaml", ".test/config/quick.yaml"])
+    with pytest.raises(InputError, match="have one base name, config.yaml"):
+        check_config_files(["config/config.yaml", "mine/config.yaml"])

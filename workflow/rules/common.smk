@@ -10,6 +10,7 @@ sys.path.insert(0, str(SRC))
 from asyncfl.spec.config import with_numbers
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import (
+    check_config_files,
     check_workflow_config,
     decimal_text,
     experiment_runs,
@@ -17,6 +18,7 @@ from asyncfl.spec.experiments import (
     run_settings,
 )
 from asyncfl.spec.layout import (
+    ARCHIVE_FILES,
     AS_CODED_FIGURE,
     DATA_DIR,
     EVENTS,
@@ -40,6 +42,7 @@ config.update(with_numbers(config))
 validate(config, "../schemas/config.schema.yaml")
 try:
     check_workflow_config(config)
+    check_config_files(workflow.configfiles)
 except InputError as error:
     raise WorkflowError(str(error)) from None
 
@@ -67,15 +70,7 @@ def torch_env(wildcards):
 REFERENCE_J = config["reference_J"]
 FIGURES = experiment_figures(REFERENCE_J)
 ARCHIVE_DIR = "results/archive"
-ARCHIVE = [
-    f"{ARCHIVE_DIR}/{name}"
-    for name in (
-        "asyncfl-results.tar.gz",
-        "SHA256SUMS",
-        "provenance.json",
-        ".zenodo.json",
-    )
-]
+ARCHIVE = [f"{ARCHIVE_DIR}/{name}" for name in ARCHIVE_FILES]
 # The archive's provenance records how the workflow was started.
 record_command(sys.argv)
 
@@ -114,6 +109,13 @@ def partition_file(exp, seed, suffix=".npz"):
     α is written out in decimals (1e-06 as 0.000001), as the alpha wildcard expects."""
     alpha = decimal_text(exp["alpha"])
     return f"results/partitions/{exp['dataset']}_alpha{alpha}_C{exp['clients']}_seed{seed}{suffix}"
+
+
+def get_partition_stats(wildcards):
+    """The statistics of every partition an experiment's runs use, one per seed; the figures draw the
+    first seed's and check each run against the one it was trained on."""
+    exp = experiment(wildcards)
+    return [partition_file(exp, seed, ".json") for seed in exp["seeds"]]
 
 
 def runs(name):

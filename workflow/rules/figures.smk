@@ -1,9 +1,7 @@
 rule figures:
     input:
         runs=lambda wildcards: run_files(wildcards.experiment, RUN_SUMMARY),
-        stats=lambda wildcards: partition_file(
-            experiment(wildcards), experiment(wildcards)["seeds"][0], ".json"
-        ),
+        stats=get_partition_stats,
     output:
         [figure_png(figure) for figure in FIGURES],
         [figure_pdf(figure) for figure in FIGURES],
@@ -18,7 +16,7 @@ rule figures:
     shell:
         ASYNCFL
         + " figures --runs {params.runs:q} --partition-stats {input.stats:q} --reference-j {params.reference_j:q}"
-        " --title {wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
+        " --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule as_coded_figure:
@@ -28,9 +26,7 @@ rule as_coded_figure:
             for folder in as_coded_run_folders(wildcards.experiment)
             for file in RUN_SUMMARY
         ],
-        stats=lambda wildcards: partition_file(
-            experiment(wildcards), experiment(wildcards)["seeds"][0], ".json"
-        ),
+        stats=get_partition_stats,
     output:
         figure_png(AS_CODED_FIGURE),
         figure_pdf(AS_CODED_FIGURE),
@@ -45,4 +41,4 @@ rule as_coded_figure:
     shell:
         ASYNCFL
         + " figures --as-coded --runs {params.runs:q} --partition-stats {input.stats:q}"
-        " --reference-j {params.reference_j:q} --title {wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
+        " --reference-j {params.reference_j:q} --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"

@@ -29,4 +29,4 @@ rule theory:
     shell:
         ASYNCFL
         + " theory --dataset {params.dataset:q} --root {params.root:q} --run {params.run:q}"
-        " --partition {input.partition:q} --title {wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
+        " --partition {input.partition:q} --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"

@@ -8,7 +8,7 @@ paper's "server loss" is the clients' training loss, a proxy: it is labelled so,
 global model's test metrics stand beside it.
 """
 
-import json
+import hashlib
 from pathlib import Path
 
 import matplotlib
@@ -36,12 +36,14 @@ from asyncfl.analysis.panels import (  # noqa: E402
     test_metrics,
 )
 from asyncfl.files import atomic_path  # noqa: E402
-from asyncfl.runs.record import verify_run_files  # noqa: E402
+from asyncfl.runs.record import check_run_identity, verify_run_files  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
+from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads  # noqa: E402
 from asyncfl.spec.layout import (  # noqa: E402
     AS_CODED_FIGURE,
     EVENTS,
     METRICS,
+    NPZ_HASH,
     RUN_DIR,
     RUN_LOGS,
     SAMPLING_VARIANCE_FIGURE,
@@ -54,21 +56,32 @@ COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 TITLE_CHARACTERS_PER_INCH = 16  # of a suptitle at fontsize "medium" in the paper context
 
 
-def load_runs(runs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load_runs(runs: list[Path], partitions: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The given run folders' metrics and events, each row tagged with algorithm, J and seed, after
-    checking each CSV against its run.json (README "Outputs")."""
+    checking each CSV against its run.json, and the run.json against what the folder stands for and
+    against the partitions given (`partitions`: statistics by their .npz's SHA-256) (README "Outputs").
+    A folder given twice (overlapping globs) counts once; two folders holding one run are refused."""
     metrics, events = [], []
+    seen: dict[tuple[str, int, int], Path] = {}  # each run's folder by what it is
     for run in runs:
-        match = RUN_DIR.search(Path(run).resolve().as_posix())
+        folder = Path(run).resolve()
+        match = RUN_DIR.search(folder.as_posix())
         if not match:
             raise InputError(f"{run} is not a run folder (expected …/ALGORITHM/JN/seedS, as asyncfl train writes)")
+        if folder in seen.values():
+            continue
         record = verify_run_files(run, RUN_LOGS)
-        tags = {
-            "algorithm": match["algorithm"],
-            "J": int(match["J"]),
-            "seed": int(match["seed"]),
-            "lr_clock": record.get("lr_clock", "round"),  # what t of γ counted (runs before it was recorded: round)
-        }
+        key = (match["algorithm"], int(match["J"]), int(match["seed"]))
+        check_run_identity(run, record, algorithm=key[0], clients_per_round=key[1], seed=key[2])
+        if record.get("partition_sha256") not in partitions:
+            raise InputError(
+                f"{run} was trained on a partition none of --partition-stats describes (its run.json's "
+                "partition_sha256); give the statistics FILE.json of every partition the runs used"
+            )
+        if key in seen:
+            raise InputError(f"{seen[key]} and {folder} hold the same run ({key}); give each run once")
+        seen[key] = folder
+        tags = {"algorithm": key[0], "J": key[1], "seed": key[2], "lr_clock": record.get("lr_clock", "round")}
         run_events = pd.read_csv(Path(run) / EVENTS)
         run_metrics = pd.read_csv(Path(run) / METRICS)
         # The cost axis of equal-budget comparisons: client updates aggregated up to each round.
@@ -80,14 +93,17 @@ def load_runs(runs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.concat(metrics, ignore_index=True), pd.concat(events, ignore_index=True)
 
 
-STATS_KEYS = ("dataset", "clients", "alpha", "seed", "class_counts")
+STATS_KEYS = ("dataset", "clients", "alpha", "seed", "class_counts", NPZ_HASH)
 
 
 def load_partition_stats(path: Path) -> dict:
-    """The partition's statistics (FILE.json of asyncfl partition), checked for what the figures read."""
+    """The partition's statistics (FILE.json of asyncfl partition), checked for what the figures read
+    and against the FILE.npz beside it, whose SHA-256 it records (a .json of another partition, or
+    one left from before the .npz was made again, is refused)."""
+    remake = "make the partition again with asyncfl partition"
     try:
-        stats = json.loads(Path(path).read_bytes())
-    except (OSError, ValueError) as error:
+        stats = strict_json_loads(read_input(Path(path), MAX_RECORD_BYTES))
+    except ValueError as error:
         raise InputError(f"{path} is not a readable partition statistics file ({type(error).__name__})") from None
     missing = [key for key in STATS_KEYS if not isinstance(stats, dict) or key not in stats]
     if not missing and not (isinstance(stats["class_counts"], list) and len(stats["class_counts"]) == stats["clients"]):
@@ -95,21 +111,44 @@ def load_partition_stats(path: Path) -> dict:
     if missing:
         raise InputError(
             f"{path} is not the statistics file of a partition (lacks {', '.join(missing)}); "
-            "give the FILE.json that asyncfl partition wrote beside FILE.npz"
+            f"give the FILE.json that asyncfl partition wrote beside FILE.npz, or {remake}"
         )
+    npz = Path(path).with_suffix(".npz")
+    try:
+        actual = hashlib.sha256(npz.read_bytes()).hexdigest()
+    except OSError:
+        raise InputError(f"{npz}, the partition {path} describes, cannot be read; {remake}") from None
+    if actual != stats[NPZ_HASH]:
+        raise InputError(f"{path} does not describe the {npz} beside it (SHA-256 differs); {remake}")
     return stats
 
 
+def load_partitions(paths: list[Path]) -> tuple[dict, dict[str, dict]]:
+    """The first partition's statistics (the figures' heatmap and C) and every one by its .npz's SHA-256;
+    all must be of one dataset and one C."""
+    described = [load_partition_stats(path) for path in paths]
+    first = described[0]
+    for path, stats in zip(paths, described, strict=True):
+        if (stats["dataset"], stats["clients"]) != (first["dataset"], first["clients"]):
+            raise InputError(
+                f"{path} is a partition of {stats['dataset']} into {stats['clients']} clients, {paths[0]} of "
+                f"{first['dataset']} into {first['clients']}; give the partitions of one experiment"
+            )
+    return first, {stats[NPZ_HASH]: stats for stats in described}
+
+
 def draw_figures(
-    runs: list[Path], partition_stats: Path, reference_j: int, out: Path, title: str, as_coded: bool = False
+    runs: list[Path], partition_stats: list[Path], reference_j: int, out: Path, title: str, as_coded: bool = False
 ) -> list[Path]:
     """Draw every figure as PNG (300 dpi) and PDF into `out` (with `as_coded`, only the figure of AFL as
     the paper's code runs it beside AFL as described); return the paths written."""
     sns.set_theme(
         context="paper", style="whitegrid", font_scale=0.9, rc={"legend.fontsize": "small", "legend.framealpha": 0.8}
     )
-    metrics, events = load_runs(runs)
-    stats = load_partition_stats(partition_stats)
+    if not runs:
+        raise InputError("no run folders given; pass them as --runs results/EXPERIMENT/runs/*/J*/seed*")
+    stats, partitions = load_partitions(partition_stats)
+    metrics, events = load_runs(runs, partitions)
     ref_metrics, ref_events = metrics[reference_j == metrics.J], events[reference_j == events.J]
     afl = ref_metrics[ref_metrics.algorithm == "afl"]
     if afl.empty:

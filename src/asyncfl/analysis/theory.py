@@ -45,22 +45,27 @@ def closed_form_variance(vectors: np.ndarray, s: int, replacement: bool) -> floa
 
 
 def centred_gram(vectors: np.ndarray) -> np.ndarray:
-    """G_ij = ⟨θ_i − θ̄, θ_j − θ̄⟩: then ‖mean of a draw − θ̄‖² = Σ_{i,j in the draw} G_ij / s², so a
-    draw costs s² lookups whatever the model's size."""
+    """G_ij = ⟨θ_i − θ̄, θ_j − θ̄⟩: then ‖mean of a draw − θ̄‖² = n_dᵀ G n_d / s², with n_d the draw's
+    count of each member, so a draw costs a row of one matrix product whatever the model's size."""
     centred = vectors - vectors.mean(axis=0)
     return centred @ centred.T
 
 
-def draw_variance(gram: np.ndarray, draw) -> float:
-    chosen = np.asarray(draw)
-    return float(gram[np.ix_(chosen, chosen)].sum()) / len(chosen) ** 2
+def draws_variances(gram: np.ndarray, draws: list[np.ndarray]) -> np.ndarray:
+    """‖mean of each draw − θ̄‖², all draws in one matrix product (their counts as rows). A squared
+    norm is never negative: rounding that makes one −1e-18 (every client drawn once) gives 0."""
+    counts = np.zeros((len(draws), len(gram)))
+    for row, chosen in enumerate(draws):
+        np.add.at(counts[row], chosen, 1.0)
+    sizes = counts.sum(axis=1)
+    return np.maximum(((counts @ gram) * counts).sum(axis=1) / sizes**2, 0.0)
 
 
 def enumerated_variance(vectors: np.ndarray, s: int, replacement: bool) -> float:
     """The same expectation by brute force over every equally likely draw (small populations only)."""
     gram, m = centred_gram(vectors), len(vectors)
     draws = itertools.product(range(m), repeat=s) if replacement else itertools.combinations(range(m), s)
-    return float(np.mean([draw_variance(gram, d) for d in draws]))
+    return float(np.mean(draws_variances(gram, [np.asarray(d) for d in draws])))
 
 
 def drawn_variance(vectors: np.ndarray, s: int, replacement: bool, draws: int, seed: int) -> float:
@@ -70,18 +75,29 @@ def drawn_variance(vectors: np.ndarray, s: int, replacement: bool, draws: int, s
 
 def gram_drawn_variance(gram: np.ndarray, s: int, replacement: bool, draws: int, seed: int) -> float:
     rng, m = np.random.default_rng(seed), len(gram)
-    total = 0.0
-    for _ in range(draws):
-        total += draw_variance(gram, rng.integers(m, size=s) if replacement else rng.choice(m, size=s, replace=False))
-    return total / draws
+    chosen = [rng.integers(m, size=s) if replacement else rng.choice(m, size=s, replace=False) for _ in range(draws)]
+    return float(draws_variances(gram, chosen).mean())
+
+
+MAX_PROBED_J = 24  # J values of the table beyond which they are spaced geometrically (1, …, C kept)
+
+
+def probed_js(clients: int) -> list[int]:
+    """Every J = 1…C for a small C; about MAX_PROBED_J values from 1 to C, geometrically spaced, for a
+    large one, so the table's cost grows like C² (one matrix product per J), not C⁴."""
+    if clients <= MAX_PROBED_J:
+        return list(range(1, clients + 1))
+    return sorted({int(j) for j in np.round(np.geomspace(1, clients, MAX_PROBED_J))} | {clients})
 
 
 def client_updates(run: Path, dataset: str, root: Path | None, partition_path: Path) -> np.ndarray:
     """θ_c − θ for every client c, each trained once (the run's settings and learning-rate schedule at
     its last round) from the run's final global model θ: the population the sampling claim is about."""
     summary = verify_run_files(run, (MODEL, EVENTS))
-    if not isinstance(summary.get("config"), dict) or not isinstance(summary.get("rounds_completed"), int):
-        raise InputError(f"{run}/run.json lacks the run's config or rounds; train it again")
+    threads = summary.get("torch_threads")
+    if not isinstance(summary.get("rounds_completed"), int) or not isinstance(threads, int) or threads < 1:
+        raise InputError(f"{run}/run.json lacks the run's rounds or torch threads; train it again")
+    torch.set_num_threads(threads)  # the run's own: a sum split over other threads rounds differently
     config = make_config({**summary["config"], "trainer": "plain"}, f"{run}/run.json")
     partition = load_partition(partition_path)
     if sha256(partition_path) != summary.get("partition_sha256") or dataset != summary.get("dataset"):
@@ -128,9 +144,9 @@ def load_model_state(path: Path, model: torch.nn.Module, device: torch.device) -
 
 
 def sampling_variance_table(updates: np.ndarray, draws: int, seeds: int) -> pd.DataFrame:
-    """Per J and sampling rule: the closed form, and the engine's draws as mean ± sd over seeds."""
+    """Per J (`probed_js`) and sampling rule: the closed form, and the engine's draws as mean ± sd over seeds."""
     rows, gram = [], centred_gram(updates)  # one Gram matrix for every J, rule and seed
-    for j in range(1, len(updates) + 1):
+    for j in probed_js(len(updates)):
         for replacement in (False, True):
             drawn = [gram_drawn_variance(gram, j, replacement, draws, seed) for seed in range(seeds)]
             rows.append(

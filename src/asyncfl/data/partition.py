@@ -5,6 +5,7 @@ indices among the C clients; every sample goes to exactly one client. All of it 
 vectorised NumPy driven by one explicit Generator, so equal inputs give equal bytes.
 """
 
+import math
 import time
 import zipfile
 import zlib
@@ -14,9 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from asyncfl.data.datasets import load_dataset
-from asyncfl.files import write_json, write_npz
+from asyncfl.files import sha256, write_json, write_npz
 from asyncfl.spec import random_streams
+from asyncfl.spec.config import MAX_SEED
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.integrity import check_output
+from asyncfl.spec.layout import NPZ_HASH
 
 MAX_REDRAWS = 1000
 
@@ -64,10 +68,13 @@ class DirichletSplit:
         """A one-line error for a split that `n` training samples cannot give."""
         if self.clients < 1:
             raise InputError(f"clients must be at least 1 (got {self.clients})")
-        if not self.alpha > 0:
+        if not (math.isfinite(self.alpha) and self.alpha > 0):
             raise InputError(
-                f"alpha must be > 0 (got {self.alpha}); smaller alpha means more label skew, the paper uses 0.5"
+                f"alpha must be a finite number > 0 (got {self.alpha}); smaller alpha means more label skew, "
+                "the paper uses 0.5"
             )
+        if self.seed > MAX_SEED:
+            raise InputError(f"seed must be ≤ {MAX_SEED} (got {self.seed})")
         if self.clients > n:
             raise InputError(
                 f"{self.clients} clients exceed the {n} training samples of {dataset}; use at most {n} clients"
@@ -159,7 +166,7 @@ def label_entropy(counts: np.ndarray) -> np.ndarray:
     totals = counts.sum(axis=1, keepdims=True)
     p = np.divide(counts, totals, out=np.zeros(counts.shape), where=totals > 0)
     logs = np.log2(p, out=np.zeros(p.shape), where=p > 0)
-    return -(p * logs).sum(axis=1)
+    return -(p * logs).sum(axis=1) + 0.0  # + 0.0: no −0.00 for a one-class client
 
 
 def partition_stats(partition: Partition, labels: np.ndarray, num_classes: int, split: DirichletSplit) -> dict:
@@ -179,13 +186,15 @@ def partition_stats(partition: Partition, labels: np.ndarray, num_classes: int, 
 
 
 def save_partition(path: Path, partition: Partition, stats: dict) -> None:
-    """Write FILE.npz (indices, offsets, dataset; `subset_of` for a subset) and its FILE.json stats sidecar."""
+    """Write FILE.npz (indices, offsets, dataset; `subset_of` for a subset), then its FILE.json stats
+    sidecar with the .npz's SHA-256, which ties the two: a .json left beside another .npz (a kill
+    between the two writes, a copy) is refused by its readers."""
     path = Path(path)
     arrays = {"indices": partition.indices, "offsets": partition.offsets, "dataset": np.array(partition.dataset)}
     if partition.subset_of is not None:
         arrays["subset_of"] = np.array(partition.subset_of, dtype=np.int64)
     write_npz(path, arrays)
-    write_json(path.with_suffix(".json"), stats)
+    write_json(path.with_suffix(".json"), {**stats, NPZ_HASH: sha256(path)})
 
 
 def load_partition(path: Path) -> Partition:
@@ -193,6 +202,8 @@ def load_partition(path: Path) -> Partition:
     every index once. Whether the indices fit the dataset is `checks.check_run`'s to judge."""
     path = Path(path)
     remake = f"make it again with `asyncfl partition ... --out {path}`"
+    if path.is_dir():
+        raise InputError(f"partition file {path} is a folder; give the FILE.npz that asyncfl partition wrote")
     if not path.is_file():
         raise InputError(f"partition file {path} not found; make it with `asyncfl partition ... --out {path}`")
     try:
@@ -236,6 +247,8 @@ def make_partition(
     FILE.json, describe the result."""
     if Path(out).suffix != ".npz":
         raise InputError(f"--out must end in .npz (the statistics go beside it as .json), got {out}")
+    for path in (Path(out), Path(out).with_suffix(".json")):  # before the data is read, not after
+        check_output(path, "--out")
     labels = load_dataset(dataset, root).train_labels.numpy()
     num_classes = int(labels.max()) + 1
     start = time.perf_counter()

@@ -39,10 +39,10 @@ def staleness_aware_average(
     """
     raw = [n * s for n, s in zip(sizes, weights, strict=True)]
     total = sum(raw)
-    if total == 0:  # (1 + τ)^−a underflows to 0 for every update: nothing to average
+    if total == 0:  # s(τ) underflows to 0 for every update (a huge staleness_a): nothing to average
         raise InputError(
-            "every update of this round has staleness weight s(τ) = 0 ((1 + τ)^−staleness_a underflows); "
-            "lower staleness_a or use another staleness function"
+            "every update of this round has staleness weight s(τ) = 0 (the staleness function underflows at "
+            "these τ with this staleness_a); lower staleness_a or use another staleness function"
         )
     coefficients = [mixing * w / total for w in raw]
     terms = [(1.0 - mixing, global_state)] if mixing < 1 else []

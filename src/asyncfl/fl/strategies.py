@@ -19,8 +19,7 @@ from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aw
 from asyncfl.fl.schedule import Schedule
 from asyncfl.fl.staleness import StalenessFunction, staleness_function
 from asyncfl.models import State
-from asyncfl.spec.config import TrainConfig, check_setting
-from asyncfl.spec.errors import InputError
+from asyncfl.spec.config import TrainConfig, check_concurrency, check_setting
 from asyncfl.spec.names import ALGORITHMS
 
 
@@ -53,10 +52,7 @@ class AsyncParameters(Parameters):
     concurrency: int
 
     def check(self, clients: int, replacement: bool) -> None:
-        if not replacement and self.concurrency > clients:
-            raise InputError(
-                f"concurrency (M) = {self.concurrency} exceeds the {clients} clients; lower it or set replacement: true"
-            )
+        check_concurrency(self.concurrency, clients, replacement, "config")
 
 
 @dataclass(frozen=True)

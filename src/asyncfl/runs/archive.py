@@ -15,12 +15,13 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from asyncfl.files import atomic_path, sha256, write_json
+from asyncfl.files import atomic_path, publish_folder, sha256, write_json
 from asyncfl.runs.record import read_run_record, verify_run_files
 from asyncfl.sim.provenance import git, machine, package_versions
 from asyncfl.spec.config import read_yaml
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import RUN_LOGS, RUN_RECORD
+from asyncfl.spec.integrity import finite_number
+from asyncfl.spec.layout import ARCHIVE_FILES, CHECKSUMS, PROVENANCE, RUN_LOGS, RUN_RECORD, TARBALL, ZENODO
 
 ARCHIVE_KEYS = ("title", "creators", "license", "paper")
 
@@ -66,7 +67,9 @@ def provenance(runs: list[Path], command: str) -> dict:
         "runs": len(summaries),
         "started_at": min((str(s.get("started_at")) for s in summaries), default=None),
         "finished_at": max((str(s.get("finished_at")) for s in summaries), default=None),
-        "training_wall_seconds": round(sum(float(s.get("wall_seconds") or 0) for s in summaries), 3),
+        "training_wall_seconds": round(
+            sum(float(s["wall_seconds"]) for s in summaries if finite_number(s.get("wall_seconds"))), 3
+        ),
         "command": command,
     }
 
@@ -119,7 +122,10 @@ def member_names(files: list[Path], configs: list[Path], base: Path) -> dict[str
 def archive_results(
     files: list[Path], configs: list[Path], base: Path, out: Path, settings: dict, command: str
 ) -> tuple[Path, int]:
-    """Everything `asyncfl archive` writes into `out`; returns the tarball and its number of members."""
+    """Everything `asyncfl archive` writes into `out`, checked before the first write and published as
+    one set (`files.publish_folder`); returns the tarball and its number of members. A file given
+    twice (overlapping globs) is archived once."""
+    files, configs = unique_paths(files), unique_paths(configs)
     missing = [str(f) for f in [*files, *configs] if not Path(f).is_file()]
     if missing:
         raise InputError(f"cannot archive missing files: {', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}")
@@ -129,12 +135,27 @@ def archive_results(
     for record in records:  # every run's CSVs checked against its run.json before anything is written
         verify_run_files(record.parent, tuple(n for n in RUN_LOGS if (record.parent / n).resolve() in archived))
     metadata, made_with = zenodo_metadata(settings), provenance(records, command)
-    tarball = Path(out) / "asyncfl-results.tar.gz"
-    checksums = build_archive(members, tarball)
-    write_checksums(Path(out) / "SHA256SUMS", tarball, checksums)
-    write_json(Path(out) / "provenance.json", made_with)
-    write_json(Path(out) / ".zenodo.json", metadata)
-    return tarball, len(members)
+
+    def write(folder: Path) -> None:
+        checksums = build_archive(members, folder / TARBALL)
+        write_checksums(folder / CHECKSUMS, folder / TARBALL, checksums)
+        write_json(folder / PROVENANCE, made_with)
+        write_json(folder / ZENODO, metadata)
+
+    publish_folder(Path(out), ARCHIVE_FILES, write)
+    return Path(out) / TARBALL, len(members)
+
+
+def unique_paths(paths: list[Path]) -> list[Path]:
+    """`paths` in order, each path once (`a/../b` and `b` are one path)."""
+    seen: set[str] = set()
+    unique = []
+    for path in paths:
+        key = os.path.abspath(path)  # a symlink is its own member (README "Outputs"), so not resolved
+        if key not in seen:
+            seen.add(key)
+            unique.append(Path(path))
+    return unique
 
 
 def archive_settings(configs: list[Path]) -> dict:
@@ -167,15 +188,31 @@ def archive_from_configs(
 
 
 def fetch_record(record: str, out: Path) -> None:
-    """Download a published Zenodo record with zenodo_get, which checks every file's MD5."""
+    """Download a published Zenodo record with zenodo_get, which checks every file's MD5, into a
+    staging folder that becomes `out` only when the whole record arrived: a failed or empty fetch
+    leaves no `out`, so Snakemake never takes it for a fetched record."""
+    if not (record.isascii() and record.isdigit()):
+        raise InputError(f"--record {record!r}: a Zenodo record id is digits only (zenodo.org/records/ID)")
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"{out} already holds files; give an empty or new folder for record {record}")
     zenodo_get = shutil.which("zenodo_get")
     if zenodo_get is None:
         raise InputError("zenodo_get not found; pip install zenodo-get")
-    result = subprocess.run(
-        [zenodo_get, "--record", record, "--output-dir", str(out), "--md5", "--verbosity", "1"],
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0:
-        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()[-1]
-        raise InputError(f"zenodo record {record} could not be fetched ({reason}); offline? run it on a login node")
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        result = subprocess.run(
+            [zenodo_get, "--record", record, "--output-dir", str(staging), "--md5", "--verbosity", "1"],
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()[-1]
+            raise InputError(f"zenodo record {record} could not be fetched ({reason}); offline? run it on a login node")
+        if not staging.is_dir() or not any(staging.iterdir()):
+            raise InputError(f"zenodo record {record} gave no files; check the record id")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging, out)  # onto nothing or an empty folder
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from asyncfl.files import sha256
+from asyncfl.runs.record import read_run_record
 from asyncfl.sim.run_state import utc_now
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import CHECKPOINT, MODEL, RUN_OUTPUTS, RUN_RECORD, TIMINGS
@@ -72,15 +73,11 @@ def read_holder(descriptor: int) -> dict:
 def finished_run(out: Path, identity: dict) -> dict | None:
     """run.json's content when `out` holds this very run, finished, with outputs matching its hashes;
     None when it holds no finished run; InputError when it holds another or a damaged one."""
-    record = out / RUN_RECORD
-    if not record.exists():
+    if not (out / RUN_RECORD).exists():
         return None
     force = "use --force to move the old outputs aside and train again, or give another --out"
-    try:
-        summary = json.loads(record.read_text())
-        hashes = summary["sha256"]
-    except (ValueError, KeyError, TypeError):
-        raise InputError(f"{record} is not a readable run record; {force}") from None
+    summary = read_run_record(out)  # its own hash checked: an edited run.json is refused, never trusted
+    hashes = summary["sha256"]
     if any(summary.get(key) != value for key, value in identity.items()):
         raise InputError(f"{out} holds a finished run with other settings or data; {force}")
     for name in RUN_OUTPUTS:

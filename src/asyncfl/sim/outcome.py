@@ -14,6 +14,7 @@ from asyncfl.sim.provenance import run_environment
 from asyncfl.sim.run_state import Job, RunState, utc_now
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.integrity import sealed
 from asyncfl.spec.layout import CHECKPOINT, EVENTS, METRICS, MODEL, RUN_OUTPUTS, RUN_RECORD
 from asyncfl.training.interface import LocalResult
 
@@ -75,6 +76,7 @@ def write_outputs(
         "lr_clock": context.strategy.lr_clock,
         "sha256": {name: hashes[name] for name in RUN_OUTPUTS},
     }
-    write_json(out / RUN_RECORD, summary)
+    record = sealed(summary)  # run.json vouches for its own content too (README "Outputs")
+    write_json(out / RUN_RECORD, record)
     (out / CHECKPOINT).unlink(missing_ok=True)
-    return summary
+    return record

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.integrity import read_input
 from asyncfl.spec.names import ALGORITHMS, DEVICES, MODELS, OPTIMIZERS, PRECISIONS, TRAINERS
 
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
@@ -39,7 +40,8 @@ class Rule:
         if self.lowest == "(0, 1]" and value > 1:
             raise InputError(f"{source}: {key} must be in (0, 1], got {value!r}")
         if self.at_most is not None and value > self.at_most:
-            raise InputError(f"{source}: {key} must be ≤ {self.at_most:g}, got {value!r}")
+            limit = self.at_most if isinstance(self.at_most, int) else f"{self.at_most:g}"
+            raise InputError(f"{source}: {key} must be ≤ {limit}, got {value!r}")
 
 
 def setting(default: Any, choices: tuple[str, ...] = (), lowest: str = "", at_most: float | None = None) -> Any:
@@ -49,6 +51,7 @@ def setting(default: Any, choices: tuple[str, ...] = (), lowest: str = "", at_mo
 
 POSITIVE, NON_NEGATIVE, UNIT_INTERVAL = "> 0", "≥ 0", "(0, 1]"
 MANY = 1 << 24  # an upper bound for counts of clients and samples
+MAX_SEED = (1 << 63) - 1  # torch's and NumPy's generators both take it
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class TrainConfig:
     # (paper: 5 of 10 in its comparisons)
     rounds: int = setting(1000, lowest=POSITIVE, at_most=100_000_000)  # server aggregations
     local_epochs: int = setting(10, lowest=POSITIVE, at_most=100_000)  # I (paper)
-    seed: int = setting(0, lowest=NON_NEGATIVE)
+    seed: int = setting(0, lowest=NON_NEGATIVE, at_most=MAX_SEED)
     # -- local training
     batch_size: int = setting(64, lowest=POSITIVE, at_most=MANY)  # paper
     optimizer: str = setting("adam", OPTIMIZERS)  # or "sgd" (paper: Adam)
@@ -128,6 +131,15 @@ class TrainConfig:
         return self.concurrency or self.clients_per_round
 
 
+def check_concurrency(concurrency: int, clients: int, replacement: bool, source: str) -> None:
+    """M clients in flight, drawn without replacement, cannot exceed the C clients there are."""
+    if not replacement and concurrency > clients:
+        raise InputError(
+            f"{source}: concurrency (M) = {concurrency} exceeds the {clients} clients; lower it (it defaults to J) "
+            "or set replacement: true"
+        )
+
+
 def check_setting(key: str, value: Any, source: str) -> None:
     """`value` against the rule of config key `key`: for objects that hold a group of keys."""
     (rule,) = [item.metadata["rule"] for item in dataclasses.fields(TrainConfig) if item.name == key]
@@ -167,26 +179,68 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
 SCIENTIFIC = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 
 
-def with_numbers(value: Any) -> Any:
-    """`value` (a loaded YAML document) with every scientific-notation string turned into a float."""
+def with_numbers(value: Any, done: dict[int, Any] | None = None) -> Any:
+    """`value` (a loaded YAML document) with every scientific-notation string turned into a float. A
+    mapping or list that YAML aliases share is converted once and stays shared, so a document of
+    aliases of aliases is not expanded into a tree exponentially larger than its text."""
+    done = {} if done is None else done
+    if isinstance(value, dict | list) and id(value) in done:
+        return done[id(value)]
     if isinstance(value, dict):
-        return {key: with_numbers(item) for key, item in value.items()}
+        mapping: dict[Any, Any] = {}
+        done[id(value)] = mapping
+        mapping.update({key: with_numbers(item, done) for key, item in value.items()})
+        return mapping
     if isinstance(value, list):
-        return [with_numbers(item) for item in value]
+        sequence: list[Any] = []
+        done[id(value)] = sequence
+        sequence.extend(with_numbers(item, done) for item in value)
+        return sequence
     if isinstance(value, str) and SCIENTIFIC.fullmatch(value):
         return float(value)
     return value
 
 
+MAX_YAML_NODES = 100_000  # values of a document once its aliases are expanded: a real config has a few hundred
+
+
+def expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values `node` stands for with every alias expanded, counted without expanding them."""
+    if id(node) not in sizes:
+        sizes[id(node)] = 0  # a recursive alias counts once while its own size is being counted
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [item for pair in node.value for item in pair]
+        total = 1
+        for child in children:
+            total += expanded_size(child, sizes)
+            if total > MAX_YAML_NODES:
+                break
+        sizes[id(node)] = total
+    return sizes[id(node)]
+
+
 def read_yaml(path: Path) -> Any:
-    """A YAML file's content, or one line naming the file and what is wrong with it."""
+    """A YAML file's content, or one line naming the file and what is wrong with it. The file is
+    read only if it is a regular file of at most a few MiB, and a document whose aliases expand to
+    more than MAX_YAML_NODES values (an alias bomb) is refused before it is built."""
+    content = read_input(path)
     try:
-        return with_numbers(yaml.safe_load(Path(path).read_bytes().decode("utf-8")))
+        text = content.decode("utf-8")
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is not None and expanded_size(node, {}) > MAX_YAML_NODES:
+            raise InputError(
+                f"{path} stands for more than {MAX_YAML_NODES} values once its YAML aliases are expanded; "
+                "write the settings out instead of nesting aliases"
+            )
+        return with_numbers(yaml.safe_load(text))
     except UnicodeDecodeError as error:
         raise InputError(f"{path} is not UTF-8 text (byte {error.start}); save it as UTF-8") from None
     except RecursionError:
         raise InputError(f"{path} is nested too deeply to be a configuration") from None
-    except (OSError, yaml.YAMLError) as error:
+    except yaml.YAMLError as error:
         raise InputError(f"cannot read {path}: {str(error).splitlines()[0]}") from None
 
 

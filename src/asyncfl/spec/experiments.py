@@ -6,14 +6,16 @@ so a mistake fails `snakemake -n` with the key named instead of failing hours la
 Kept free of heavy imports, like `names`.
 """
 
+import math
 import os
+import re
 import shlex
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from asyncfl.spec.config import make_config
+from asyncfl.spec.config import MAX_SEED, check_concurrency, make_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import ALGORITHMS, DATASETS, MODELS
 
@@ -32,9 +34,41 @@ def check_choice(key: str, value: Any, choices: dict[str, str]) -> None:
         raise InputError(f"{key}: unknown name {value!r}; choose one of {', '.join(choices)}")
 
 
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+MAX_NAME = 64  # characters of an experiment's name: it becomes a folder and part of file names
+MAX_ALPHA_TEXT = 32  # characters of α written out in a partition's file name (1e-6 … 1e6 fit)
+
+
+def check_name(name: str) -> None:
+    """An experiment's name is a folder, a file-name part and a command-line value: letters, digits,
+    _ and -, never a leading - (it would read as an option), at most MAX_NAME characters."""
+    if not NAME.fullmatch(name) or len(name) > MAX_NAME:
+        raise InputError(
+            f"experiments.{name[:80]!r}: an experiment's name must be 1–{MAX_NAME} letters, digits, _ or -, "
+            "not starting with -; rename it"
+        )
+
+
+def check_partition_keys(key: str, experiment: dict[str, Any]) -> None:
+    """α and the seeds as a partition file name and torch's and NumPy's generators can take them."""
+    alpha = experiment["alpha"]
+    if not math.isfinite(alpha) or alpha <= 0:
+        raise InputError(f"{key}.alpha must be a finite number > 0 (the paper: 0.5), got {alpha!r}")
+    if len(decimal_text(alpha)) > MAX_ALPHA_TEXT:
+        raise InputError(
+            f"{key}.alpha = {alpha!r} is {len(decimal_text(alpha))} characters written out in the partition's "
+            f"file name; use an α with at most {MAX_ALPHA_TEXT} (e.g. between 1e-6 and 1e6)"
+        )
+    for seed in experiment["seeds"]:
+        if seed > MAX_SEED:
+            raise InputError(f"{key}.seeds: {seed} is larger than {MAX_SEED}, the largest seed the generators take")
+
+
 def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) -> None:
     """One experiment: its names, its J values against C and reference_J, its `train:` settings."""
+    check_name(name)
     key = f"experiments.{name}"
+    check_partition_keys(key, experiment)
     check_choice(f"{key}.dataset", experiment["dataset"], DATASETS)
     check_choice(f"{key}.model", experiment["model"], MODELS)
     for algorithm in experiment["algorithms"]:
@@ -58,7 +92,8 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
         if BUDGET_KEYS[budget_key] in train:
             raise InputError(f"{key}.train.{BUDGET_KEYS[budget_key]} and {key}.budget.{budget_key} both set; keep one")
     for j in sorted({*participation, reference_j}):
-        make_config(run_settings(experiment, j, reference_j), f"{key}.train")
+        config = make_config(run_settings(experiment, j, reference_j), f"{key}.train")
+        check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, f"{key}.train")
     check_budget_divides(key, experiment, reference_j)
 
 
@@ -118,6 +153,20 @@ def decimal_text(value: float) -> str:
     """A number in plain decimals, as file names and the alpha wildcard spell it (1e-06 → 0.000001;
     0.5 and 1.0 and 2 as Python writes them)."""
     return str(value) if isinstance(value, int) else np.format_float_positional(value, trim="0")
+
+
+def check_config_files(paths: list[str]) -> None:
+    """The config files are archived under config/BASENAME: two with one base name would collide
+    there, at the very end of the workflow; refused while it parses instead."""
+    names: dict[str, str] = {}
+    for path in paths:
+        name = os.path.basename(path)
+        if name in names and os.path.abspath(names[name]) != os.path.abspath(path):
+            raise InputError(
+                f"--configfile {names[name]} and {path} have one base name, {name}, under which the archive "
+                "keeps each config; rename one of them"
+            )
+        names[name] = path
 
 
 def check_workflow_config(config: dict[str, Any]) -> None:

@@ -20,6 +20,11 @@ RUN_OUTPUTS = (MODEL, METRICS, EVENTS)  # byte-identical for equal runs; hashed 
 RUN_LOGS = (METRICS, EVENTS)  # what the figures read and the archive ships of a run, beside its run.json
 RUN_FILES = (METRICS, EVENTS, MODEL, RUN_RECORD)  # a finished run, as the workflow expects it
 RUN_SUMMARY = (*RUN_LOGS, RUN_RECORD)  # what the figures and the archive read of a run
+# What `asyncfl archive` writes into its folder, as one set: written together or not at all
+TARBALL, CHECKSUMS, PROVENANCE, ZENODO = "asyncfl-results.tar.gz", "SHA256SUMS", "provenance.json", ".zenodo.json"
+ARCHIVE_FILES = (TARBALL, CHECKSUMS, PROVENANCE, ZENODO)
+# The key of a partition's FILE.json that holds the SHA-256 of the FILE.npz it describes
+NPZ_HASH = "npz_sha256"
 
 
 @dataclass(frozen=True)
