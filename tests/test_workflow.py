@@ -35,12 +35,12 @@ def test_paper_config_plans_every_training_run():
         for exp in config["experiments"].values()
     )
     counts = job_counts(result.stdout)
-    # MNIST: (AFL at J = 3..8 + sync, FedAsync, FedBuff, AFL as coded at J = 5) × 3 seeds; CIFAR-10 the same
-    # without AFL as coded; both staleness-aware variants and MNIST's FedProx one × (AFL, FedAsync, FedBuff
-    # at J = 5) × 3 seeds: 30 + 27 + 3 × 9
-    assert expected == 84
+    # MNIST: (AFL at J = 3..8 + sync, FedAsync, FedBuff, AFL and sync as coded at J = 5) × 3 seeds; CIFAR-10
+    # without the as-coded ones; both staleness-aware variants and MNIST's FedProx one × (AFL, FedAsync,
+    # FedBuff at J = 5) × 3 seeds: 33 + 27 + 3 × 9
+    assert expected == 87
     assert counts["train"] == expected and counts["figures"] == counts["theory"] == 5 and counts["archive"] == 1
-    assert counts["as_coded_figure"] == 1
+    assert counts["figure_as_coded_vs_described"] == counts["figure_afl_vs_sync_as_published"] == 1
 
 
 def test_lint_is_clean():
@@ -117,9 +117,10 @@ def test_quick_config_end_to_end(quick_local_run):
         assert all(member.mtime == 0 and member.uid == 0 for member in tar.getmembers())
         assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
     assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
-    assert sum(n.endswith("run.json") for n in sums) == 19  # digits_cnn: 14 runs, digits_resnet20: 5
-    assert (tmp_path / "results/figures/digits_cnn/as_coded_vs_described.png").stat().st_size > 1000
-    assert not (tmp_path / "results/figures/digits_resnet20/as_coded_vs_described.png").exists()
+    assert sum(n.endswith("run.json") for n in sums) == 21  # digits_cnn: 16 runs, digits_resnet20: 5
+    for emulation in ("as_coded_vs_described", "afl_vs_sync_as_published"):
+        assert (tmp_path / f"results/figures/digits_cnn/{emulation}.png").stat().st_size > 1000
+        assert not (tmp_path / f"results/figures/digits_resnet20/{emulation}.png").exists()
 
     again = snakemake("--cores", "2", "--configfile", config, workdir=tmp_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
@@ -143,7 +144,7 @@ def test_slurm_profile_plans_without_conda():
     path = os.pathsep.join(d for d in ENV["PATH"].split(os.pathsep) if not (Path(d) / "conda").exists())
     result = snakemake("-n", "--profile", "profiles/slurm", env={**ENV, "PATH": path})
     assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
-    assert job_counts(result.stdout)["train"] == 84
+    assert job_counts(result.stdout)["train"] == 87
     assert "conda is not on PATH" in result.stdout + result.stderr
 
 
@@ -163,7 +164,7 @@ def test_fashion_mnist_config_plans_from_debians_copy():
     result = snakemake("-n", "-p", "--configfile", str(REPO / "config/fashion-mnist.yaml"))
     assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
     counts = job_counts(result.stdout)
-    assert counts["train"] == 48 and counts["theory"] == 3 and counts["figures"] == 3
+    assert counts["train"] == 51 and counts["theory"] == 3 and counts["figures"] == 3
     assert "--root /usr/share/datasets/fashion-mnist" in result.stdout
 
 

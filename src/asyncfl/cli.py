@@ -5,7 +5,7 @@ import errno
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from asyncfl.data.datasets import prepare_dataset
@@ -15,6 +15,7 @@ from asyncfl.runs.archive import archive_from_configs, fetch_record
 from asyncfl.spec.config import load_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import check_output
+from asyncfl.spec.layout import EMULATION_FIGURES
 from asyncfl.spec.names import ALGORITHMS, DATASETS, DEVICES, MODELS
 
 DATA_HELP = """\
@@ -37,7 +38,7 @@ def json_mapping(text: str) -> dict:
     return value
 
 
-def at_least(minimum: int, maximum: int | None = None, why: str = ""):
+def at_least(minimum: int, maximum: int | None = None, why: str = "") -> Callable[[str], int]:
     """argparse type: an integer ≥ `minimum` (and ≤ `maximum`, which `why` explains)."""
 
     def parse(text: str) -> int:
@@ -126,7 +127,7 @@ def cmd_figures(args: argparse.Namespace) -> None:
     """Draw an experiment's figures from its runs' CSVs."""
     from asyncfl.analysis.figures import draw_figures
 
-    written = draw_figures(args.runs, args.partition_stats, args.reference_j, args.out, args.title, args.as_coded)
+    written = draw_figures(args.runs, args.partition_stats, args.reference_j, args.out, args.title, args.emulation)
     print(f"{len(written)} files → {args.out}")
 
 
@@ -242,9 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
     figures.add_argument("--title", default="", help="experiment name shown in every title")
     figures.add_argument("--out", type=Path, required=True)
     figures.add_argument(
-        "--as-coded",
-        action="store_true",
-        help="draw only the figure of AFL as the paper's code runs it beside AFL as described (needs both runs)",
+        "--emulation",
+        choices=EMULATION_FIGURES,
+        help="draw only this figure of the paper's code as it ran beside the algorithms as described "
+        "(needs the runs it compares)",
     )
     figures.set_defaults(run=cmd_figures)
 

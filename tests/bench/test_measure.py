@@ -11,6 +11,7 @@ import yaml
 
 from asyncfl.bench.measure import Case, bench_case, cpu_precision, engine_overhead, fast_numerics, format_table
 from asyncfl.bench.paper_round import PAPER_SHAPES, seconds_per_round, sweep_updates
+from asyncfl.bench.synthetic import synthetic_data, synthetic_run
 from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import build_model
 from asyncfl.training.numerics import Numerics
@@ -70,16 +71,28 @@ def test_quick_bench_command_writes_json(tmp_path):
 
 def test_sweep_counts_client_updates_under_budgets():
     """config.yaml by hand: MNIST, per seed, AFL J = 3, 4, 6, 7, 8 at 1,000 rounds (28,000) + J = 5 at
-    its 5,000-update budget, sync, FedAsync, FedBuff, AFL as coded 5,000 each = 53,000; the staleness and
-    FedProx variants 15,000 each; × 3 seeds = 249,000. CIFAR-10: 200 rounds: 5,600 + 4 × 1,000 = 9,600,
-    variant 3,000; × 3 = 37,800."""
+    its 5,000-update budget, sync, FedAsync, FedBuff, AFL and sync as coded 5,000 each = 58,000; the
+    staleness and FedProx variants 15,000 each; × 3 seeds = 264,000. CIFAR-10: 200 rounds: 5,600 +
+    4 × 1,000 = 9,600, variant 3,000; × 3 = 37,800."""
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    assert sweep_updates(config) == {"cnn": 249_000, "resnet20": 37_800}
+    assert sweep_updates(config) == {"cnn": 264_000, "resnet20": 37_800}
 
 
-def test_paper_round_runs_the_real_engine():
-    seconds = seconds_per_round(PAPER_SHAPES[0], "plain", torch.device("cpu"), quick=True, rounds=2)
-    assert math.isfinite(seconds) and seconds > 0  # a measured time; how long depends on the machine's load
+def test_paper_round_runs_the_real_engine(tmp_path):
+    """The paper round is a real AFL run of the paper's shape (its rounds logged, its model trained), and
+    its seconds per round are read from that run's own timings.csv (how long depends on the load)."""
+    shape = PAPER_SHAPES[0]
+    dataset, partition = synthetic_data("paper-round", shape.shape, 10, 16)
+    settings = {"model": shape.model, "clients_per_round": 5, "rounds": 3, "local_epochs": 1, "trainer": "plain"}
+    wall = synthetic_run(dataset, partition, settings, tmp_path)
+    assert len(wall) == 3 and wall == sorted(wall)  # one timing per round, cumulative
+    metrics = (tmp_path / "metrics.csv").read_text().splitlines()
+    assert len(metrics) == 4 and metrics[-1].split(",")[4]  # three rounds; the last one evaluated
+    initial = build_model(shape.model, dataset.info, 0).state_dict()
+    final = torch.load(tmp_path / "model.pt", weights_only=True)
+    assert not torch.equal(final["head.weight"], initial["head.weight"])  # clients trained, the server aggregated
+    seconds = seconds_per_round(shape, "plain", torch.device("cpu"), quick=True, rounds=2)
+    assert math.isfinite(seconds) and seconds > 0
 
 
 def test_engine_overhead_runs_rounds_with_a_null_trainer(tmp_path):

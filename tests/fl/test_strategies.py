@@ -1,20 +1,28 @@
 """The algorithms as objects: one registry, what each answers, and aggregation through the pure functions."""
 
+import dataclasses
+
 import pytest
 import torch
 
 from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aware_average
-from asyncfl.fl.strategies import STRATEGIES, Update, make_strategy
+from asyncfl.fl.strategies import STRATEGIES, Update, check_registry, make_strategy
 from asyncfl.spec.config import make_config
-from asyncfl.spec.names import ALGORITHMS
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.names import UPDATES_PER_ROUND
 
 
 def state(value: float) -> dict[str, torch.Tensor]:
     return {"w": torch.full((2,), value), "n": torch.tensor(int(value))}
 
 
-def test_registry_matches_the_names_table():
-    assert list(STRATEGIES) == list(ALGORITHMS)
+def test_a_registry_that_misses_an_algorithm_fails():
+    """The import-time guard: a strategy registered but not named (or the reverse) is an ImportError."""
+    check_registry(STRATEGIES)
+    with pytest.raises(ImportError, match="do not match names.ALGORITHMS"):
+        check_registry({name: cls for name, cls in STRATEGIES.items() if name != "fedbuff"})
+    with pytest.raises(ImportError, match="do not match names.ALGORITHMS"):
+        check_registry({**STRATEGIES, "fedavgm": STRATEGIES["sync"]})
 
 
 @pytest.mark.parametrize(
@@ -22,7 +30,8 @@ def test_registry_matches_the_names_table():
     [
         ({"algorithm": "afl", "clients_per_round": 3}, 3, 3, 1, 1),
         ({"algorithm": "afl", "clients_per_round": 3, "concurrency": 5}, 3, 5, 1, 1),
-        ({"algorithm": "sync", "clients_per_round": 3, "concurrency": 5}, 3, 3, 0, 3),
+        ({"algorithm": "sync", "clients_per_round": 3}, 3, 3, 0, 3),
+        ({"algorithm": "sync_as_coded", "clients_per_round": 3}, 3, 3, 0, 3),
         ({"algorithm": "fedasync", "clients_per_round": 3}, 1, 3, 1, 1),
         ({"algorithm": "fedbuff", "clients_per_round": 3}, 3, 3, 1, 1),
         ({"algorithm": "fedbuff", "clients_per_round": 3, "buffer_size": 4}, 4, 3, 1, 1),
@@ -45,8 +54,9 @@ def test_each_strategy_aggregates_with_its_pure_function():
         "sync": staleness_aware_average(old, states, sizes, weights, 1.0),
         "fedbuff": fedbuff_update(old, states, [u.start for u in updates], weights, 0.9),
     }
+    own = {"afl": {"mixing": 0.7}, "sync": {}, "fedbuff": {"server_lr": 0.9}}  # each reads only its own settings
     for algorithm, (new, coefficients) in expected.items():
-        config = make_config({"algorithm": algorithm, "mixing": 0.7, "server_lr": 0.9})
+        config = make_config({"algorithm": algorithm, **own[algorithm]})
         got, got_coefficients = make_strategy(config).aggregate(old, updates)
         assert got_coefficients == coefficients
         assert all(torch.equal(got[k], new[k]) for k in new), algorithm
@@ -80,3 +90,31 @@ def test_afl_as_coded_keeps_client_models_and_a_fresh_adam_per_epoch():
     described = make_strategy(make_config({"algorithm": "afl"}))
     assert not as_coded.clients_load_global_model and as_coded.optimizer_per_epoch and as_coded.lr_clock == "epoch"
     assert described.clients_load_global_model and not described.optimizer_per_epoch
+
+
+@pytest.mark.parametrize(
+    "algorithm,key,value",
+    [
+        ("sync", "concurrency", 5),
+        ("sync", "staleness_a", 2.0),
+        ("afl_as_coded", "lr_time", "equivalent_round"),
+        ("afl_as_coded", "staleness", "constant"),
+        ("afl", "buffer_size", 4),
+        ("fedasync", "mixing", 0.5),
+        ("fedbuff", "fedasync_alpha", 0.3),
+        ("sync_as_coded", "server_lr", 2.0),
+    ],
+)
+def test_a_setting_the_algorithm_ignores_is_refused(algorithm, key, value):
+    """It was accepted silently and entered the run's identity as if it had changed something."""
+    with pytest.raises(InputError, match=f"{key} does not apply to algorithm {algorithm} \\(only "):
+        make_config({"algorithm": algorithm, key: value})
+    make_config({"algorithm": algorithm, key: dataclasses.asdict(make_config({}))[key]})  # the default: fine
+
+
+def test_every_algorithm_states_its_round_size_in_the_torch_free_table():
+    """The workflow's budget checks and the engine read one table (`names.UPDATES_PER_ROUND`)."""
+    for algorithm in STRATEGIES:
+        config = make_config({"algorithm": algorithm, "clients_per_round": 4})
+        expected = {"J": 4, "K": 4, "1": 1}[UPDATES_PER_ROUND[algorithm]]
+        assert make_strategy(config).arrivals_per_round == expected

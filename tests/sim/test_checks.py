@@ -53,7 +53,6 @@ def test_settings_that_cannot_work_are_refused(settings, device, message):
     "settings,device",
     [
         ({"clients_per_round": 4, "replacement": True}, CPU),  # with replacement J may exceed C
-        ({"algorithm": "sync", "clients_per_round": 3, "concurrency": 5}, CPU),  # M does not apply to sync
         ({"precision": "bf16", "model": "resnet20", "clients_per_round": 2}, CPU),  # auto is plain on the CPU
         ({"precision": "bf16", "clients_per_round": 2, "trainer": "vectorised"}, CUDA),  # the cnn has no BatchNorm
         ({"precision": "tf32", "clients_per_round": 2}, CUDA),

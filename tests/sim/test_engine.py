@@ -14,9 +14,11 @@ import torch
 
 from asyncfl.data.datasets import load_dataset
 from asyncfl.data.partition import DirichletSplit, partition_stats, save_partition
+from asyncfl.models import build_model
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.outcome import TrainingDiverged
 from asyncfl.spec.config import make_config
+from asyncfl.spec.random_streams import client_init_seed
 from conftest import started, wait_for
 from engine_cases import contiguous_partition, tiny_dataset
 
@@ -405,24 +407,57 @@ def recorded_simulation(out: Path, sizes: list[int], fail_on_call=None, **settin
     return simulation, recording
 
 
-def test_afl_as_coded_clients_never_load_the_global_model(tmp_path):
-    """Every dispatch of a client starts from that client's own last trained model (the first from the
-    initial model), never from the aggregate the server made since."""
+@pytest.mark.parametrize("algorithm", ["afl_as_coded", "sync_as_coded"])
+def test_as_coded_clients_start_from_their_own_seeded_models_and_never_load_the_global_one(tmp_path, algorithm):
+    """The reference code initialises every client's model and the server's separately, and its clients
+    never load the global model: each dispatch starts from that client's own last trained model, the first
+    from its own seeded initial model (distinct from the server's and from every other client's)."""
     sizes = [4, 8, 12, 8]
-    simulation, recording = recorded_simulation(tmp_path / "run", sizes, **AS_CODED)
-    initial = {k: v.clone() for k, v in simulation.state.global_state.items()}
+    simulation, recording = recorded_simulation(tmp_path / "run", sizes, **{**AS_CODED, "algorithm": algorithm})
+    server = {k: v.clone() for k, v in simulation.state.global_state.items()}
     simulation.run()
     last: dict[int, dict] = {}
     trained = [pair for call in recording.calls for pair in call]
     assert len(trained) == 12  # 6 rounds of J = 2
     for task, result in trained:
         client = int(np.searchsorted(np.cumsum(sizes), int(task.indices[0]), side="right"))
-        expected = last.get(client, initial)
-        assert all(torch.equal(task.start_state[k], expected[k]) for k in expected), client
-        assert task.optimizer_per_epoch and len(set(task.lrs)) == 2  # t = the local epoch
+        if client not in last:
+            seeded = build_model("cnn", tiny_dataset(1).info, client_init_seed(0, client)).state_dict()
+            assert all(torch.equal(task.start_state[k], seeded[k]) for k in seeded), client
+            assert not torch.equal(task.start_state["head.weight"], server["head.weight"])
+        else:
+            assert all(torch.equal(task.start_state[k], last[client][k]) for k in last[client]), client
+        assert task.optimizer_per_epoch == (algorithm == "afl_as_coded")
         last[client] = result.state
     final = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
     assert not any(torch.equal(final["head.weight"], task.start_state["head.weight"]) for task, _ in trained)
+
+
+def test_as_coded_server_loss_is_the_unweighted_mean_of_each_clients_mean_epoch_loss(tmp_path):
+    """metrics.csv's train_loss_as_coded is what the reference code logged: the plain mean over the round's
+    clients of each one's mean over its epochs; train_loss beside it stays asyncfl's size-weighted
+    last-epoch proxy. Algorithms as described do not have the column."""
+    sizes = [4, 8, 12, 8]
+    simulation, recording = recorded_simulation(tmp_path / "run", sizes, **{**AS_CODED, "local_epochs": 3})
+    simulation.run()
+    by_round = {}
+    rows = list(csv.DictReader((tmp_path / "run" / "events.csv").read_text().splitlines()))
+    trained = [(task, result) for call in recording.calls for task, result in call]
+    jobs = {}
+    for task, result in trained:
+        client = int(np.searchsorted(np.cumsum(sizes), int(task.indices[0]), side="right"))
+        jobs.setdefault(client, []).append(result)
+    for row in rows:  # events in the order they were aggregated: each client's dispatches in order
+        by_round.setdefault(int(row["round"]), []).append(jobs[int(row["client"])].pop(0))
+    metrics = list(csv.DictReader((tmp_path / "run" / "metrics.csv").read_text().splitlines()))
+    for row in metrics:
+        results = by_round[int(row["round"])]
+        for result in results:
+            assert result.epochs_run == 3 and result.mean_epoch_loss != result.train_loss
+        assert float(row["train_loss_as_coded"]) == sum(r.mean_epoch_loss for r in results) / len(results)
+    plain, _ = recorded_simulation(tmp_path / "afl", sizes, **FIXED_CLIENTS, clients_per_round=2, rounds=2)
+    plain.run()
+    assert "train_loss_as_coded" not in (tmp_path / "afl" / "metrics.csv").read_text().splitlines()[0]
 
 
 def test_afl_as_coded_resumes_its_clients_models_to_the_same_bytes(tmp_path):
@@ -456,3 +491,34 @@ def test_equivalent_rounds_give_every_algorithm_the_same_learning_rates_at_an_eq
     fair = [means["equivalent_round", a] for a in ("afl", "sync", "fedasync", "fedbuff")]
     assert max(fair) / min(fair) < 1.10, fair
     assert means["round", "fedasync"] < 0.75 * means["equivalent_round", "afl"]
+
+
+def evaluated_update_counts(folder: Path) -> list[int]:
+    """Client updates aggregated at each round that evaluated the global model."""
+    metrics = list(csv.DictReader((folder / "metrics.csv").read_text().splitlines()))
+    events = list(csv.DictReader((folder / "events.csv").read_text().splitlines()))
+    per_round = np.bincount([int(row["round"]) for row in events])
+    counts = np.cumsum(per_round)
+    return [int(counts[int(row["round"])]) for row in metrics if row["test_accuracy"]]
+
+
+def test_algorithms_at_an_equal_budget_are_evaluated_at_the_same_update_counts(tmp_path):
+    """`eval_every` counts rounds, and a FedAsync round is one update where an AFL round is J: at
+    eval_every 2 FedAsync was evaluated every 2 updates, AFL every 6. `eval_every_updates` evaluates
+    both at the same counts (every 6 updates here, and at the end)."""
+    sizes = [4, 8, 12, 8]
+    counts = {}
+    for algorithm in ("afl", "fedasync", "sync"):
+        settings = {**FIXED_CLIENTS, "algorithm": algorithm, "clients_per_round": 3, "rounds": 24, "max_updates": 24}
+        Simulation(
+            make_config({**settings, "eval_every_updates": 6}),
+            tiny_dataset(32),
+            contiguous_partition(sizes),
+            tmp_path / algorithm,
+        ).run()
+        counts[algorithm] = evaluated_update_counts(tmp_path / algorithm)
+    assert counts["afl"] == counts["fedasync"] == counts["sync"] == [6, 12, 18, 24]
+    by_rounds = tmp_path / "by_rounds"
+    settings = {**FIXED_CLIENTS, "algorithm": "fedasync", "clients_per_round": 3, "rounds": 24, "eval_every": 2}
+    Simulation(make_config(settings), tiny_dataset(32), contiguous_partition(sizes), by_rounds).run()
+    assert evaluated_update_counts(by_rounds) == list(range(2, 25, 2))  # what a round cadence gave FedAsync

@@ -53,10 +53,13 @@ def test_every_workflow_owned_key_is_refused_under_train(key):
 
 def test_a_budget_applies_to_the_comparison_runs_only():
     experiment = {**QUICK["experiments"]["digits_cnn"], "budget": {"updates": 150, "virtual_time": 80.0}}
-    compared = run_settings(experiment, 5, 5)
+    compared = run_settings(experiment, "fedasync", 5, 5)
     assert (compared["max_updates"], compared["max_virtual_time"], compared["rounds"]) == (150, 80.0, 150)
-    sweep = run_settings(experiment, 3, 5)
+    # every compared algorithm evaluated at the same update counts: eval_every rounds of J updates
+    assert compared["eval_every_updates"] == experiment["train"]["eval_every"] * 5 and "eval_every" not in compared
+    sweep = run_settings(experiment, "afl", 3, 5)
     assert "max_updates" not in sweep and sweep["rounds"] == experiment["rounds"]
+    assert sweep["eval_every"] == experiment["train"]["eval_every"] and "eval_every_updates" not in sweep
 
 
 def test_a_budget_and_the_same_train_setting_are_refused():

@@ -20,6 +20,7 @@ def tasks_for(start, lrs, device="cpu"):
 def assert_same(results, reference):
     for result, expected in zip(results, reference, strict=True):
         assert result.epochs_run == expected.epochs_run and result.train_loss == expected.train_loss
+        assert result.mean_epoch_loss == expected.mean_epoch_loss
         for key in expected.state:
             assert torch.equal(result.state[key], expected.state[key]), key
 

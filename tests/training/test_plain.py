@@ -10,6 +10,7 @@ from asyncfl.training.interface import (
     LocalTask,
     epoch_permutations,
     make_optimizer,
+    run_epochs,
     uses_adam,
 )
 from asyncfl.training.plain import PlainTrainer
@@ -107,3 +108,13 @@ def test_a_fresh_adam_every_epoch_takes_adams_first_step_again(trainer_name):
     for name, value in params.items():
         torch.testing.assert_close(result.state[name], value, rtol=1e-4, atol=1e-6)
     assert not torch.allclose(kept_result.state["head.weight"], result.state["head.weight"])
+
+
+def test_the_epoch_loop_reports_the_last_epoch_and_the_mean_over_epochs():
+    """The last epoch's loss is asyncfl's proxy; the mean over the epochs run is what the paper's
+    reference code logs of a dispatch. Early stopping ends the loop (patience 2: after two epochs
+    without a new best)."""
+    losses = iter([3.0, 2.0, 2.5, 2.2, 0.1])
+    task = LocalTask({}, torch.arange(4), (0.1,) * 5, (0, 3, 0, 0))
+    last, epochs_run, mean = run_epochs(task, 2, lambda index, lr, order: next(losses))
+    assert (last, epochs_run, mean) == (2.2, 4, (3.0 + 2.0 + 2.5 + 2.2) / 4)

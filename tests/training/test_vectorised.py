@@ -31,6 +31,7 @@ def test_vectorised_agrees_with_plain(name, channels, optimizer, lrs, tolerance)
     for reference, result in zip(plain, vectorised, strict=True):
         assert result.epochs_run == reference.epochs_run
         assert result.train_loss == pytest.approx(reference.train_loss, rel=1e-3)
+        assert result.mean_epoch_loss == pytest.approx(reference.mean_epoch_loss, rel=1e-3)
         assert relative_difference(result, reference, start) < tolerance
         assert result.state.keys() == reference.state.keys()
         if "stem.1.num_batches_tracked" in start:  # BatchNorm buffers are per client

@@ -18,8 +18,14 @@ from asyncfl.spec.experiments import (
     run_settings,
 )
 from asyncfl.spec.layout import (
+    ARCHIVE_DIR,
     ARCHIVE_FILES,
+    FIGURE,
+    PARTITION,
+    RUN_FOLDER,
     AS_CODED_FIGURE,
+    AS_PUBLISHED_FIGURE,
+    EMULATION_FIGURES,
     DATA_DIR,
     EVENTS,
     METRICS,
@@ -69,7 +75,6 @@ def torch_env(wildcards):
 
 REFERENCE_J = config["reference_J"]
 FIGURES = experiment_figures(REFERENCE_J)
-ARCHIVE_DIR = "results/archive"
 ARCHIVE = [f"{ARCHIVE_DIR}/{name}" for name in ARCHIVE_FILES]
 # The archive's provenance records how the workflow was started.
 record_command(sys.argv)
@@ -108,7 +113,10 @@ def partition_file(exp, seed, suffix=".npz"):
     """Partitions depend on data, α, C and seed only, so every algorithm of one seed shares one.
     α is written out in decimals (1e-06 as 0.000001), as the alpha wildcard expects."""
     alpha = decimal_text(exp["alpha"])
-    return f"results/partitions/{exp['dataset']}_alpha{alpha}_C{exp['clients']}_seed{seed}{suffix}"
+    pattern = PARTITION.format(
+        dataset=exp["dataset"], alpha=alpha, clients=exp["clients"], seed=seed
+    )
+    return pattern + suffix
 
 
 def get_partition_stats(wildcards):
@@ -126,7 +134,7 @@ def runs(name):
 def run_folders(name):
     """The experiment's run folders: only those of the config, whatever else lies beside them."""
     return [
-        f"results/{name}/runs/{algorithm}/J{J}/seed{seed}"
+        RUN_FOLDER.format(experiment=name, algorithm=algorithm, J=J, seed=seed)
         for algorithm, J, seed in runs(name)
     ]
 
@@ -136,17 +144,21 @@ def run_files(name, files=RUN_FILES):
 
 
 def figures_of(name):
-    """Every figure of an experiment; the as-coded one where it runs AFL as the paper's code does."""
-    as_coded = "afl_as_coded" in config["experiments"][name]["algorithms"]
-    return (
-        FIGURES + [SAMPLING_VARIANCE_FIGURE] + ([AS_CODED_FIGURE] if as_coded else [])
-    )
+    """Every figure of an experiment; each figure of the paper's code as it ran where the experiment
+    runs every algorithm that figure compares."""
+    algorithms = set(config["experiments"][name]["algorithms"])
+    emulations = [
+        figure
+        for figure in (AS_CODED_FIGURE, AS_PUBLISHED_FIGURE)
+        if set(EMULATION_FIGURES[figure.name]) <= algorithms
+    ]
+    return FIGURES + [SAMPLING_VARIANCE_FIGURE] + emulations
 
 
 def figure_png(figure):
     """A figure's PNG, in the report with its caption (asyncfl.spec.layout.Figure)."""
     return report(
-        f"results/figures/{{experiment}}/{figure.name}.png",
+        FIGURE.format(experiment="{experiment}", name=figure.name) + ".png",
         caption=f"../report/{figure.caption}.rst",
         category="{experiment}",
         labels={"figure": figure.name},
@@ -154,40 +166,58 @@ def figure_png(figure):
 
 
 def figure_pdf(figure):
-    return f"results/figures/{{experiment}}/{figure.name}.pdf"
+    return FIGURE.format(experiment="{experiment}", name=figure.name) + ".pdf"
 
 
 def run_output(file):
     """A file of the run folder that the `train` rule writes."""
-    return f"results/{{experiment}}/runs/{{algorithm}}/J{{J}}/seed{{seed}}/{file}"
+    return f"{RUN_FOLDER}/{file}"
 
 
 def all_figures():
     return [
-        f"results/figures/{name}/{figure.name}.{ext}"
+        FIGURE.format(experiment=name, name=figure.name) + f".{ext}"
         for name in config["experiments"]
         for figure in figures_of(name)
         for ext in ("png", "pdf")
     ]
 
 
-def as_coded_run_folders(name):
-    """The runs the as-coded figure compares: AFL as coded and as described, at reference_J."""
-    return [
-        folder
-        for folder, (algorithm, J, _) in zip(run_folders(name), runs(name))
-        if algorithm in ("afl", "afl_as_coded") and J == REFERENCE_J
+def emulation_run_folders(figure):
+    """For a rule: the runs an emulation figure compares (EMULATION_FIGURES), at reference_J."""
+
+    def folders(wildcards):
+        return [
+            folder
+            for folder, (algorithm, J, _) in zip(
+                run_folders(wildcards.experiment), runs(wildcards.experiment)
+            )
+            if algorithm in EMULATION_FIGURES[figure] and J == REFERENCE_J
+        ]
+
+    return folders
+
+
+def emulation_run_files(figure):
+    """For a rule: the files the figures read of the runs an emulation figure compares."""
+    folders = emulation_run_folders(figure)
+    return lambda wildcards: [
+        f"{folder}/{file}" for folder in folders(wildcards) for file in RUN_SUMMARY
     ]
 
 
 def probed_run(wildcards):
     """The run whose final model the theory figures probe: AFL at reference_J, first seed."""
     seed = experiment(wildcards)["seeds"][0]
-    return f"results/{wildcards.experiment}/runs/afl/J{REFERENCE_J}/seed{seed}"
+    return RUN_FOLDER.format(
+        experiment=wildcards.experiment, algorithm="afl", J=REFERENCE_J, seed=seed
+    )
 
 
 def train_settings(wildcards):
     """The run's settings as JSON for `asyncfl train --settings` (asyncfl.spec.experiments.run_settings)."""
     return json.dumps(
-        run_settings(experiment(wildcards), int(wildcards.J), REFERENCE_J)
+        run_settings(
+            experiment(wildcards), wildcards.algorithm, int(wildcards.J), REFERENCE_J
+        )
     )

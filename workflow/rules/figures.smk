@@ -19,26 +19,29 @@ rule figures:
         " --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
 
 
-rule as_coded_figure:
-    input:
-        runs=lambda wildcards: [
-            f"{folder}/{file}"
-            for folder in as_coded_run_folders(wildcards.experiment)
-            for file in RUN_SUMMARY
-        ],
-        stats=get_partition_stats,
-    output:
-        figure_png(AS_CODED_FIGURE),
-        figure_pdf(AS_CODED_FIGURE),
-    log:
-        "logs/figures/{experiment}_as_coded.log",
-    conda:
-        torch_env
-    params:
-        out=subpath(output[0], parent=True),
-        runs=lambda wildcards: as_coded_run_folders(wildcards.experiment),
-        reference_j=REFERENCE_J,
-    shell:
-        ASYNCFL
-        + " figures --as-coded --runs {params.runs:q} --partition-stats {input.stats:q}"
-        " --reference-j {params.reference_j:q} --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
+# The figures of the paper's code as it ran beside the algorithms as described, each drawn where the
+# experiment runs every algorithm it compares (asyncfl.spec.layout.EMULATION_FIGURES).
+for emulation in [AS_CODED_FIGURE, AS_PUBLISHED_FIGURE]:
+
+    rule:
+        name:
+            f"figure_{emulation.name}"
+        input:
+            runs=emulation_run_files(emulation.name),
+            stats=get_partition_stats,
+        output:
+            figure_png(emulation),
+            figure_pdf(emulation),
+        log:
+            f"logs/figures/{{experiment}}_{emulation.name}.log",
+        conda:
+            torch_env
+        params:
+            out=subpath(output[0], parent=True),
+            runs=emulation_run_folders(emulation.name),
+            emulation=emulation.name,
+            reference_j=REFERENCE_J,
+        shell:
+            ASYNCFL
+            + " figures --emulation {params.emulation:q} --runs {params.runs:q} --partition-stats {input.stats:q}"
+            " --reference-j {params.reference_j:q} --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"

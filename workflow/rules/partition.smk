@@ -2,8 +2,8 @@ rule partition:
     input:
         prepared_marker("{dataset}"),
     output:
-        npz="results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}.npz",
-        stats="results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}.json",
+        npz=f"{PARTITION}.npz",
+        stats=f"{PARTITION}.json",
     log:
         "logs/partition/{dataset}_alpha{alpha}_C{clients}_seed{seed}.log",
     conda:

@@ -10,7 +10,10 @@ rule theory:
             experiment(wildcards), experiment(wildcards)["seeds"][0]
         ),
     output:
-        table=f"results/figures/{{experiment}}/{SAMPLING_VARIANCE_FIGURE.name}.csv",
+        table=FIGURE.format(
+            experiment="{experiment}", name=SAMPLING_VARIANCE_FIGURE.name
+        )
+        + ".csv",
         png=figure_png(SAMPLING_VARIANCE_FIGURE),
         pdf=figure_pdf(SAMPLING_VARIANCE_FIGURE),
     log:

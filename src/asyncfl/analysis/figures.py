@@ -9,7 +9,9 @@ global model's test metrics stand beside it.
 """
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -17,6 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 
 from asyncfl.analysis.gradient_panels import gradient_norms  # noqa: E402
 from asyncfl.analysis.panels import (  # noqa: E402
@@ -25,6 +28,7 @@ from asyncfl.analysis.panels import (  # noqa: E402
     VIRTUAL_TIME,
     algorithms_compared,
     as_coded_vs_described,
+    as_published,
     by_algorithm,
     client_selection,
     on_time_grid,
@@ -41,6 +45,8 @@ from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads  # noqa: E402
 from asyncfl.spec.layout import (  # noqa: E402
     AS_CODED_FIGURE,
+    AS_PUBLISHED_FIGURE,
+    EMULATION_FIGURES,
     EVENTS,
     METRICS,
     NPZ_HASH,
@@ -138,10 +144,16 @@ def load_partitions(paths: list[Path]) -> tuple[dict, dict[str, dict]]:
 
 
 def draw_figures(
-    runs: list[Path], partition_stats: list[Path], reference_j: int, out: Path, title: str, as_coded: bool = False
+    runs: list[Path],
+    partition_stats: list[Path],
+    reference_j: int,
+    out: Path,
+    title: str,
+    emulation: str | None = None,
 ) -> list[Path]:
-    """Draw every figure as PNG (300 dpi) and PDF into `out` (with `as_coded`, only the figure of AFL as
-    the paper's code runs it beside AFL as described); return the paths written."""
+    """Draw every figure as PNG (300 dpi) and PDF into `out` (with `emulation`, only that figure of the
+    paper's code as it ran beside the algorithms as described, `layout.EMULATION_FIGURES`); return the
+    paths written."""
     sns.set_theme(
         context="paper", style="whitegrid", font_scale=0.9, rc={"legend.fontsize": "small", "legend.framealpha": 0.8}
     )
@@ -171,13 +183,20 @@ def draw_figures(
         "algorithms_compared": lambda axes: algorithms_compared(axes, ref_metrics),
         "gradient_norm": lambda axes: gradient_norms(axes, ref_metrics, reference_j),
         AS_CODED_FIGURE.name: lambda axes: as_coded_vs_described(axes, ref_metrics),
+        AS_PUBLISHED_FIGURE.name: lambda axes: as_published(axes, ref_metrics),
     }
-    if as_coded and "afl_as_coded" not in set(ref_metrics.algorithm):
-        raise InputError(
-            f"no afl_as_coded run with J = {reference_j} among --runs; add one to draw {AS_CODED_FIGURE.name}"
-        )
+    registered = [*experiment_figures(reference_j), AS_CODED_FIGURE, AS_PUBLISHED_FIGURE]
+    if set(drawers) != {figure.name for figure in registered}:  # layout's registry and these drawers agree
+        raise RuntimeError(f"figures registered {sorted(f.name for f in registered)}, drawn {sorted(drawers)}")
+    if emulation is not None:
+        missing = [a for a in EMULATION_FIGURES[emulation] if a not in set(ref_metrics.algorithm)]
+        if missing:
+            raise InputError(f"no {missing[0]} run with J = {reference_j} among --runs; add one to draw {emulation}")
+    figures = [f for f in (AS_CODED_FIGURE, AS_PUBLISHED_FIGURE) if f.name == emulation] or experiment_figures(
+        reference_j
+    )
     written = []
-    for figure in [AS_CODED_FIGURE] if as_coded else experiment_figures(reference_j):
+    for figure in figures:
         heading = f"{title}: {figure.title}"
         if len(heading) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * figure.panels:  # it would be cut at the edges
             heading = f"{title}:\n{figure.title}"
@@ -186,7 +205,7 @@ def draw_figures(
     return written
 
 
-def save_figure(draw, panels: int, height: float, title: str, stem: Path) -> list[Path]:
+def save_figure(draw: Callable[[Any], None], panels: int, height: float, title: str, stem: Path) -> list[Path]:
     """Draw one figure and write it as STEM.png (300 dpi) and STEM.pdf (no creation date: same bytes)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, panels, figsize=(COLUMN_WIDTH * panels, min(height, 9)), layout="constrained")
@@ -206,15 +225,18 @@ def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> list[P
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9, rc={"legend.fontsize": "small"})
     colours = dict(zip(("without replacement", "with replacement"), sns.color_palette("colorblind", 2), strict=True))
 
-    def draw(ax) -> None:
+    def draw(ax: Axes) -> None:
         for sampling, rows in table.groupby("sampling"):
             colour = colours[sampling]
-            ax.plot(rows.J, rows.closed_form, color=colour, label=f"{sampling}: paper's formula")
+            shown = rows[rows.closed_form > 0]  # a log axis: J = C without replacement has variance 0
+            ax.plot(shown.J, shown.closed_form, color=colour, label=f"{sampling}: paper's formula")
+            drawn = rows[rows.drawn_mean > 0]
             ax.errorbar(
-                rows.J, rows.drawn_mean, yerr=rows.drawn_sd, fmt="o", ms=3, color=colour, label=f"{sampling}: drawn"
+                drawn.J, drawn.drawn_mean, yerr=drawn.drawn_sd, fmt="o", ms=3, color=colour, label=f"{sampling}: drawn"
             )
         ax.set(xlabel="J (clients whose updates are averaged)", ylabel="E‖mean update − population mean‖²")
-        ax.set_yscale("symlog", linthresh=table.closed_form[table.closed_form > 0].min())
+        ax.set_yscale("log")
+        ax.text(0.02, 0.03, "J = C without replacement: 0 (off the log axis)", transform=ax.transAxes, fontsize=5)
         ax.legend(fontsize="x-small")
 
     figure = SAMPLING_VARIANCE_FIGURE

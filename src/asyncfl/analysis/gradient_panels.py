@@ -1,8 +1,11 @@
 """The gradient-norm figure's panels: ‖∇L(θ_v)‖² of the global model and its running mean against the
 slopes the paper's bounds give, and the size of the server's steps (README "Outputs")."""
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 
 from asyncfl.analysis.panels import (
     ALGORITHM_COLOURS,
@@ -11,6 +14,7 @@ from asyncfl.analysis.panels import (
     present_algorithms,
     relabel_algorithms,
 )
+from asyncfl.spec.config import LR_CLOCKS
 from asyncfl.spec.names import ALGORITHMS
 
 # The rate the paper gives for the running mean Ψ = (1/𝒥) Σ_j E‖∇L(θ_j)‖², by what t of γ counts:
@@ -21,9 +25,11 @@ PAPER_RATES = {
     "equivalent_round": (-0.5, "Lemma 3, γ ∝ 1/√t"),
     "epoch": (-1.0, "Theorem 1, γ constant over rounds, before its floor"),
 }
+if tuple(PAPER_RATES) != LR_CLOCKS:  # a rate for every learning-rate clock the config offers
+    raise ImportError(f"paper rates for {list(PAPER_RATES)} differ from the config's clocks {LR_CLOCKS}")
 
 
-def gradient_norms(axes, metrics: pd.DataFrame, reference_j: int) -> None:
+def gradient_norms(axes: Sequence[Axes], metrics: pd.DataFrame, reference_j: int) -> None:
     """Left: ‖∇L(θ_v)‖² of the global model on the training set at its evaluations, and its running mean
     (the paper's Ψ), log–log over equivalent rounds, with the paper's rate for each schedule drawn as a
     slope only, and the slopes measured over the second half of the rounds named in the legend.
@@ -51,7 +57,8 @@ def gradient_norms(axes, metrics: pd.DataFrame, reference_j: int) -> None:
         )
     ax.set(xscale="log", yscale="log", xlabel=EQUIVALENT_ROUNDS, ylabel="‖∇L(θ)‖² on the training set")
     ax.legend(
-        title="Thick: running mean Ψ, its slope over the 2nd half; thin: at each evaluation.\nDashed: the paper's "
+        title="Thick: running mean Ψ over the evaluations (at the same update counts\nfor every algorithm), "
+        "its slope over the 2nd half; thin: at each evaluation.\nDashed: the paper's "
         "upper-bound rate, a slope only (constants unknown):\na slope at or below it agrees with the paper; "
         "a shallower one does not show it",
         title_fontsize="xx-small",

@@ -3,6 +3,7 @@ colour in every figure, the J of a sweep get distinct colours in the order of J,
 what it measures (the paper's "server loss" is labelled as the training-loss proxy it is)."""
 
 import textwrap
+from collections.abc import Iterable, Sequence
 
 import matplotlib
 
@@ -10,8 +11,10 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from asyncfl.spec.names import ALGORITHMS  # noqa: E402
+from asyncfl.spec.names import ALGORITHMS, ASYNCHRONOUS  # noqa: E402
 
 ALGORITHM_COLOURS = dict(zip(ALGORITHMS, sns.color_palette("colorblind", len(ALGORITHMS)), strict=True))
 SERVER_LOSS = "Server loss\n(mean client training NLL)"
@@ -22,19 +25,59 @@ VIRTUAL_TIME = "Virtual wall-clock time (s)"
 BAND = ("sd", 1)
 
 
-def as_coded_vs_described(axes, metrics: pd.DataFrame) -> None:
+AS_CODED_LOSS = "train_loss_as_coded"  # metrics.csv: the server loss as the reference code computed it
+
+
+def as_coded_vs_described(axes: Sequence[Axes], metrics: pd.DataFrame) -> None:
     """The paper's server-loss proxy and the global model's test accuracy, for AFL as the paper's code runs
-    it and as the paper describes it, on the same seeds: the proxy can fall while the model does not learn."""
+    it and as the paper describes it, on the same seeds: the proxy can fall while the model does not learn.
+    The as-coded run's loss is drawn twice: as asyncfl computes the proxy (solid) and as the reference
+    code computed and published it (dashed)."""
     data = metrics[metrics.algorithm.isin(["afl", "afl_as_coded"])]
     by_algorithm(axes[0], data, "round", "train_loss", ROUND, SERVER_LOSS + ",\na training-loss proxy")
+    published = data[data.algorithm == "afl_as_coded"]
+    if AS_CODED_LOSS in published and published[AS_CODED_LOSS].notna().any():
+        colour = ALGORITHM_COLOURS["afl_as_coded"]
+        sns.lineplot(published, x="round", y=AS_CODED_LOSS, color=colour, ls="--", errorbar=BAND, ax=axes[0])
+        axes[0].plot([], [], color=colour, ls="--", label="AFL as coded: the loss as its code logged it")
+    axes[0].set_yscale("log")
+    legend_below(axes[0])
     evaluated = data.dropna(subset=["test_accuracy"])
     by_algorithm(axes[1], evaluated, "round", "test_accuracy", ROUND, "Test accuracy of the global model")
     axes[1].axhline(0.1, ls=":", color="grey", lw=1, label="chance (10 classes)")
-    axes[1].legend(fontsize="x-small")
-    relabel_algorithms(axes[1])
+    legend_below(axes[1])
 
 
-def server_loss(ax, afl: pd.DataFrame) -> None:
+def as_published(axes: Sequence[Axes], metrics: pd.DataFrame) -> None:
+    """AFL against synchronous FL as the paper's code ran both (no broadcast; the loss as it logged it),
+    beside AFL and FedAvg as described (asyncfl's proxy), against client updates, and the global models'
+    test accuracy: what the published comparison measured, and what the algorithms do."""
+    coded = metrics[metrics.algorithm.isin(["afl_as_coded", "sync_as_coded"])]
+    described = metrics[metrics.algorithm.isin(["afl", "sync"])]
+    by_algorithm(axes[0], coded, "updates", AS_CODED_LOSS, UPDATES, "Server loss as published\n(reference's own mean)")
+    by_algorithm(axes[1], described, "updates", "train_loss", UPDATES, SERVER_LOSS)
+    for ax, title in zip(axes[:2], ("As the paper's code ran them", "As the paper describes them"), strict=True):
+        ax.set_yscale("log")
+        ax.set_title(title, fontsize="small")
+        legend_below(ax)
+    evaluated = metrics[metrics.algorithm.isin(["afl_as_coded", "sync_as_coded", "afl", "sync"])]
+    by_algorithm(axes[2], evaluated.dropna(subset=["test_accuracy"]), "updates", "test_accuracy", UPDATES,
+                 "Test accuracy of the global model")  # fmt: skip
+    axes[2].axhline(0.1, ls=":", color="grey", lw=1, label="chance (10 classes)")
+    axes[2].set_title("Both, on the test set", fontsize="small")
+    legend_below(axes[2])
+
+
+def legend_below(ax: Axes) -> None:
+    """The axes' legend under the panel, never on the data (algorithm names as displayed)."""
+    relabel_algorithms(ax)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, [ALGORITHMS.get(label, label) for label in labels], fontsize="x-small")
+        sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.28), ncols=1, frameon=False)
+
+
+def server_loss(ax: Axes, afl: pd.DataFrame) -> None:
     sns.lineplot(
         afl,
         x="round",
@@ -47,7 +90,7 @@ def server_loss(ax, afl: pd.DataFrame) -> None:
     ax.set(xlabel=ROUND, ylabel=SERVER_LOSS)
 
 
-def client_selection(ax, events: pd.DataFrame, clients: int) -> None:
+def client_selection(ax: Axes, events: pd.DataFrame, clients: int) -> None:
     """How many updates each client contributed (mean ± sd over seeds), per algorithm."""
     counts = (
         events.groupby(["algorithm", "seed"])
@@ -83,7 +126,7 @@ def participation_table(events: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def participation(ax, events: pd.DataFrame) -> None:
+def participation(ax: Axes, events: pd.DataFrame) -> None:
     """Updates aggregated per client against the client's mean dispatch duration, per algorithm: with
     M clients kept in flight and the next client drawn among the idle ones, fast clients return and
     are redrawn more often, so asynchronous dispatch favours them (README "Training")."""
@@ -92,7 +135,7 @@ def participation(ax, events: pd.DataFrame) -> None:
     # AFL, FedAsync and FedBuff with one M dispatch the same clients at the same times (only the
     # aggregation differs), so their points coincide: nested marker sizes keep each one visible.
     # Sync and AFL as coded dispatch alike too, so they nest the same way.
-    sizes = {"afl": 110, "sync": 60, "fedasync": 45, "afl_as_coded": 22, "fedbuff": 10}
+    sizes = {"afl": 110, "sync": 60, "fedasync": 45, "afl_as_coded": 22, "sync_as_coded": 16, "fedbuff": 10}
     per_client = per_client.sort_values("algorithm", key=lambda a: -a.map(sizes).fillna(30), kind="stable")
     sns.scatterplot(
         per_client,
@@ -111,30 +154,38 @@ def participation(ax, events: pd.DataFrame) -> None:
     sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.3), ncols=2, frameon=False)  # never on the data
 
 
-def participation_sweep(ax, afl: pd.DataFrame) -> None:
+def participation_sweep(ax: Axes, afl: pd.DataFrame) -> None:
     sns.lineplot(afl, x="round", y="train_loss", hue="J", palette=j_colours(afl.J.unique()), errorbar=BAND, ax=ax)
     ax.set(xlabel=ROUND, ylabel=SERVER_LOSS)
     ax.legend(title="AFL, J clients per round", fontsize="small", title_fontsize="small")
 
 
-def j_colours(values) -> dict[int, tuple]:
+def j_colours(values: Iterable[int]) -> dict[int, tuple]:
     """One colour per J of the sweep, spread over viridis in the order of J: distinct for any number of J."""
     ordered = sorted(int(j) for j in values)
     return dict(zip(ordered, sns.color_palette("viridis", len(ordered)), strict=True))
 
 
-def by_algorithm(ax, data: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str) -> None:
+def by_algorithm(ax: Axes, data: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str) -> None:
     order = present_algorithms(data)
     sns.lineplot(data, x=x, y=y, hue="algorithm", hue_order=order, palette=ALGORITHM_COLOURS, errorbar=BAND, ax=ax)
     ax.set(xlabel=xlabel, ylabel=ylabel)
     relabel_algorithms(ax)
 
 
-def test_metrics(axes, data: pd.DataFrame, x: str, xlabel: str) -> None:
-    """Test accuracy and loss of the global model, the honest counterpart of the server loss."""
+def test_metrics(axes: Sequence[Axes], data: pd.DataFrame, x: str, xlabel: str) -> None:
+    """Test accuracy and loss of the global model, the honest counterpart of the server loss. One legend,
+    under the panels: on a panel it would cover the final (best) values."""
     evaluated = data.dropna(subset=["test_accuracy"])
     by_algorithm(axes[0], evaluated, x, "test_accuracy", xlabel, "Test accuracy of the global model")
     by_algorithm(axes[1], evaluated, x, "test_loss", xlabel, "Test loss of the global model (NLL)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes:
+        legend = ax.get_legend()
+        if legend is not None:
+            legend.remove()
+    names = [ALGORITHMS.get(label, label) for label in labels]
+    axes[0].figure.legend(handles, names, loc="outside lower center", ncols=3, frameon=False, fontsize="x-small")
 
 
 def on_time_grid(metrics: pd.DataFrame, points: int = 100) -> pd.DataFrame:
@@ -159,8 +210,11 @@ def on_time_grid(metrics: pd.DataFrame, points: int = 100) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def staleness_distribution(ax, events: pd.DataFrame) -> None:
-    data = events[events.algorithm != "sync"]
+def staleness_distribution(ax: Axes, events: pd.DataFrame) -> None:
+    """τ of the asynchronous algorithms only: sync and the as-coded emulations wait for every client they
+    dispatched, so their τ is 0 by construction. τ counts server versions, and a version is one update
+    for FedAsync but J (AFL) or K (FedBuff) updates for the others: the axis says so."""
+    data = events[events.algorithm.isin(ASYNCHRONOUS)]
     order = present_algorithms(data)
     sns.histplot(
         data,
@@ -175,12 +229,15 @@ def staleness_distribution(ax, events: pd.DataFrame) -> None:
         shrink=0.8,
         ax=ax,
     )
-    ax.set(xlabel="Staleness τ (versions behind at aggregation)", ylabel="Fraction of updates")
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set(
+        xlabel="Staleness τ: server versions since dispatch\n(a version is FedAsync: 1 update; AFL: J; FedBuff: K)",
+        ylabel="Fraction of updates",
+    )
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     relabel_algorithms(ax)
 
 
-def partition_heatmap(ax, stats: dict) -> None:
+def partition_heatmap(ax: Axes, stats: dict) -> None:
     counts = pd.DataFrame(stats["class_counts"]).rename_axis(index="Client", columns="Class")
     sns.heatmap(
         counts,
@@ -194,7 +251,7 @@ def partition_heatmap(ax, stats: dict) -> None:
     ax.set_title(f"{stats['dataset']}, Dirichlet α = {stats['alpha']}, seed {stats['seed']}", fontsize="small")
 
 
-def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
+def algorithms_compared(axes: Sequence[Axes], metrics: pd.DataFrame) -> None:
     """Final test accuracy, and virtual time to reach 90% of the best final accuracy: the claim of AFL."""
     evaluated = metrics.dropna(subset=["test_accuracy"])
     last = evaluated.sort_values("round").groupby(["algorithm", "seed"]).tail(1)
@@ -220,8 +277,8 @@ def algorithms_compared(axes, metrics: pd.DataFrame) -> None:
             legend=False,
         )
         ax.set(xlabel="", ylabel=label)
-        ticks = [f"{textwrap.fill(ALGORITHMS[a], 16)}\n{budgets[a]:.0f} updates" for a in order]
-        ax.set_xticks(range(len(order)), ticks, rotation=35, ha="right", rotation_mode="anchor", fontsize="x-small")
+        ticks = [f"{textwrap.fill(ALGORITHMS[a], 11)}\n{budgets[a]:.0f} updates" for a in order]
+        ax.set_xticks(range(len(order)), ticks, fontsize=4.5)
     never = times[times.time.isna()].groupby("algorithm").size()
     for position, algorithm in enumerate(order):
         if algorithm in never:
@@ -239,10 +296,10 @@ def present_algorithms(data: pd.DataFrame) -> list[str]:
     return [a for a in ALGORITHM_COLOURS if a in set(data.algorithm)]
 
 
-def relabel_algorithms(ax) -> None:
+def relabel_algorithms(ax: Axes) -> None:
     legend = ax.get_legend()
     if legend is None:
         return
     for text in legend.get_texts():
         text.set_text(ALGORITHMS.get(text.get_text(), text.get_text()))
-    legend.set_title(None)
+    legend.set_title("")

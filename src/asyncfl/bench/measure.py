@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
@@ -26,7 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from asyncfl.bench.paper_round import format_paper_rounds, paper_round_bench
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
 from asyncfl.data.dataset import DatasetInfo
-from asyncfl.models import build_model, has_batchnorm
+from asyncfl.models import State, build_model, has_batchnorm
 from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.graphed import GraphedTrainer
 from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask
@@ -57,7 +58,16 @@ def cases(quick: bool) -> list[Case]:
     ]
 
 
-def reference_round(model, start, images, labels, clients, epochs, batch_size, device) -> None:
+def reference_round(
+    model: nn.Module,
+    start: State,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    clients: list[torch.Tensor],
+    epochs: int,
+    batch_size: int,
+    device: torch.device,
+) -> None:
     """The paper code's loop: per-client DataLoader, sequential clients, optimizer re-created every epoch."""
     for indices in clients:
         model.load_state_dict(start)
@@ -138,7 +148,7 @@ def matmul_tflops(device: torch.device) -> float:
     return 2 * n**3 / best / 1e12
 
 
-def flops_per_sample(model, shape, device) -> float:
+def flops_per_sample(model: nn.Module, shape: tuple[int, ...], device: torch.device) -> float:
     """Forward + backward FLOPs of one training sample, counted by torch on a batch of 8."""
     x = torch.randn(8, *shape, device=device)
     y = torch.zeros(8, dtype=torch.long, device=device)

@@ -69,8 +69,8 @@ def sweep_updates(config: dict) -> dict[str, int]:
     """Client updates the sweep trains, per model: budgets at reference_J, rounds × J elsewhere."""
     totals: dict[str, int] = {}
     for experiment in config["experiments"].values():
-        for _, j, _ in experiment_runs(experiment, config["reference_J"]):
-            settings = run_settings(experiment, j, config["reference_J"])
+        for algorithm, j, _ in experiment_runs(experiment, config["reference_J"]):
+            settings = run_settings(experiment, algorithm, j, config["reference_J"])
             updates = settings.get("max_updates") or settings["rounds"] * j
             totals[experiment["model"]] = totals.get(experiment["model"], 0) + updates
     return totals

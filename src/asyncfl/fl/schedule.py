@@ -2,9 +2,10 @@
 `asyncfl theory` (README "Training")."""
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.config import LR_CLOCKS, TrainConfig
 
 
 def delay_aware_lr(gamma0: float, t: float, alpha_lr: float, delay: float) -> float:
@@ -39,9 +40,15 @@ class Schedule:
     def rates(self, version: int, updates: int, delay: float) -> tuple[float, ...]:
         """γ of each local epoch of a dispatch made at global `version`, after `updates` client updates
         were aggregated, by a client whose delay d_c is `delay`."""
-        if self.clock == "epoch":
-            clocks: list[float] = list(range(self.epochs))
-        else:
-            t = version if self.clock == "round" else updates / self.clients_per_round
-            clocks = [t] * self.epochs
+        clocks = CLOCKS[self.clock](self, version, updates)
         return tuple(delay_aware_lr(self.gamma0, t, self.alpha, delay) for t in clocks)
+
+
+# t of γ for each local epoch of a dispatch, by the config's lr_time (`config.LR_CLOCKS`)
+CLOCKS: dict[str, Callable[[Schedule, int, int], list[float]]] = {
+    "round": lambda schedule, version, updates: [version] * schedule.epochs,
+    "equivalent_round": lambda schedule, version, updates: [updates / schedule.clients_per_round] * schedule.epochs,
+    "epoch": lambda schedule, version, updates: list(range(schedule.epochs)),
+}
+if tuple(CLOCKS) != LR_CLOCKS:  # the config's choices are exactly the clocks here
+    raise ImportError(f"learning-rate clocks {list(CLOCKS)} differ from the config's {LR_CLOCKS}")

@@ -5,10 +5,11 @@ do; `staleness_function` builds the one a config names from `staleness`, `stalen
 `staleness_b`. τ = version at aggregation − version at dispatch (`sim.run_state.Job.staleness`).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.config import STALENESS_FUNCTIONS, TrainConfig
 
 
 class StalenessFunction(Protocol):
@@ -54,12 +55,17 @@ class Hinge:
         return 1.0 if tau <= self.b else 1.0 / (self.a * (tau - self.b) + 1.0)
 
 
+# Each s(τ) by its config name, built from the config's staleness_a and staleness_b
+FUNCTIONS: dict[str, Callable[[TrainConfig], StalenessFunction]] = {
+    "constant": lambda config: Constant(),
+    "inverse": lambda config: Inverse(config.staleness_a),
+    "polynomial": lambda config: Polynomial(config.staleness_a),
+    "hinge": lambda config: Hinge(config.staleness_a, config.staleness_b),
+}
+if tuple(FUNCTIONS) != STALENESS_FUNCTIONS:  # the config's choices are exactly the functions here
+    raise ImportError(f"staleness functions {list(FUNCTIONS)} differ from the config's {STALENESS_FUNCTIONS}")
+
+
 def staleness_function(config: TrainConfig) -> StalenessFunction:
     """The config's s(τ) with its parameters."""
-    functions: dict[str, StalenessFunction] = {
-        "constant": Constant(),
-        "inverse": Inverse(config.staleness_a),
-        "polynomial": Polynomial(config.staleness_a),
-        "hinge": Hinge(config.staleness_a, config.staleness_b),
-    }
-    return functions[config.staleness]
+    return FUNCTIONS[config.staleness](config)

@@ -19,7 +19,7 @@ from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aw
 from asyncfl.fl.schedule import Schedule
 from asyncfl.fl.staleness import StalenessFunction, staleness_function
 from asyncfl.models import State
-from asyncfl.spec.config import TrainConfig, check_concurrency, check_setting
+from asyncfl.spec.config import TrainConfig, check_concurrency, check_setting, updates_per_round
 from asyncfl.spec.names import ALGORITHMS
 
 
@@ -95,8 +95,11 @@ class Strategy(ABC):
     replacement; a subclass adds its own `Parameters`.
     """
 
-    # Clients start each dispatch from the global model they are sent (False: from their own last model)
+    # Clients start each dispatch from the global model they are sent (False: from their own last model,
+    # the first time from their own seeded initial model, as the paper's reference code does)
     clients_load_global_model = True
+    # metrics.csv also logs the "server loss" as the paper's reference code computed it
+    logs_reference_loss = False
     # The local optimizer's state (Adam's moments) is created afresh at every dispatch (True: every epoch)
     optimizer_per_epoch = False
 
@@ -105,6 +108,7 @@ class Strategy(ABC):
         self.schedule = Schedule.of(config)
         self.staleness: StalenessFunction = staleness_function(config)
         self.replacement = config.replacement
+        self.round_size = updates_per_round(config.algorithm, config.clients_per_round, config.buffer_size)
 
     @property
     def lr_clock(self) -> str:
@@ -117,8 +121,8 @@ class Strategy(ABC):
 
     @property
     def arrivals_per_round(self) -> int:
-        """K: arrivals the server collects before it aggregates."""
-        return self.clients_per_round
+        """K: arrivals the server collects before it aggregates (`names.UPDATES_PER_ROUND`)."""
+        return self.round_size
 
     @property
     @abstractmethod
@@ -206,10 +210,6 @@ class FedAsync(AsyncStrategy):
         super().__init__(config)
         self.parameters: FedAsyncParameters = FedAsyncParameters(config.concurrency_or_default, config.fedasync_alpha)
 
-    @property
-    def arrivals_per_round(self) -> int:
-        return 1
-
     def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
         (update,) = updates
         new, alpha_t = fedasync_update(global_state, update.state, self.parameters.fedasync_alpha, update.weight)
@@ -226,10 +226,6 @@ class FedBuff(AsyncStrategy):
             config.concurrency_or_default, config.buffer_size or config.clients_per_round, config.server_lr
         )
 
-    @property
-    def arrivals_per_round(self) -> int:
-        return self.parameters.buffer_size
-
     def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
         return fedbuff_update(
             global_state,
@@ -245,9 +241,9 @@ class AFLAsCoded(Sync):
     """AFL as the paper's public reference code runs it, for regenerating the paper's published curves;
     not the algorithm the paper describes (that is `afl`). Emulated, as the code behaves:
 
-    - clients never load the global model: each trains on from its own last local model (the first
-      dispatch starts from the initial model), so the global model is only ever an average, never a
-      starting point;
+    - clients never load the global model: each trains on from its own last local model, the first
+      time from its own seeded initial model (the reference initialises every client's model and the
+      server's separately), so the global model is only ever an average, never a starting point;
     - the server waits for all J dispatched clients (an `asyncio.gather` barrier) and takes their
       size-weighted mean, as `sync` does;
     - the delay-aware learning rate uses t = the local epoch and a constant delay d_c = 2 s, whatever
@@ -258,6 +254,7 @@ class AFLAsCoded(Sync):
     """
 
     clients_load_global_model = False
+    logs_reference_loss = True
     optimizer_per_epoch = True
     CODED_DELAY = 2.0  # seconds: the constant the reference code passes as every client's delay
 
@@ -269,9 +266,27 @@ class AFLAsCoded(Sync):
         return self.schedule.rates(version, updates, self.CODED_DELAY)
 
 
+@register("sync_as_coded")
+class SyncAsCoded(Sync):
+    """Synchronous FL as the paper's reference code runs it for its AFL-vs-sync figures (README
+    "Training"): J clients drawn per round without replacement, the server waits for all of them and
+    takes their size-weighted mean, and, as in its AFL script, clients never load the global model:
+    each trains on from its own last model, the first time from its own seeded initial model. Local
+    training (optimizer per dispatch, learning-rate schedule) is `sync`'s. Not FedAvg: that is `sync`.
+    """
+
+    clients_load_global_model = False
+    logs_reference_loss = True
+
+
 def make_strategy(config: TrainConfig) -> Strategy:
     return STRATEGIES[config.algorithm](config)
 
 
-if set(STRATEGIES) != set(ALGORITHMS):  # names.ALGORITHMS and the registry must list the same algorithms
-    raise ImportError(f"strategies {sorted(STRATEGIES)} do not match names.ALGORITHMS {sorted(ALGORITHMS)}")
+def check_registry(strategies: dict[str, type[Strategy]]) -> None:
+    """names.ALGORITHMS and the registry list the same algorithms (checked at import)."""
+    if set(strategies) != set(ALGORITHMS):
+        raise ImportError(f"strategies {sorted(strategies)} do not match names.ALGORITHMS {sorted(ALGORITHMS)}")
+
+
+check_registry(STRATEGIES)

@@ -7,12 +7,13 @@ dispatch of client c costs  duration = I·n_c·seconds_per_sample / speed_c · j
 of virtual time; jitter (lognormal, median 1) has its own stream per (client, dispatch).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from asyncfl.spec import random_streams
-from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.config import DISTRIBUTIONS, TrainConfig
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,15 @@ class ClientSystem:
         return float(self.latency[client]) if self.delay_is_latency else duration
 
 
+# Each per-client distribution by its config name: `median` times a lognormal factor of σ `sigma`, or
+# `median` for every client
+DISTRIBUTION_DRAWS: dict[str, Callable[[np.random.Generator, float, float, int], np.ndarray]] = {
+    "lognormal": lambda rng, median, sigma, size: median * rng.lognormal(0.0, sigma, size),
+    "constant": lambda rng, median, sigma, size: np.full(size, median),
+}
+if tuple(DISTRIBUTION_DRAWS) != DISTRIBUTIONS:  # the config's choices are exactly the draws here
+    raise ImportError(f"distributions {list(DISTRIBUTION_DRAWS)} differ from the config's {DISTRIBUTIONS}")
+
+
 def draw(rng: np.random.Generator, distribution: str, median: float, sigma: float, size: int) -> np.ndarray:
-    if distribution == "constant":
-        return np.full(size, median)
-    return median * rng.lognormal(0.0, sigma, size)
+    return DISTRIBUTION_DRAWS[distribution](rng, median, sigma, size)

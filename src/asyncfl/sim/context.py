@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from asyncfl.data.dataset import Dataset, normalize
+from asyncfl.data.dataset import Dataset, DatasetInfo, normalize
 from asyncfl.data.partition import Partition
 from asyncfl.fl.strategies import Strategy, make_strategy
 from asyncfl.models import State, build_model
@@ -14,7 +14,7 @@ from asyncfl.sim.checks import check_run
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.run_state import Job, run_identity
 from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.random_streams import shuffle_key
+from asyncfl.spec.random_streams import client_init_seed, shuffle_key
 from asyncfl.training.interface import LocalSettings, LocalTask, Trainer
 from asyncfl.training.runtime import choose_device, trainer_class
 
@@ -58,6 +58,19 @@ class RunContext:
             self.config.prox_mu,
             self.strategy.optimizer_per_epoch,
         )
+
+
+def client_initial_states(
+    config: TrainConfig, info: DatasetInfo, device: torch.device, clients: int
+) -> dict[int, State]:
+    """Each client's own initial model, seeded by `random_streams.client_init_seed`: the paper's reference
+    code initialises every client's model (and the server's) separately, and its clients that never
+    load the global model train on from there."""
+    states = {}
+    for client in range(clients):
+        model = build_model(config.model, info, client_init_seed(config.seed, client)).to(device)
+        states[client] = {name: value.detach().clone() for name, value in model.state_dict().items()}
+    return states
 
 
 def prepare_run(

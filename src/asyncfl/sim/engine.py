@@ -26,7 +26,7 @@ from asyncfl.fl.strategies import Update
 from asyncfl.models import State
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.clock import run_virtual, sleep_until
-from asyncfl.sim.context import RunContext, prepare_run
+from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
 from asyncfl.sim.logs import Aggregation, RunLogs
 from asyncfl.sim.outcome import check_finite, check_finite_model, stop_condition, write_outputs
 from asyncfl.sim.run_state import Job, RunState, load_checkpoint, save_checkpoint
@@ -51,9 +51,10 @@ class Simulation:
         self.context = prepare_run(config, dataset, partition, partition_sha256, trainer)
         self.config, self.out, self.strategy = config, Path(out), self.context.strategy
         model_state = {k: v.detach().clone() for k, v in self.context.model.state_dict().items()}
-        self.state = RunState.fresh(
-            model_state, config.seed, partition.num_clients, own_models=not self.strategy.clients_load_global_model
-        )
+        own_models = None
+        if not self.strategy.clients_load_global_model:
+            own_models = client_initial_states(config, dataset.info, self.context.device, partition.num_clients)
+        self.state = RunState.fresh(model_state, config.seed, partition.num_clients, own_models)
         # Not checkpointed: derived, or empty at every checkpoint.
         self.buffer: list[tuple[Job, LocalResult]] = []
         self.in_flight = np.zeros(partition.num_clients, dtype=np.int64)
@@ -133,7 +134,7 @@ class Simulation:
         self.buffer.clear()
         arrived = int(state.dispatch_counts.sum()) - len(state.outstanding)  # every arrival so far is aggregated
         self.stop_reason = stop_condition(config, state.version, state.now, norm, arrived)
-        if state.version % config.eval_every == 0 or self.stop_reason:
+        if evaluation_due(config, state.version, arrived - len(jobs), arrived) or self.stop_reason:
             evaluate_global(self.context, new, record)
         logs.record(record, self.elapsed())
         return bool(self.stop_reason)
@@ -150,13 +151,29 @@ class Simulation:
             self.state = resumed[0]
             print(f"resuming {self.out} from its checkpoint at round {self.state.version}", flush=True)
         self.started = time.perf_counter()
-        logs = RunLogs(self.out, resumed[1] if resumed else None, self.config.rounds, self.state.version)
+        logs = RunLogs(
+            self.out,
+            resumed[1] if resumed else None,
+            self.config.rounds,
+            self.state.version,
+            self.strategy.logs_reference_loss,
+        )
         try:
             run_virtual(self.serve(logs), start=self.state.now)
             texts = logs.settled_texts()
         finally:
             logs.close()
         return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts)
+
+
+def evaluation_due(config: TrainConfig, version: int, updates_before: int, updates_after: int) -> bool:
+    """Whether the aggregation that made `version` (and took the count of aggregated client updates from
+    `updates_before` to `updates_after`) evaluates the global model: every `eval_every` rounds, or at
+    the first aggregation at or past each multiple of `eval_every_updates` updates, the same counts for
+    every algorithm whatever its round costs."""
+    if config.eval_every_updates is None:
+        return version % config.eval_every == 0
+    return updates_after // config.eval_every_updates > updates_before // config.eval_every_updates
 
 
 def start_of(context: RunContext, state: RunState, job: Job) -> State:

@@ -19,11 +19,14 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from tqdm import tqdm
 
 from asyncfl.files import append_whole, open_log, same_file, write_text
+from asyncfl.sim.run_state import Job
 from asyncfl.spec.layout import EVENTS, METRICS, TIMINGS
+from asyncfl.training.interface import LocalResult
 
 METRICS_COLUMNS = (
     "round",
@@ -38,6 +41,9 @@ METRICS_COLUMNS = (
     "global_train_loss",
     "gradient_norm_squared",
 )
+# metrics.csv of the algorithms that emulate the paper's reference code (`Strategy.logs_reference_loss`)
+# adds the "server loss" as that code computed it, beside asyncfl's own proxy
+AS_CODED_COLUMNS = ("train_loss_as_coded",)
 EVENTS_COLUMNS = (
     "round",
     "client",
@@ -101,7 +107,7 @@ class CsvLog:
 class Progress:
     """A progress bar on a terminal; plain periodic lines otherwise (SLURM logs)."""
 
-    def __init__(self, total: int, start: int, stream=None):
+    def __init__(self, total: int, start: int, stream: TextIO | None = None):
         stream = stream or sys.stderr  # looked up now: the process's stderr may have been replaced
         self.total, self.interactive = total, stream.isatty()
         self.every = max(1, total // 20)
@@ -139,6 +145,7 @@ class Aggregation:
     sizes: Sequence[int]
     train_losses: Sequence[float]
     epochs_run: Sequence[int]
+    mean_epoch_losses: Sequence[float]  # each job's mean over its epochs' losses
     coefficients: Sequence[float]  # each update's coefficient in the new global model
     update_norm: float
     test_loss: float | None = None  # set when the round evaluates the global model
@@ -147,7 +154,16 @@ class Aggregation:
     gradient_norm_squared: float | None = None  # ‖∇L(θ_v)‖² on the same samples (Theorem 1's quantity)
 
     @classmethod
-    def of(cls, version, now, jobs, results, sizes, coefficients, update_norm) -> "Aggregation":
+    def of(
+        cls,
+        version: int,
+        now: float,
+        jobs: Sequence[Job],
+        results: Sequence[LocalResult],
+        sizes: Sequence[int],
+        coefficients: Sequence[float],
+        update_norm: float,
+    ) -> "Aggregation":
         """The record of the aggregation that made `version` from the jobs' results (engine's Job, LocalResult)."""
         return cls(
             version,
@@ -161,6 +177,7 @@ class Aggregation:
             sizes,
             [r.train_loss for r in results],
             [r.epochs_run for r in results],
+            [r.mean_epoch_loss for r in results],
             coefficients,
             update_norm,
         )
@@ -169,6 +186,12 @@ class Aggregation:
     def train_loss(self) -> float:
         """The paper's "server loss": the n-weighted mean last-epoch training loss of the aggregated clients."""
         return sum(n * loss for n, loss in zip(self.sizes, self.train_losses, strict=True)) / sum(self.sizes)
+
+    @property
+    def train_loss_as_coded(self) -> float:
+        """The "server loss" as the paper's reference code computed it: the unweighted mean over the
+        round's clients of each one's mean loss over its local epochs (a training-loss proxy too)."""
+        return sum(self.mean_epoch_losses) / len(self.mean_epoch_losses)
 
     def metrics_row(self) -> dict:
         taus = self.stalenesses
@@ -184,6 +207,7 @@ class Aggregation:
             "lr": sum(self.lrs) / len(self.lrs),
             "global_train_loss": self.global_train_loss,
             "gradient_norm_squared": self.gradient_norm_squared,
+            "train_loss_as_coded": self.train_loss_as_coded,
         }
 
     def event_rows(self) -> list[dict]:
@@ -206,9 +230,13 @@ class Aggregation:
 class RunLogs:
     """The three CSV logs of a run folder and its progress display."""
 
-    def __init__(self, out: Path, resumed: dict[str, str] | None, rounds: int, start_round: int):
+    def __init__(
+        self, out: Path, resumed: dict[str, str] | None, rounds: int, start_round: int, as_coded: bool = False
+    ):
+        """`as_coded`: metrics.csv also holds AS_CODED_COLUMNS (`Strategy.logs_reference_loss`)."""
         resumed = resumed or {}
-        self.metrics = CsvLog(out / METRICS, METRICS_COLUMNS, resumed.get(METRICS))
+        columns = METRICS_COLUMNS + (AS_CODED_COLUMNS if as_coded else ())
+        self.metrics = CsvLog(out / METRICS, columns, resumed.get(METRICS))
         self.events = CsvLog(out / EVENTS, EVENTS_COLUMNS, resumed.get(EVENTS))
         self.timings = CsvLog(out / TIMINGS, TIMINGS_COLUMNS, resumed.get(TIMINGS))
         self.progress = Progress(rounds, start_round)

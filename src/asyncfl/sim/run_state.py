@@ -24,7 +24,7 @@ from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import EVENTS, METRICS, TIMINGS
 from asyncfl.training.interface import LocalResult
 
-CHECKPOINT_FORMAT = 5
+CHECKPOINT_FORMAT = 6  # 6: results carry the mean epoch loss
 CHECKPOINT_MAGIC = b"asyncfl-checkpoint"  # first line: MAGIC FORMAT SHA256\n, then torch.save's bytes
 
 
@@ -87,13 +87,16 @@ class RunState:
         self.starts = {version: start for version, start in self.starts.items() if version in live}
 
     @classmethod
-    def fresh(cls, global_state: State, seed: int, clients: int, own_models: bool = False) -> "RunState":
-        """The state before the first dispatch; with `own_models`, every client holds the initial model."""
+    def fresh(
+        cls, global_state: State, seed: int, clients: int, own_models: dict[int, State] | None = None
+    ) -> "RunState":
+        """The state before the first dispatch; `own_models`: each client's own initial model, for
+        algorithms whose clients keep their own."""
         return cls(
             global_state,
             np.random.default_rng([seed, random_streams.SAMPLING]),
             np.zeros(clients, dtype=np.int64),
-            client_models=dict.fromkeys(range(clients), global_state) if own_models else {},
+            client_models=own_models or {},
         )
 
 

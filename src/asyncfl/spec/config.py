@@ -13,7 +13,16 @@ import yaml
 
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import read_input
-from asyncfl.spec.names import ALGORITHMS, DEVICES, MODELS, OPTIMIZERS, PRECISIONS, TRAINERS
+from asyncfl.spec.names import (
+    ALGORITHMS,
+    ASYNCHRONOUS,
+    DEVICES,
+    MODELS,
+    OPTIMIZERS,
+    PRECISIONS,
+    TRAINERS,
+    UPDATES_PER_ROUND,
+)
 
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
 DISTRIBUTIONS = ("lognormal", "constant")
@@ -44,12 +53,21 @@ class Rule:
             raise InputError(f"{source}: {key} must be ≤ {limit}, got {value!r}")
 
 
-def setting(default: Any, choices: tuple[str, ...] = (), lowest: str = "", at_most: float | None = None) -> Any:
-    """A config key: its default and its `Rule`, on the field itself, so a new key is one line."""
-    return field(default=default, metadata={"rule": Rule(choices, lowest, at_most)})
+def setting(
+    default: Any,
+    choices: tuple[str, ...] = (),
+    lowest: str = "",
+    at_most: float | None = None,
+    read_by: tuple[str, ...] = (),
+) -> Any:
+    """A config key: its default, its `Rule` and, for a key only some algorithms read, those algorithms
+    (`read_by`; empty: every algorithm), on the field itself, so a new key is one line."""
+    return field(default=default, metadata={"rule": Rule(choices, lowest, at_most), "read_by": read_by})
 
 
 POSITIVE, NON_NEGATIVE, UNIT_INTERVAL = "> 0", "≥ 0", "(0, 1]"
+# Algorithms that read the learning-rate clock settings: AFL as coded has its own (t = epoch, d = 2 s)
+SCHEDULED = tuple(name for name in ALGORITHMS if name != "afl_as_coded")
 MANY = 1 << 24  # an upper bound for counts of clients and samples
 MAX_SEED = (1 << 63) - 1  # torch's and NumPy's generators both take it
 
@@ -77,22 +95,25 @@ class TrainConfig:
     # t of γ at dispatch: "round", the server round (paper); "equivalent_round", client updates aggregated
     # / J, which counts the same for every algorithm (project's choice, where algorithms are compared;
     # equal to "round" for afl and sync); "epoch", the local epoch (the paper's reference code)
-    lr_time: str = setting("round", LR_CLOCKS)
-    lr_delay: str = setting("duration", ("duration", "latency"))  # d_c = the dispatch's whole duration, or
+    lr_time: str = setting("round", LR_CLOCKS, read_by=SCHEDULED)
+    lr_delay: str = setting(
+        "duration", ("duration", "latency"), read_by=SCHEDULED
+    )  # d_c = the dispatch's whole duration, or
     # the latency only
     # -- the server's aggregation. s(τ): constant | inverse | polynomial | hinge. Project's choice: the
     # paper's §V weights by size only (constant), which config/config.yaml sets for the paper's experiments
-    staleness: str = setting("polynomial", STALENESS_FUNCTIONS)
-    staleness_a: float = setting(0.5, lowest=NON_NEGATIVE)  # project's choice (the paper gives no value)
-    staleness_b: float = setting(4.0, lowest=NON_NEGATIVE)  # hinge threshold (project's choice)
+    staleness: str = setting("polynomial", STALENESS_FUNCTIONS, read_by=ASYNCHRONOUS)
+    # project's choice (the paper gives no value)
+    staleness_a: float = setting(0.5, lowest=NON_NEGATIVE, read_by=ASYNCHRONOUS)
+    staleness_b: float = setting(4.0, lowest=NON_NEGATIVE, read_by=ASYNCHRONOUS)  # hinge threshold (project's)
     # M clients in flight (afl, fedasync, fedbuff); default J (project's reading)
-    concurrency: int | None = setting(None, lowest=POSITIVE, at_most=MANY)
-    buffer_size: int | None = setting(None, lowest=POSITIVE, at_most=MANY)  # K arrivals per fedbuff
-    # aggregation; default J
-    mixing: float = setting(1.0, lowest=UNIT_INTERVAL)  # β of afl: θ ← (1−β)θ + β·aggregate (paper: the
-    # aggregate replaces θ)
-    fedasync_alpha: float = setting(0.6, lowest=UNIT_INTERVAL)  # α of fedasync: α_t = α·s(τ)
-    server_lr: float = setting(1.0, lowest=POSITIVE)  # η_g of fedbuff
+    concurrency: int | None = setting(None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
+    # K arrivals per fedbuff aggregation; default J
+    buffer_size: int | None = setting(None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff",))
+    # β of afl: θ ← (1−β)θ + β·aggregate (paper: the aggregate replaces θ)
+    mixing: float = setting(1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
+    fedasync_alpha: float = setting(0.6, lowest=UNIT_INTERVAL, read_by=("fedasync",))  # α of α_t = α·s(τ)
+    server_lr: float = setting(1.0, lowest=POSITIVE, read_by=("fedbuff",))  # η_g of fedbuff
     patience: int = setting(10, lowest=POSITIVE, at_most=100_000)  # early stopping on the client's epoch loss
     # μ of FedProx's μ/2‖θ − θ_start‖² in every client's objective (0: none; paper: none)
     prox_mu: float = setting(0.0, lowest=NON_NEGATIVE, at_most=1e6)
@@ -100,6 +121,10 @@ class TrainConfig:
     kappa: float = setting(0.0, lowest=NON_NEGATIVE)
     # rounds between test evaluations of the global model (and the last round)
     eval_every: int = setting(1, lowest=POSITIVE)
+    # or: evaluate at the first aggregation at or past every multiple of this many client updates, so
+    # algorithms whose rounds cost different updates are evaluated at the same update counts (the
+    # workflow sets it for the runs that compare algorithms: eval_every × reference_J)
+    eval_every_updates: int | None = setting(None, lowest=POSITIVE, at_most=100_000_000)
     replacement: bool = False  # sample clients with replacement (paper: without)
     # -- the clients' system (project's choice: the paper gives no delay model)
     speed_distribution: str = setting("lognormal", DISTRIBUTIONS)  # per-client compute speed, median 1
@@ -140,6 +165,11 @@ def check_concurrency(concurrency: int, clients: int, replacement: bool, source:
         )
 
 
+SETTING_READERS: dict[str, tuple[str, ...]] = {
+    item.name: item.metadata["read_by"] for item in dataclasses.fields(TrainConfig) if item.metadata.get("read_by")
+}
+
+
 def check_setting(key: str, value: Any, source: str) -> None:
     """`value` against the rule of config key `key`: for objects that hold a group of keys."""
     (rule,) = [item.metadata["rule"] for item in dataclasses.fields(TrainConfig) if item.name == key]
@@ -171,7 +201,28 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
             item.metadata["rule"].check(item.name, getattr(config, item.name), source)
     if config.seconds_per_sample == 0 and config.latency_median == 0:
         raise InputError(f"{source}: seconds_per_sample and latency_median are both 0, so clients would take no time")
+    if config.eval_every_updates is not None and config.eval_every != 1:
+        raise InputError(f"{source}: eval_every and eval_every_updates are both set; keep one")
+    for item in dataclasses.fields(TrainConfig):  # a setting the algorithm ignores would mislead: refused
+        if not applies(item.name, config.algorithm) and getattr(config, item.name) != item.default:
+            readers = ", ".join(item.metadata["read_by"])
+            raise InputError(
+                f"{source}: {item.name} does not apply to algorithm {config.algorithm} (only {readers} read it); "
+                "remove it"
+            )
     return config
+
+
+def applies(key: str, algorithm: str) -> bool:
+    """Whether `algorithm` reads the setting `key` (most settings apply to every algorithm)."""
+    read_by = SETTING_READERS.get(key, ())
+    return not read_by or algorithm in read_by
+
+
+def updates_per_round(algorithm: str, clients_per_round: int, buffer_size: int | None) -> int:
+    """Client updates `algorithm` aggregates into one new global model (`names.UPDATES_PER_ROUND`)."""
+    sizes = {"J": clients_per_round, "K": buffer_size or clients_per_round, "1": 1}
+    return sizes[UPDATES_PER_ROUND[algorithm]]
 
 
 # Numbers in scientific notation as users write them (1e-3, 5E4): YAML 1.1, which PyYAML follows,

@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from asyncfl.spec.config import MAX_SEED, check_concurrency, make_config
+from asyncfl.spec.config import (
+    MAX_SEED,
+    SETTING_READERS,
+    applies,
+    check_concurrency,
+    make_config,
+    updates_per_round,
+)
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import ALGORITHMS, DATASETS, MODELS
 
@@ -91,8 +98,19 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
     for budget_key in experiment.get("budget", {}):
         if BUDGET_KEYS[budget_key] in train:
             raise InputError(f"{key}.train.{BUDGET_KEYS[budget_key]} and {key}.budget.{budget_key} both set; keep one")
-    for j in sorted({*participation, reference_j}):
-        config = make_config(run_settings(experiment, j, reference_j), f"{key}.train")
+    for setting in train:
+        if not any(applies(setting, algorithm) for algorithm in experiment["algorithms"]):
+            readers = ", ".join(SETTING_READERS[setting])
+            raise InputError(
+                f"{key}.train.{setting}: no algorithm of this experiment reads it (only {readers}); remove it"
+            )
+    for algorithm, j, _ in experiment_runs(experiment, reference_j):
+        settings = {
+            **run_settings(experiment, algorithm, j, reference_j),
+            "algorithm": algorithm,
+            "clients_per_round": j,
+        }
+        config = make_config(settings, f"{key}.train")
         check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, f"{key}.train")
     check_budget_divides(key, experiment, reference_j)
 
@@ -100,20 +118,13 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
 def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int) -> None:
     """An update budget is equal only if every compared algorithm's round divides it: a run stops at
     the first aggregation at or after the budget, so AFL at J = 5 would pay 15 updates for a budget
-    of 12 while FedAsync pays 12. Updates per round: J for AFL, sync and AFL as coded, K for FedBuff, 1 for FedAsync
-    (asyncfl.fl.strategies)."""
+    of 12 while FedAsync pays 12 (updates per round: `names.UPDATES_PER_ROUND`)."""
     updates = experiment.get("budget", {}).get("updates")
     if updates is None:
         return
-    config = make_config(run_settings(experiment, reference_j, reference_j), f"{key}.train")
-    per_round = {
-        "afl": reference_j,
-        "sync": reference_j,
-        "afl_as_coded": reference_j,
-        "fedbuff": config.buffer_size or reference_j,
-    }
     for algorithm in experiment["algorithms"]:
-        size = per_round.get(algorithm, 1)
+        buffer_size = run_settings(experiment, algorithm, reference_j, reference_j).get("buffer_size")
+        size = updates_per_round(algorithm, reference_j, buffer_size)
         if updates % size:
             raise InputError(
                 f"{key}.budget.updates = {updates} is not a multiple of {algorithm}'s {size} updates per round, "
@@ -134,18 +145,24 @@ def experiment_runs(experiment: dict[str, Any], reference_j: int) -> Iterator[tu
                 yield algorithm, j, seed
 
 
-def run_settings(experiment: dict[str, Any], j: int, reference_j: int) -> dict[str, Any]:
-    """The `asyncfl train` settings of one run of an experiment (besides algorithm, J and seed).
+def run_settings(experiment: dict[str, Any], algorithm: str, j: int, reference_j: int) -> dict[str, Any]:
+    """The `asyncfl train` settings of one run of an experiment (besides algorithm, J and seed): the
+    experiment's `train:` settings that `algorithm` reads (a setting under `train:` applies to the
+    algorithms that read it; `asyncfl train` refuses one its algorithm ignores).
 
     The runs at reference_J are the ones that compare algorithms: under the experiment's `budget`
     they all stop at the same client updates and/or virtual time, whatever a round costs each
-    algorithm. The AFL sweep over J keeps `rounds`, as in the paper's figure.
+    algorithm, and they are evaluated at the same update counts (every `eval_every` × reference_J
+    updates: for the algorithms whose round is reference_J updates, exactly every `eval_every`
+    rounds, as before). The AFL sweep over J keeps `rounds` and `eval_every`, as in the paper's figure.
     """
-    settings = {**experiment.get("train", {}), "model": experiment["model"], "rounds": experiment["rounds"]}
+    train = {key: value for key, value in experiment.get("train", {}).items() if applies(key, algorithm)}
+    settings = {**train, "model": experiment["model"], "rounds": experiment["rounds"]}
     budget = experiment.get("budget", {})
     if budget and j == reference_j:
         settings.update({BUDGET_KEYS[key]: value for key, value in budget.items()})
         settings["rounds"] = budget.get("updates", ROUNDS_CAP)  # every round aggregates at least one update
+        settings["eval_every_updates"] = settings.pop("eval_every", 1) * reference_j
     return settings
 
 

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 DATA_DIR = "resources/data"
 PREPARED = "prepared.json"
 
-# A run folder below an experiment's runs/: {algorithm}/J{J}/seed{seed}
+# The workflow's paths, each one pattern: str.format fills it for one file, and Snakemake reads the same
+# string as the output pattern with these wildcards
+PARTITION = "results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}"  # + .npz or .json
+RUN_FOLDER = "results/{experiment}/runs/{algorithm}/J{J}/seed{seed}"
+FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a figure's table)
+ARCHIVE_DIR = "results/archive"
+# A run folder's tail, as RUN_FOLDER ends, for commands given run folders by hand: {algorithm}/J{J}/seed{seed}
 RUN_DIR = re.compile(r"(?P<algorithm>[a-z][a-z_]*)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
 # The files of a run folder (README "Run folders"), named here only
 METRICS, EVENTS, TIMINGS = "metrics.csv", "events.csv", "timings.csv"
@@ -57,9 +63,19 @@ def experiment_figures(reference_j: int) -> list[Figure]:
         Figure("participation_sweep", "AFL server loss by clients per round", "participation_sweep"),
         Figure("afl_vs_sync", f"AFL vs synchronous FL at equal client updates, {j}", "afl_vs_sync"),
         Figure(
-            "test_metrics_updates", f"Global model on the test set by client updates, {j}", "test_metrics_updates", 2
+            "test_metrics_updates",
+            f"Global model on the test set by client updates, {j}",
+            "test_metrics_updates",
+            2,
+            height=3.4,
         ),
-        Figure("test_metrics_time", f"Global model on the test set over virtual time, {j}", "test_metrics_time", 2),
+        Figure(
+            "test_metrics_time",
+            f"Global model on the test set over virtual time, {j}",
+            "test_metrics_time",
+            2,
+            height=3.4,
+        ),
         Figure("staleness_distribution", f"Staleness of aggregated updates, {j}", "staleness_distribution"),
         Figure(
             "partition_heatmap",
@@ -79,7 +95,22 @@ AS_CODED_FIGURE = Figure(
     "AFL as the paper's code runs it vs as the paper describes it",
     "as_coded_vs_described",
     panels=2,
+    height=3.6,
 )
+# Drawn only for experiments that run `sync_as_coded` (its own workflow rule): AFL vs sync as published
+# (both as the paper's code ran them) beside AFL vs sync as described.
+AS_PUBLISHED_FIGURE = Figure(
+    "afl_vs_sync_as_published",
+    "AFL vs synchronous FL as the paper's code ran them, and as described",
+    "afl_vs_sync_as_published",
+    panels=3,
+    height=3.6,
+)
+# What each emulation figure compares: every one of these algorithms must run in the experiment
+EMULATION_FIGURES = {
+    AS_CODED_FIGURE.name: ("afl", "afl_as_coded"),
+    AS_PUBLISHED_FIGURE.name: ("afl", "sync", "afl_as_coded", "sync_as_coded"),
+}
 # Drawn by `asyncfl theory` from one finished run per experiment, beside the figures above.
 SAMPLING_VARIANCE_FIGURE = Figure(
     "sampling_variance", "Variance of the sampled mean update", "sampling_variance", height=2.8

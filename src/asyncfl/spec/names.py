@@ -13,7 +13,24 @@ ALGORITHMS = {
     "fedasync": "FedAsync",
     "fedbuff": "FedBuff",
     "afl_as_coded": "AFL as the paper's code runs it",
+    "sync_as_coded": "Sync FL as the paper's code runs it",
 }
+# Client updates each algorithm aggregates into one new global model (a round): J, K (FedBuff's buffer)
+# or 1. Read by the strategies (`Strategy.arrivals_per_round`) and by the workflow's budget checks.
+UPDATES_PER_ROUND = {
+    "afl": "J",
+    "sync": "J",
+    "fedasync": "1",
+    "fedbuff": "K",
+    "afl_as_coded": "J",
+    "sync_as_coded": "J",
+}
+# The asynchronous algorithms: M clients in flight, staleness τ ≥ 0 weighted by s(τ)
+ASYNCHRONOUS = ("afl", "fedasync", "fedbuff")
+if set(UPDATES_PER_ROUND) != set(ALGORITHMS):  # a new algorithm states its round size here, or fails at import
+    raise ImportError(
+        f"UPDATES_PER_ROUND {sorted(UPDATES_PER_ROUND)} does not list every algorithm {sorted(ALGORITHMS)}"
+    )
 DATASETS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST", "cifar10": "CIFAR-10", "digits": "digits (8×8)"}
 MODELS = {"cnn": "CNN (3 conv layers)", "resnet20": "ResNet-20"}
 OPTIMIZERS = ("adam", "sgd")

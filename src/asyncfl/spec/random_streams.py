@@ -6,11 +6,20 @@ another (client, dispatch) key, is an unrelated sequence. The ids are part of ev
 changing one changes every output, so they are written here once and never renumbered.
 """
 
+import numpy as np
+
 SYSTEM = 0  # each client's compute speed and latency, drawn once per run (`client_system.ClientSystem`)
 JITTER = 1  # the compute-time jitter of one (client, dispatch)
 SAMPLING = 2  # which clients the server dispatches (`run_state.RunState.rng`)
 SHUFFLE = 3  # the order of one (client, dispatch)'s local epochs
 SUBSET = 4  # which training samples a subset partition keeps (`partition --subset-*`)
+CLIENT_INIT = 5  # each client's own initial model, for the algorithms whose clients keep their own models
+
+
+def client_init_seed(seed: int, client: int) -> int:
+    """The seed of `client`'s own initial model: drawn from the run seed's CLIENT_INIT stream, so it
+    differs from the server's (the run seed) and from every other client's."""
+    return int(np.random.default_rng([seed, CLIENT_INIT, client]).integers(1 << 63))
 
 
 def shuffle_key(seed: int, client: int, dispatch_index: int) -> tuple[int, int, int, int]:

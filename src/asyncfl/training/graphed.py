@@ -46,7 +46,7 @@ def batch_sizes(client_sizes: list[int], batch_size: int) -> set[int]:
 class Replica:
     """One model copy with its optimizer and static tensors: trains one client at a time."""
 
-    def __init__(self, model: nn.Module, images, labels, adam: bool, numerics: Numerics):
+    def __init__(self, model: nn.Module, images: torch.Tensor, labels: torch.Tensor, adam: bool, numerics: Numerics):
         self.model, self.images, self.labels, self.numerics = model, images, labels, numerics
         device = images.device
         cuda = device.type == "cuda"
@@ -137,9 +137,9 @@ class Replica:
                 self.run_step(batch)
             return self.loss_sum.item() / len(order)  # the epoch's one sync
 
-        epoch_loss, epochs_run = run_epochs(task, patience, epoch)
+        epoch_loss, epochs_run, mean_epoch_loss = run_epochs(task, patience, epoch)
         state = {key: value.detach().clone() for key, value in self.model.state_dict().items()}
-        return LocalResult(state, epoch_loss, epochs_run)
+        return LocalResult(state, epoch_loss, epochs_run, mean_epoch_loss)
 
     def train_all(self, tasks: list[LocalTask], batch_size: int, patience: int) -> list[LocalResult]:
         """The tasks one after another, on the replica's stream where it has one."""

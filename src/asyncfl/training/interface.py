@@ -39,6 +39,8 @@ class LocalResult:
     state: State
     train_loss: float  # mean loss over the last epoch run (nan/inf if training diverged)
     epochs_run: int
+    # the mean of the epochs' losses: what the paper's reference code logs of a client's dispatch
+    mean_epoch_loss: float = math.nan
 
 
 def uses_adam(optimizer: str) -> bool:
@@ -117,19 +119,21 @@ class EarlyStopping:
         return self.bad_epochs >= self.patience
 
 
-def run_epochs(task: LocalTask, patience: int, epoch: Callable[[int, float, torch.Tensor], float]) -> tuple[float, int]:
+def run_epochs(
+    task: LocalTask, patience: int, epoch: Callable[[int, float, torch.Tensor], float]
+) -> tuple[float, int, float]:
     """The local epochs of one client's dispatch, for the trainers that train one client at a time.
 
     `epoch(index, lr, order)` trains one epoch over the samples in `order` at rate `lr` and returns its
     mean loss. The loop stops at a nan or inf loss or by `EarlyStopping`; it returns the last epoch's
-    loss and the number of epochs run.
+    loss, the number of epochs run and the mean of their losses.
     """
-    stopping, epoch_loss, epochs_run = EarlyStopping(patience), math.nan, 0
+    stopping, losses = EarlyStopping(patience), list[float]()
     for lr, order in zip(task.lrs, epoch_permutations(task), strict=True):
-        epoch_loss, epochs_run = epoch(epochs_run, lr, order), epochs_run + 1
-        if not math.isfinite(epoch_loss) or stopping.should_stop(epoch_loss):
+        losses.append(epoch(len(losses), lr, order))
+        if not math.isfinite(losses[-1]) or stopping.should_stop(losses[-1]):
             break
-    return epoch_loss, epochs_run
+    return (losses[-1], len(losses), sum(losses) / len(losses)) if losses else (math.nan, 0, math.nan)
 
 
 def minibatch_loss(

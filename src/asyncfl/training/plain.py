@@ -48,6 +48,6 @@ class PlainTrainer(LocalTrainer):
                 total += loss.double() * len(batch)
             return (total / len(order)).item()
 
-        epoch_loss, epochs_run = run_epochs(task, settings.patience, epoch)
+        epoch_loss, epochs_run, mean_epoch_loss = run_epochs(task, settings.patience, epoch)
         state = {key: value.detach().clone() for key, value in model.state_dict().items()}
-        return LocalResult(state, epoch_loss, epochs_run)
+        return LocalResult(state, epoch_loss, epochs_run, mean_epoch_loss)

@@ -9,6 +9,7 @@ import os
 import torch
 
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.names import TRAINERS
 from asyncfl.training.graphed import GraphedTrainer
 from asyncfl.training.interface import LocalTrainer
 from asyncfl.training.numerics import Numerics
@@ -46,6 +47,10 @@ TRAINER_CLASSES: dict[str, type[LocalTrainer]] = {
     "vectorised": VectorisedTrainer,
     "graphed": GraphedTrainer,
 }
+
+
+if {"auto", *TRAINER_CLASSES} != set(TRAINERS):  # the config's choices are exactly the trainers here and auto
+    raise ImportError(f"trainers {sorted(TRAINER_CLASSES)} (and auto) differ from names.TRAINERS {TRAINERS}")
 
 
 def trainer_class(name: str, device: torch.device) -> type[LocalTrainer]:

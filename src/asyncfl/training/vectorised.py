@@ -46,7 +46,9 @@ class VectorisedTrainer(LocalTrainer):
         self.buffer_names = [name for name, _ in self.model.named_buffers()]
         self.step_group = vmap(grad_and_value(self.batch_loss, has_aux=True))
 
-    def batch_loss(self, parameters: State, buffers: State, images: torch.Tensor, labels: torch.Tensor):
+    def batch_loss(
+        self, parameters: State, buffers: State, images: torch.Tensor, labels: torch.Tensor
+    ) -> tuple[torch.Tensor, State]:
         """One client's minibatch loss; BatchNorm updates `buffers` in place, returned as aux."""
 
         def forward(batch: torch.Tensor) -> torch.Tensor:
@@ -73,7 +75,7 @@ class VectorisedTrainer(LocalTrainer):
         orders = [epoch_permutations(task) for task in tasks]
         stopping = [EarlyStopping(self.settings.patience) for _ in tasks]
         running = list(range(len(tasks)))
-        losses, epochs_run = [math.nan] * len(tasks), [0] * len(tasks)
+        losses, epochs_run, loss_sums = [math.nan] * len(tasks), [0] * len(tasks), [0.0] * len(tasks)
         for epoch in range(max(len(task.lrs) for task in tasks)):
             running = [c for c in running if epoch < len(tasks[c].lrs)]
             if not running:
@@ -87,10 +89,14 @@ class VectorisedTrainer(LocalTrainer):
             totals = self.train_epoch(stack, order, lrs, running)
             for c, total in zip(running, totals[running].tolist(), strict=True):
                 losses[c], epochs_run[c] = total / len(order[c]), epoch + 1
+                loss_sums[c] += losses[c]
             running = [c for c in running if math.isfinite(losses[c]) and not stopping[c].should_stop(losses[c])]
-        return unstack_results(self.unflatten(stack.flat), stack.buffers, losses, epochs_run)
+        means = [total / count if count else math.nan for total, count in zip(loss_sums, epochs_run, strict=True)]
+        return unstack_results(self.unflatten(stack.flat), stack.buffers, losses, epochs_run, means)
 
-    def train_epoch(self, stack: "Stack", orders: list[torch.Tensor], lrs: list[float], running: list[int]):
+    def train_epoch(
+        self, stack: "Stack", orders: list[torch.Tensor], lrs: list[float], running: list[int]
+    ) -> torch.Tensor:
         """One epoch of the `running` clients, each over its own sample order at its own rate; every
         client's summed loss × batch size (zero for the others)."""
         device, batch_size = self.images.device, self.settings.batch_size
@@ -193,13 +199,16 @@ def put(target: torch.Tensor, rows: torch.Tensor | None, value: torch.Tensor) ->
         target[rows] = value
 
 
-def unstack_results(parameters: State, buffers: State, losses: list[float], epochs_run: list[int]) -> list[LocalResult]:
+def unstack_results(
+    parameters: State, buffers: State, losses: list[float], epochs_run: list[int], means: list[float]
+) -> list[LocalResult]:
     """One result per client from the stacked parameters and buffers (copies: the stacks are reused)."""
     return [
         LocalResult(
             {**{n: parameters[n][c].clone() for n in parameters}, **{n: buffers[n][c].clone() for n in buffers}},
             losses[c],
             epochs_run[c],
+            means[c],
         )
         for c in range(len(losses))
     ]
