@@ -1,4 +1,4 @@
-"""The same FedAvg work in asyncfl and in every installed peer framework, side by side (README "Speed").
+"""The same FedAvg work in asyncfl and in every installed peer framework, side by side (docs/performance.md "Speed").
 
 Each framework runs in its own venv (`peers/setup.sh`; never a dependency of asyncfl) and trains the
 paper's CNN on one asyncfl partition: J clients per round, I local epochs of minibatch Adam at a

@@ -249,52 +249,24 @@ HOSTILE = {
         "a Zenodo record id is 1–20 digits",
     ),
     # Mistakes a command can see before it works
-    "train: seed 2^64": (
-        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--seed", str(2**64)],
-        "seed must be ≤ 9223372036854775807",
-    ),
+    "train: seed 2^64": (lambda t, r, p: train_argv(t, p, "--seed", str(2**64)), "seed must be ≤ 9223372036854775807"),
     "partition: alpha inf": (
-        lambda t, r, p: [
-            "partition",
-            "--dataset",
-            "digits",
-            "--clients",
-            "4",
-            "--alpha",
-            "inf",
-            "--seed",
-            "0",
-            "--min-size",
-            "0",
-            "--out",
-            str(t / "q.npz"),
-        ],  # fmt: skip
+        lambda t, r, p: [*partition_argv(t / "q.npz", "--min-size", "0"), "--alpha", "inf"],
         "alpha must be a finite number > 0",
     ),
-    "partition: a folder as --partition": (
-        lambda t, r, p: [*TRAIN, "--partition", str(t), "--out", str(t / "o")],
-        "is a folder; give the FILE.npz",
-    ),
+    "partition: a folder as --partition": (lambda t, r, p: train_argv(t, t), "is a folder; give the FILE.npz"),
     "train: --threads beyond the machine": (
-        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--threads", "5000"],
+        lambda t, r, p: train_argv(t, p, "--threads", "5000"),
         "the CPUs this process may use",
     ),
     "train: --threads 2^31": (
-        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--threads", str(2**31)],
+        lambda t, r, p: train_argv(t, p, "--threads", str(2**31)),
         "the CPUs this process may use",
     ),
     "train: inverse staleness that underflows": (
-        lambda t, r, p: [
-            *TRAIN,
-            "--partition",
-            str(p),
-            "--out",
-            str(t / "o"),
-            "--rounds",
-            "6",
-            "--settings",
-            '{"concurrency": 4, "staleness": "inverse", "staleness_a": 1e308}',
-        ],  # fmt: skip
+        lambda t, r, p: train_argv(
+            t, p, "--rounds", "6", "--settings", '{"concurrency": 4, "staleness": "inverse", "staleness_a": 1e308}'
+        ),
         "the staleness function underflows",
     ),
     # Special files and unbounded input
@@ -308,28 +280,13 @@ HOSTILE = {
     ),
     "bench: --json /dev/null": (lambda t, r, p: ["bench", "--quick", "--json", "/dev/null"], "is a device, pipe"),
     "bench: --json a folder": (lambda t, r, p: ["bench", "--quick", "--json", str(t)], "is a folder"),
-    "partition: --out onto a FIFO": (
-        lambda t, r, p: [
-            "partition",
-            "--dataset",
-            "digits",
-            "--clients",
-            "4",
-            "--alpha",
-            "1",
-            "--seed",
-            "0",
-            "--out",
-            str(fifo(t, "f.npz")),
-        ],  # fmt: skip
-        "is a device, pipe or socket",
-    ),
+    "partition: --out onto a FIFO": (lambda t, r, p: partition_argv(fifo(t, "f.npz")), "is a device, pipe or socket"),
     "train: --config /dev/zero": (
-        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--config", "/dev/zero"],
-        "/dev/zero is not a regular file",
+        lambda t, r, p: train_argv(t, p, "--config", "/dev/zero"),
+        "/dev/zero is not a regular",
     ),
     "train: --config a FIFO without writer": (
-        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--config", str(fifo(t))],
+        lambda t, r, p: train_argv(t, p, "--config", str(fifo(t))),
         "is not a regular file",
     ),
     "bench: --sweep /dev/zero": (
@@ -337,32 +294,42 @@ HOSTILE = {
         "/dev/zero is not a regular file",
     ),
     "train: --config too large": (
-        lambda t, r, p: [
-            *TRAIN,
-            "--partition",
-            str(p),
-            "--out",
-            str(t / "o"),
-            "--config",
-            str(write(t, b"# padding\n" * 500_000)),
-        ],  # fmt: skip
+        lambda t, r, p: train_argv(t, p, "--config", str(write(t, b"# padding\n" * 500_000))),
         "more than the 4 MiB",
     ),
     "train: a YAML alias bomb": (
-        lambda t, r, p: [*TRAIN, "--partition", str(p), "--out", str(t / "o"), "--config", str(write(t, alias_bomb()))],
+        lambda t, r, p: train_argv(t, p, "--config", str(write(t, alias_bomb()))),
         "once its YAML aliases are expanded",
     ),
     # Sets of files
-    "archive: SHA256SUMS is a folder": (
-        lambda t, r, p: archive_argv(t, r, blocked=True),
-        "SHA256SUMS is a folder",
-    ),
+    "archive: SHA256SUMS is a folder": (lambda t, r, p: archive_argv(t, r, blocked=True), "SHA256SUMS is a folder"),
     # Records that strict JSON refuses
     "theory: run.json with 1e309": (
         lambda t, r, p: theory_argv(t, p, copy_run(r, t, lambda d: edit_record(d, seal=True, wall_seconds="1e309"))),
         "run.json is not a readable run record",
     ),
 }
+
+
+def train_argv(tmp: Path, partition: Path, *extra: str) -> list[str]:
+    return [*TRAIN, "--partition", str(partition), "--out", str(tmp / "o"), *extra]
+
+
+def partition_argv(out: Path, *extra: str) -> list[str]:
+    return [
+        "partition",
+        "--dataset",
+        "digits",
+        "--clients",
+        "4",
+        "--alpha",
+        "1",
+        "--seed",
+        "0",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def moved(finished: Path, tmp: Path, where: str) -> Path:

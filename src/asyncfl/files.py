@@ -103,7 +103,8 @@ def exchange(first: Path, second: Path) -> bool:
 
 def open_log(path: Path, text: str) -> int:
     """Create (or empty) the log at `path`, write `text`, and return the descriptor for appends. It
-    refuses to follow a symlink or to open a special file: a run writes its own files only (README "Outputs")."""
+    refuses to follow a symlink or to open a special file: a run writes its own files only
+    (docs/outputs.md "Outputs")."""
     check_output(path)
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_NOFOLLOW, 0o644)

@@ -57,7 +57,7 @@ TORCH_ENV = f"../envs/torch-{config['torch']}.yaml"
 # Snakemake asks conda itself about an environment as soon as a rule names one, even in a dry
 # run; rules name theirs only where conda is on PATH, so `snakemake -n --profile profiles/slurm`
 # plans on a laptop without conda. Where a run asks for conda and none is found, jobs run in the
-# environment snakemake runs in, and the log says so (README "The paper's experiments on a SLURM cluster").
+# environment snakemake runs in, and the log says so (docs/cluster.md "The paper's experiments on a SLURM cluster").
 CONDA_FOUND = shutil.which("conda") is not None
 if (
     DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method

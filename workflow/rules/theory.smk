@@ -1,5 +1,5 @@
 # The paper's sampling claim on real client updates: every client trained once from the final
-# global model of the experiment's AFL run at reference_J (asyncfl.analysis.theory, README "Theory checks").
+# global model of the experiment's AFL run at reference_J (asyncfl.analysis.theory, docs/theory.md "Theory checks").
 rule theory:
     input:
         data=get_prepared_data,

@@ -1,5 +1,5 @@
 """The paper's figures and the ones a reader needs beside them, drawn with seaborn from the CSVs only
-(README "Outputs").
+(docs/outputs.md "Outputs").
 
 Runs are found under RUNS/{algorithm}/J{J}/seed{seed}/. Curves are means over seeds
 with a ±1 standard-deviation band where there are several seeds. Every algorithm keeps one
@@ -65,7 +65,7 @@ TITLE_CHARACTERS_PER_INCH = 16  # of a suptitle at fontsize "medium" in the pape
 def load_runs(runs: list[Path], partitions: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The given run folders' metrics and events, each row tagged with algorithm, J and seed, after
     checking each CSV against its run.json, and the run.json against what the folder stands for and
-    against the partitions given (`partitions`: statistics by their .npz's SHA-256) (README "Outputs").
+    against the partitions given (`partitions`: statistics by their .npz's SHA-256) (docs/outputs.md "Outputs").
     A folder given twice (overlapping globs) counts once; two folders holding one run are refused."""
     metrics, events = [], []
     seen: dict[tuple[str, int, int], Path] = {}  # each run's folder by what it is

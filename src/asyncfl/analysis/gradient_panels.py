@@ -1,5 +1,5 @@
 """The gradient-norm figure's panels: ‖∇L(θ_v)‖² of the global model and its running mean against the
-slopes the paper's bounds give, and the size of the server's steps (README "Outputs")."""
+slopes the paper's bounds give, and the size of the server's steps (docs/outputs.md "Outputs")."""
 
 from collections.abc import Sequence
 

@@ -129,7 +129,7 @@ def participation_table(events: pd.DataFrame) -> pd.DataFrame:
 def participation(ax: Axes, events: pd.DataFrame) -> None:
     """Updates aggregated per client against the client's mean dispatch duration, per algorithm: with
     M clients kept in flight and the next client drawn among the idle ones, fast clients return and
-    are redrawn more often, so asynchronous dispatch favours them (README "Training")."""
+    are redrawn more often, so asynchronous dispatch favours them (docs/design.md "Training")."""
     per_client = participation_table(events)
     order = present_algorithms(per_client)
     # AFL, FedAsync and FedBuff with one M dispatch the same clients at the same times (only the

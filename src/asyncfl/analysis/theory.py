@@ -1,4 +1,4 @@
-"""The paper's sampling claim, put to the test on real client updates (README "Theory checks").
+"""The paper's sampling claim, put to the test on real client updates (docs/theory.md "Theory checks").
 
 The paper (Section II) states, for the mean of s vectors drawn from a population of m with
 variance ν² = (1/m) Σ‖θ_k − θ̄‖²: E‖θ̄_ψ − θ̄‖² = ν²/s with replacement and (m − s)/(s(m − 1))·ν²

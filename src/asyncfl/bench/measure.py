@@ -87,7 +87,7 @@ def reference_round(
 def cpu_precision(capability: str) -> str:
     """bf16 where torch runs AVX-512 kernels, fp32 elsewhere. oneDNN's bf16 convolutions ran 1.5× faster
     than fp32 on the AVX-512 machine of the README's table, and 10–14× slower on an AVX2-only one, which
-    emulates them (README "Speed")."""
+    emulates them (docs/performance.md "Speed")."""
     return "bf16" if capability.startswith("AVX512") else "fp32"
 
 

@@ -1,5 +1,5 @@
 """`asyncfl bench`'s paper-round case: the real engine on random data of the paper's sizes, and what
-the paper sweep in config/config.yaml would cost at that speed (README "Speed").
+the paper sweep in config/config.yaml would cost at that speed (docs/performance.md "Speed").
 
 A paper round is AFL with C = 10, J = 5, I = 10, batch 64: `cnn` on 1×28×28 with 6,000 samples per
 client (MNIST) and `resnet20` on 3×32×32 with 5,000 (CIFAR-10). Each trainer runs a few rounds of

@@ -1,4 +1,4 @@
-"""Dirichlet label-skew partitions of a training set into clients (README "Partitions").
+"""Dirichlet label-skew partitions of a training set into clients (docs/cli.md "Partitions").
 
 For each class k a share vector p_k ~ Dir(α·1_C) splits that class's (shuffled)
 indices among the C clients; every sample goes to exactly one client. All of it is

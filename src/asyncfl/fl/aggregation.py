@@ -1,4 +1,4 @@
-"""The server's aggregation rules, as pure functions on state dicts (README "Training"); the
+"""The server's aggregation rules, as pure functions on state dicts (docs/design.md "Training"); the
 staleness functions s(τ) are in `staleness`, the learning rate in `schedule`.
 
 Floating-point entries (parameters and BatchNorm running statistics) combine linearly,
@@ -68,6 +68,6 @@ def fedbuff_update(
 
 def update_norm(new: State, old: State, parameters: list[str]) -> float:
     """‖θ_{v+1} − θ_v‖ over the model's parameters, the paper's θ: the convergence test against κ.
-    BatchNorm's running statistics are buffers, not θ, and stay out of it (README "Training")."""
+    BatchNorm's running statistics are buffers, not θ, and stay out of it (docs/design.md "Training")."""
     squares = sum(((new[k].double() - old[k].double()) ** 2).sum() for k in parameters)
     return math.sqrt(float(squares))

@@ -1,5 +1,5 @@
 """The delay-aware learning rate of the paper's Algorithm 1, the one schedule of the runs and of
-`asyncfl theory` (README "Training")."""
+`asyncfl theory` (docs/design.md "Training")."""
 
 import math
 from collections.abc import Callable

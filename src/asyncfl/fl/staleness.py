@@ -1,4 +1,4 @@
-"""Staleness functions s(τ): how much an update computed τ versions ago still counts (README "Training").
+"""Staleness functions s(τ): how much an update computed τ versions ago still counts (docs/design.md "Training").
 
 Each is a small object that carries its own parameters, as FLSim's and pfl-research's weightings
 do; `staleness_function` builds the one a config names from `staleness`, `staleness_a` and

@@ -3,7 +3,7 @@
 The engine's event loop is the same for every algorithm; a strategy answers the questions in which
 they differ: how many arrivals make a round (K), how many clients start, how many are dispatched
 after an arrival, how the arrived updates combine into the next global model, and what a client
-starts from and trains with (README "Training"). The arithmetic lives in `aggregation` as pure
+starts from and trains with (docs/design.md "Training"). The arithmetic lives in `aggregation` as pure
 functions; an algorithm's own settings are a small dataclass beside it, documented there and
 checked by the rules of the config keys they come from.
 
@@ -100,6 +100,8 @@ class Strategy(ABC):
     clients_load_global_model = True
     # metrics.csv also logs the "server loss" as the paper's reference code computed it
     logs_reference_loss = False
+    # The new model is a convex combination of the old one and the updates (the engine's self-check)
+    convex = True
     # The local optimizer's state (Adam's moments) is created afresh at every dispatch (True: every epoch)
     optimizer_per_epoch = False
 
@@ -219,6 +221,8 @@ class FedAsync(AsyncStrategy):
 @register("fedbuff")
 class FedBuff(AsyncStrategy):
     """FedBuff: buffer K arrivals, θ ← θ + η_g·Σ s(τ_c)(θ_c − θ_start,c)/K (`FedBuffParameters`)."""
+
+    convex = False  # a step on the mean update, scaled by η_g
 
     def __init__(self, config: TrainConfig):
         super().__init__(config)

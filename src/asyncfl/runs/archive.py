@@ -44,7 +44,7 @@ def build_archive(members: dict[str, Path], tarball: Path) -> dict[str, str]:
 def write_checksums(path: Path, tarball: Path, members: dict[str, str]) -> None:
     """SHA256SUMS in `sha256sum -c` format: the tarball, then every member, all relative to the folder
     that holds the tarball, so one `sha256sum -c SHA256SUMS` there, after extracting it, checks them all
-    (README "Outputs")."""
+    (docs/outputs.md "Outputs")."""
     lines = [f"{sha256(tarball)}  {Path(tarball).name}"]
     lines += [f"{digest}  {name}" for name, digest in members.items()]
     with atomic_path(path) as tmp:
@@ -151,7 +151,7 @@ def unique_paths(paths: list[Path]) -> list[Path]:
     seen: set[str] = set()
     unique = []
     for path in paths:
-        key = os.path.abspath(path)  # a symlink is its own member (README "Outputs"), so not resolved
+        key = os.path.abspath(path)  # a symlink is its own member (docs/outputs.md "Outputs"), so not resolved
         if key not in seen:
             seen.add(key)
             unique.append(Path(path))

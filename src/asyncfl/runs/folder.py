@@ -1,5 +1,5 @@
 """One run folder, one owner: its lock, the test for a finished run, and moving old outputs aside
-(README "Training").
+(docs/design.md "Training").
 
 A folder is owned through `fcntl.flock` on its `.lock` file, which holds the owner's pid and host
 for the message a second command prints. The kernel drops the lock when its holder dies, so a

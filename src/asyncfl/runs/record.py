@@ -1,5 +1,5 @@
 """A finished run's record, run.json, and the check every consumer of a run folder makes before it
-trusts the folder's files (README "Outputs").
+trusts the folder's files (docs/outputs.md "Outputs").
 
 run.json holds the SHA-256 of the run's outputs and of its own content; a file that does not match
 was not written by that run (edited, damaged, or left over from another), and figures, the theory

@@ -1,9 +1,10 @@
 """The client system model: per-client compute speed and network latency, drawn once per run
-(README "Training").
+(docs/design.md "Training").
 
 The draws depend only on the seed and the number of clients, never on the algorithm,
 so afl and sync runs of one seed see the same clients (paired comparison). One
 dispatch of client c costs  duration = I·n_c·seconds_per_sample / speed_c · jitter + latency_c
+(+ the model's download and upload over the client's links, where they are on: `network.Links`)
 of virtual time; jitter (lognormal, median 1) has its own stream per (client, dispatch).
 """
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asyncfl.sim.network import Links
 from asyncfl.spec import random_streams
 from asyncfl.spec.config import DISTRIBUTIONS, TrainConfig
 
@@ -28,7 +30,8 @@ class ClientSystem:
         seconds_per_sample: virtual compute seconds per sample-epoch at speed 1.
         jitter_sigma: σ of the per-dispatch lognormal jitter of the compute time (0: none).
         delay_is_latency: d_c of the learning rate is the latency only (config `lr_delay: latency`),
-            not the whole duration.
+            not the whole duration (which includes the transfers).
+        links: the clients' down- and uplinks, or None: transfers take no time.
     """
 
     speed: np.ndarray
@@ -38,9 +41,10 @@ class ClientSystem:
     seconds_per_sample: float
     jitter_sigma: float
     delay_is_latency: bool
+    links: Links | None = None
 
     @classmethod
-    def draw(cls, config: TrainConfig, num_clients: int) -> "ClientSystem":
+    def draw(cls, config: TrainConfig, num_clients: int, model_bytes: int = 0) -> "ClientSystem":
         rng = np.random.default_rng([config.seed, random_streams.SYSTEM])
         speed = draw(rng, config.speed_distribution, 1.0, config.speed_sigma, num_clients)
         latency = draw(rng, config.latency_distribution, config.latency_median, config.latency_sigma, num_clients)
@@ -52,19 +56,43 @@ class ClientSystem:
             config.seconds_per_sample,
             config.jitter_sigma,
             config.lr_delay == "latency",
+            Links.draw(config, speed, model_bytes),
         )
 
-    def duration(self, client: int, n_samples: int, dispatch_index: int) -> float:
-        """Virtual seconds from dispatch to arrival for this client's `dispatch_index`-th dispatch."""
+    def phases(self, client: int, n_samples: int, dispatch_index: int) -> "Phases":
+        """The virtual seconds of this client's `dispatch_index`-th dispatch, phase by phase."""
         compute = self.local_epochs * n_samples * self.seconds_per_sample / self.speed[client]
         if self.jitter_sigma > 0:
             rng = np.random.default_rng([self.seed, random_streams.JITTER, client, dispatch_index])
             compute *= rng.lognormal(0.0, self.jitter_sigma)
-        return float(compute + self.latency[client])
+        links = self.links
+        down, up = (links.download(client), links.upload(client)) if links else (0.0, 0.0)
+        return Phases(down, float(compute), up, float(self.latency[client]))
+
+    def duration(self, client: int, n_samples: int, dispatch_index: int) -> float:
+        """Virtual seconds from dispatch to arrival for this client's `dispatch_index`-th dispatch."""
+        return self.phases(client, n_samples, dispatch_index).total
 
     def delay(self, client: int, duration: float) -> float:
         """d_c of the delay-aware learning rate: the whole duration, or the latency only."""
         return float(self.latency[client]) if self.delay_is_latency else duration
+
+
+@dataclass(frozen=True)
+class Phases:
+    """One dispatch's virtual seconds: the download of the global model, local compute, the upload of
+    the client's model, and the client's latency (its round trip's fixed cost)."""
+
+    download: float
+    compute: float
+    upload: float
+    latency: float
+
+    @property
+    def total(self) -> float:
+        """Dispatch to arrival: compute + latency first, so that without links (both transfers 0) a
+        duration has the very bits it had before links existed."""
+        return self.compute + self.latency + self.download + self.upload
 
 
 # Each per-client distribution by its config name: `median` times a lognormal factor of σ `sigma`, or

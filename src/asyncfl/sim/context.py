@@ -1,5 +1,5 @@
 """What a run reads and never changes, put together once: settings, device, model, data, trainer,
-strategy and clients (README "Training"). The engine and `asyncfl theory` build their runs here."""
+strategy and clients (docs/design.md "Training"). The engine and `asyncfl theory` build their runs here."""
 
 from dataclasses import dataclass
 
@@ -12,6 +12,7 @@ from asyncfl.fl.strategies import Strategy, make_strategy
 from asyncfl.models import State, build_model
 from asyncfl.sim.checks import check_run
 from asyncfl.sim.client_system import ClientSystem
+from asyncfl.sim.network import state_bytes
 from asyncfl.sim.run_state import Job, run_identity
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.random_streams import client_init_seed, shuffle_key
@@ -97,5 +98,5 @@ def prepare_run(
         make_strategy(config),
         partition.sizes,
         [torch.from_numpy(partition.client_indices(c)).to(device) for c in range(partition.num_clients)],
-        ClientSystem.draw(config, partition.num_clients),
+        ClientSystem.draw(config, partition.num_clients, state_bytes(model)),
     )

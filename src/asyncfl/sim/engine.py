@@ -1,4 +1,4 @@
-"""The federated-learning simulation: a server and asyncio clients on a virtual clock (README "Training").
+"""The federated-learning simulation: a server and asyncio clients on a virtual clock (docs/design.md "Training").
 
 One event loop serves every algorithm: clients are dispatched with the global model of the
 current version v and arrive after their virtual duration; the server takes arrivals in
@@ -24,9 +24,10 @@ from asyncfl.data.partition import Partition
 from asyncfl.fl.aggregation import update_norm
 from asyncfl.fl.strategies import Update
 from asyncfl.models import State
-from asyncfl.sim.client_system import ClientSystem
+from asyncfl.sim.client_system import ClientSystem, Phases
 from asyncfl.sim.clock import run_virtual, sleep_until
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
+from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.logs import Aggregation, RunLogs
 from asyncfl.sim.outcome import check_finite, check_finite_model, stop_condition, write_outputs
 from asyncfl.sim.run_state import Job, RunState, load_checkpoint, save_checkpoint
@@ -62,6 +63,7 @@ class Simulation:
         self.inbox: asyncio.PriorityQueue = asyncio.PriorityQueue()
         self.stop_reason = ""
         self.started = time.perf_counter()
+        self.check = SelfCheck.of(self.state, self.strategy.initial_clients, self.strategy.convex)
 
     def sample_clients(self, count: int) -> np.ndarray:
         """Uniform draw of clients to dispatch: idle ones without replacement, any with replacement."""
@@ -76,6 +78,7 @@ class Simulation:
         if self.strategy.clients_load_global_model:
             state.starts.setdefault(job.version, state.global_state)
         self.state.outstanding[job.key] = job
+        self.check.on_dispatch(job, len(state.outstanding))
         self.spawn(job)
 
     def spawn(self, job: Job) -> None:
@@ -99,6 +102,7 @@ class Simulation:
         try:
             while True:
                 _, job = await self.inbox.get()
+                self.check.on_arrival(job, self.context.system, int(self.context.sizes[job.client]))
                 state.now = job.arrival_time
                 del state.outstanding[job.key]
                 self.in_flight[job.client] -= 1
@@ -130,8 +134,10 @@ class Simulation:
         norm = update_norm(new, old, self.context.parameter_names)
         sizes = [update.size for update in updates]
         record = Aggregation.of(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
+        record.phases = logged_phases(self.context, jobs)
         state.advance(new, self.buffer if not self.strategy.clients_load_global_model else [])
         self.buffer.clear()
+        self.check.on_aggregation(state.version, coefficients, len(self.buffer), len(state.outstanding))
         arrived = int(state.dispatch_counts.sum()) - len(state.outstanding)  # every arrival so far is aggregated
         self.stop_reason = stop_condition(config, state.version, state.now, norm, arrived)
         if evaluation_due(config, state.version, arrived - len(jobs), arrived) or self.stop_reason:
@@ -151,12 +157,14 @@ class Simulation:
             self.state = resumed[0]
             print(f"resuming {self.out} from its checkpoint at round {self.state.version}", flush=True)
         self.started = time.perf_counter()
+        self.check = SelfCheck.of(self.state, self.strategy.initial_clients, self.strategy.convex)
         logs = RunLogs(
             self.out,
             resumed[1] if resumed else None,
             self.config.rounds,
             self.state.version,
             self.strategy.logs_reference_loss,
+            self.context.system.links is not None,
         )
         try:
             run_virtual(self.serve(logs), start=self.state.now)
@@ -164,6 +172,13 @@ class Simulation:
         finally:
             logs.close()
         return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts)
+
+
+def logged_phases(context: RunContext, jobs: list[Job]) -> list[Phases]:
+    """Each job's phases for events.csv where the clients have links (none otherwise: no columns)."""
+    if context.system.links is None:
+        return []
+    return [context.system.phases(j.client, int(context.sizes[j.client]), j.dispatch_index) for j in jobs]
 
 
 def evaluation_due(config: TrainConfig, version: int, updates_before: int, updates_after: int) -> bool:

@@ -1,4 +1,4 @@
-"""What a run records (README "Training"): append-only CSV logs that a resumed run restores from its
+"""What a run records (docs/design.md "Training"): append-only CSV logs that a resumed run restores from its
 checkpoint, the rows that go into them, and the progress shown while it runs.
 
 A log's text is kept in memory, and that copy is the one a checkpoint stores and run.json hashes.
@@ -24,6 +24,7 @@ from typing import TextIO
 from tqdm import tqdm
 
 from asyncfl.files import append_whole, open_log, same_file, write_text
+from asyncfl.sim.client_system import Phases
 from asyncfl.sim.run_state import Job
 from asyncfl.spec.layout import EVENTS, METRICS, TIMINGS
 from asyncfl.training.interface import LocalResult
@@ -44,6 +45,8 @@ METRICS_COLUMNS = (
 # metrics.csv of the algorithms that emulate the paper's reference code (`Strategy.logs_reference_loss`)
 # adds the "server loss" as that code computed it, beside asyncfl's own proxy
 AS_CODED_COLUMNS = ("train_loss_as_coded",)
+# events.csv of a run whose clients have links (`bandwidth_median` set) adds each dispatch's phases
+PHASE_COLUMNS = ("download_seconds", "compute_seconds", "upload_seconds")
 EVENTS_COLUMNS = (
     "round",
     "client",
@@ -152,6 +155,7 @@ class Aggregation:
     test_accuracy: float | None = None
     global_train_loss: float | None = None  # L(θ_v) on the partition's training samples, when evaluated
     gradient_norm_squared: float | None = None  # ‖∇L(θ_v)‖² on the same samples (Theorem 1's quantity)
+    phases: Sequence[Phases] = ()  # each job's phases, where the clients have links
 
     @classmethod
     def of(
@@ -224,20 +228,31 @@ class Aggregation:
             self.train_losses,
             strict=True,
         )
-        return [dict(zip(EVENTS_COLUMNS[1:], row, strict=True), round=self.version) for row in columns]
+        rows = [dict(zip(EVENTS_COLUMNS[1:], row, strict=True), round=self.version) for row in columns]
+        for row, phases in zip(rows, self.phases, strict=False):  # none where the clients have no links
+            row.update(download_seconds=phases.download, compute_seconds=phases.compute, upload_seconds=phases.upload)
+        return rows
 
 
 class RunLogs:
     """The three CSV logs of a run folder and its progress display."""
 
     def __init__(
-        self, out: Path, resumed: dict[str, str] | None, rounds: int, start_round: int, as_coded: bool = False
+        self,
+        out: Path,
+        resumed: dict[str, str] | None,
+        rounds: int,
+        start_round: int,
+        as_coded: bool = False,
+        phases: bool = False,
     ):
-        """`as_coded`: metrics.csv also holds AS_CODED_COLUMNS (`Strategy.logs_reference_loss`)."""
+        """`as_coded`: metrics.csv also holds AS_CODED_COLUMNS (`Strategy.logs_reference_loss`);
+        `phases`: events.csv also holds PHASE_COLUMNS (the clients have links)."""
         resumed = resumed or {}
         columns = METRICS_COLUMNS + (AS_CODED_COLUMNS if as_coded else ())
         self.metrics = CsvLog(out / METRICS, columns, resumed.get(METRICS))
-        self.events = CsvLog(out / EVENTS, EVENTS_COLUMNS, resumed.get(EVENTS))
+        events = EVENTS_COLUMNS + (PHASE_COLUMNS if phases else ())
+        self.events = CsvLog(out / EVENTS, events, resumed.get(EVENTS))
         self.timings = CsvLog(out / TIMINGS, TIMINGS_COLUMNS, resumed.get(TIMINGS))
         self.progress = Progress(rounds, start_round)
 

@@ -1,5 +1,5 @@
 """How a run ends: the checks that stop a diverged run, the stop conditions, and the finished run's
-model.pt and run.json (README "Run folders")."""
+model.pt and run.json (docs/outputs.md "Run folders")."""
 
 import hashlib
 import math
@@ -76,7 +76,7 @@ def write_outputs(
         "lr_clock": context.strategy.lr_clock,
         "sha256": {name: hashes[name] for name in RUN_OUTPUTS},
     }
-    record = sealed(summary)  # run.json vouches for its own content too (README "Outputs")
+    record = sealed(summary)  # run.json vouches for its own content too (docs/outputs.md "Outputs")
     write_json(out / RUN_RECORD, record)
     (out / CHECKPOINT).unlink(missing_ok=True)
     return record

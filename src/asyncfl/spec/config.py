@@ -135,6 +135,12 @@ class TrainConfig:
     # virtual compute seconds per sample-epoch at speed 1
     seconds_per_sample: float = setting(0.001, lowest=NON_NEGATIVE, at_most=1e6)
     jitter_sigma: float = setting(0.0, lowest=NON_NEGATIVE, at_most=10.0)  # per-dispatch lognormal jitter
+    # -- the clients' links (project's choice, off by default: docs/design.md "The clients' world"):
+    # downlink bandwidth in Mbit/s, the median over clients (null: transfers take no time)
+    bandwidth_median: float | None = setting(None, lowest=POSITIVE, at_most=1e9)
+    bandwidth_sigma: float = setting(0.5, lowest=NON_NEGATIVE, at_most=10.0)  # σ of its lognormal spread
+    upload_fraction: float = setting(0.25, lowest=UNIT_INTERVAL)  # uplink = this × downlink
+    bandwidth_follows_speed: bool = False  # slow devices on slow links: the bandwidth factor is the speed
     # -- when the run ends, and its checkpoints
     # stop at the first aggregation at or after this time
     max_virtual_time: float | None = setting(None, lowest=POSITIVE)
@@ -145,7 +151,7 @@ class TrainConfig:
     device: str = setting("auto", DEVICES)  # auto | cpu | cuda
     # vectorised: the clients in flight train as one batch (torch.func); plain: one after another (the
     # reference); auto: vectorised on CUDA, plain on CPU, where oneDNN runs vmap's grouped convolutions
-    # slower than one client's plain ones (asyncfl bench, README "Speed")
+    # slower than one client's plain ones (asyncfl bench, docs/performance.md "Speed")
     trainer: str = setting("auto", TRAINERS)
     # optional speed knobs (numerics.Numerics): bf16 autocast, tf32 (CUDA only), NHWC memory layout
     precision: str = setting("fp32", PRECISIONS)

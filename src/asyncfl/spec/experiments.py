@@ -26,7 +26,8 @@ from asyncfl.spec.config import (
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import ALGORITHMS, DATASETS, MODELS
 
-# Keys of `train:` that the workflow sets itself, per experiment or per job (README "Changing the experiments").
+# Keys of `train:` that the workflow sets itself, per experiment or per job
+# (docs/cluster.md "Changing the experiments").
 WORKFLOW_OWNED = {
     "algorithm": "list it under the experiment's algorithms",
     "model": "set the experiment's model",

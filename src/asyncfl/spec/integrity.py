@@ -1,4 +1,4 @@
-"""What asyncfl trusts of the files it reads and what it refuses to write over (README "Outputs").
+"""What asyncfl trusts of the files it reads and what it refuses to write over (docs/outputs.md "Outputs").
 
 Inputs are read only from regular files of bounded size: a device (`/dev/zero`), a pipe with no
 writer or a file of gigabytes given as a configuration would otherwise exhaust memory or block

@@ -19,7 +19,7 @@ FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a f
 ARCHIVE_DIR = "results/archive"
 # A run folder's tail, as RUN_FOLDER ends, for commands given run folders by hand: {algorithm}/J{J}/seed{seed}
 RUN_DIR = re.compile(r"(?P<algorithm>[a-z][a-z_]*)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
-# The files of a run folder (README "Run folders"), named here only
+# The files of a run folder (docs/outputs.md "Run folders"), named here only
 METRICS, EVENTS, TIMINGS = "metrics.csv", "events.csv", "timings.csv"
 MODEL, RUN_RECORD, CHECKPOINT = "model.pt", "run.json", "checkpoint.pt"
 RUN_OUTPUTS = (MODEL, METRICS, EVENTS)  # byte-identical for equal runs; hashed in run.json

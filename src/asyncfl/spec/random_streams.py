@@ -14,6 +14,7 @@ SAMPLING = 2  # which clients the server dispatches (`run_state.RunState.rng`)
 SHUFFLE = 3  # the order of one (client, dispatch)'s local epochs
 SUBSET = 4  # which training samples a subset partition keeps (`partition --subset-*`)
 CLIENT_INIT = 5  # each client's own initial model, for the algorithms whose clients keep their own models
+NETWORK = 6  # each client's link bandwidth, drawn once per run (`network.Links`)
 
 
 def client_init_seed(seed: int, client: int) -> int:

@@ -1,6 +1,6 @@
 """The graphed trainer: each client's training step captured once in a CUDA graph and replayed.
 
-On a GPU a paper-sized step is launch-bound (README "Speed"): replaying one captured graph per step
+On a GPU a paper-sized step is launch-bound (docs/performance.md "Speed"): replaying one captured graph per step
 removes the per-kernel launch cost. Everything that changes between steps lives in static tensors
 updated in place: the minibatch indices (the gather from the device-resident dataset happens in the
 step), the learning rate, the optimizer's state (reset in place for every dispatch: fresh state per
@@ -10,7 +10,7 @@ its own static indices and, on CUDA, its own graph.
 
 Clients of one call train on a pool of replicas (model, optimizer, static tensors), each on its own
 CUDA stream; a replica resets everything at each dispatch, so a client's result does not depend on
-which clients trained beside it. Three rules of CUDA and torch shape the code (README "Speed"):
+which clients trained beside it. Three rules of CUDA and torch shape the code (docs/performance.md "Speed"):
 torch allows one graph capture at a time in a process, so every graph a call needs is captured
 before any replica trains, one after another; the replicas' streams do not wait for the server's
 stream on their own, so they are made to, before training (the start states) and after (the
@@ -34,7 +34,7 @@ from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask, Lo
 from asyncfl.training.numerics import Numerics
 
 CAPTURE_SECONDS = 120  # a capture that has not finished by then is reported, never waited on forever
-STREAMS = 5  # replicas on their own CUDA streams; BatchNorm models use one (README "Speed")
+STREAMS = 5  # replicas on their own CUDA streams; BatchNorm models use one (docs/performance.md "Speed")
 WARMUP_STEPS = 3  # eager steps before a capture: lazy optimizer state, cuBLAS and cuDNN workspaces
 
 

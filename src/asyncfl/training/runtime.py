@@ -35,8 +35,8 @@ def configure_process(precision: str = "fp32") -> None:
 
 def trainer_name(name: str, device: torch.device) -> str:
     """`trainer: auto` is vectorised on CUDA and plain on the CPU, where oneDNN runs vmap's grouped
-    convolutions slower than one client's plain ones (asyncfl bench, README "Speed"). `graphed` is
-    chosen by name only until the GPU benchmark has measured it (README "Speed")."""
+    convolutions slower than one client's plain ones (asyncfl bench, docs/performance.md "Speed"). `graphed` is
+    chosen by name only until the GPU benchmark has measured it (docs/performance.md "Speed")."""
     if name == "auto":
         return "vectorised" if device.type == "cuda" else "plain"
     return name

@@ -1,0 +1,87 @@
+"""The simulation checks itself while it runs (docs/design.md "The clients' world"): cheap tests of what
+must hold at every event, so that a bug in the engine, or in a strategy or system model added later,
+stops the run with one line naming the broken invariant and the event, before any result is written
+as finished. None of them changes a number the run computes.
+"""
+
+import math
+from dataclasses import dataclass
+
+from asyncfl.sim.client_system import ClientSystem
+from asyncfl.sim.run_state import Job, RunState
+from asyncfl.spec.errors import InputError
+
+TOLERANCE = 1e-9  # of a sum of coefficients, which rounding moves by a few ulps
+
+
+class InvariantViolated(InputError):
+    """An invariant of the simulation does not hold: a bug, never a user's mistake."""
+
+
+def violated(invariant: str, event: str) -> None:
+    raise InvariantViolated(
+        f"self-check failed: {invariant} does not hold at {event}; nothing was written as finished "
+        "(this is a bug of the engine or of a strategy: please report it with the command line)"
+    )
+
+
+@dataclass
+class SelfCheck:
+    """What a run must keep true, checked as it goes.
+
+    Attributes:
+        max_in_flight: M, the clients a strategy may keep in flight (J for synchronous rounds).
+        convex: the strategy's new model is a convex combination of the old one and the updates, so its
+            coefficients sum to at most 1 (FedBuff's step on the mean update is not).
+        dispatched, aggregated: the run's own counts of dispatches and of aggregated updates, kept apart
+            from the engine's state so that a job the engine loses is noticed.
+        now, version: the virtual time and global version the checks last saw.
+    """
+
+    max_in_flight: int
+    convex: bool
+    dispatched: int = 0
+    aggregated: int = 0
+    now: float = 0.0
+    version: int = 0
+
+    @classmethod
+    def of(cls, state: RunState, max_in_flight: int, convex: bool) -> "SelfCheck":
+        """The checks of a run starting (or resuming) at `state`: at a checkpoint nothing is buffered."""
+        dispatched = int(state.dispatch_counts.sum())
+        aggregated = dispatched - len(state.outstanding)
+        return cls(max_in_flight, convex, dispatched, aggregated, state.now, state.version)
+
+    def on_dispatch(self, job: Job, in_flight: int) -> None:
+        self.dispatched += 1
+        if in_flight > self.max_in_flight:
+            violated(
+                f"in flight ≤ M = {self.max_in_flight}", f"the dispatch of client {job.client} ({in_flight} in flight)"
+            )
+
+    def on_arrival(self, job: Job, system: ClientSystem, size: int) -> None:
+        event = f"the arrival of client {job.client} (dispatch {job.dispatch_index}) at t = {job.arrival_time!r}"
+        if job.arrival_time < self.now:
+            violated(f"the clock never goes back (it was at {self.now!r})", event)
+        phases = system.phases(job.client, size, job.dispatch_index)
+        if not all(math.isfinite(value) and value >= 0 for value in vars(phases).values()):
+            violated(f"every phase finite and ≥ 0 ({phases})", event)
+        if job.arrival_time != job.dispatch_time + phases.total:
+            violated(f"arrival = dispatch + its phases ({job.dispatch_time!r} + {phases.total!r})", event)
+        self.now = job.arrival_time
+
+    def on_aggregation(self, version: int, coefficients: list[float], buffered: int, in_flight: int) -> None:
+        event = f"the aggregation that made version {version}"
+        if version != self.version + 1:
+            violated(f"version + 1 per aggregation (it was {self.version})", event)
+        if not all(math.isfinite(c) and c >= 0 for c in coefficients):
+            violated(f"aggregation coefficients finite and ≥ 0 ({coefficients})", event)
+        if self.convex and sum(coefficients) > 1 + TOLERANCE:
+            violated(f"coefficients of a convex combination summing to at most 1 ({sum(coefficients)!r})", event)
+        self.version, self.aggregated = version, self.aggregated + len(coefficients)
+        if self.dispatched != self.aggregated + buffered + in_flight:
+            violated(
+                f"every dispatch accounted for ({self.dispatched} dispatched, {self.aggregated} aggregated, "
+                f"{buffered} buffered, {in_flight} in flight)",
+                event,
+            )

@@ -1,0 +1,56 @@
+"""The clients' links: a dispatch downloads the global model and uploads the client's, each taking
+the model's exact size over the client's bandwidth (docs/design.md "The clients' world").
+
+Bandwidths are drawn once per run from their own random stream (`random_streams.NETWORK`), so
+runs of different algorithms with one seed see the same links, and adding links shifts no other
+draw. Off (`bandwidth_median: null`), transfers take no time and a dispatch costs what it always did.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from asyncfl.spec import random_streams
+from asyncfl.spec.config import TrainConfig
+
+MEGABIT = 1e6
+
+
+@dataclass(frozen=True)
+class Links:
+    """Each client's downlink and uplink, in bits per second, and the model's size in bits.
+
+    Attributes:
+        down: per client, bandwidth_median × a lognormal factor of σ bandwidth_sigma (median 1), or
+            × the client's compute speed where `bandwidth_follows_speed` (slow devices, slow links).
+        up: `upload_fraction` of the downlink (measured mobile links upload slower than they download).
+        model_bits: 8 × the bytes of the model's state dict, every parameter and buffer.
+    """
+
+    down: np.ndarray
+    up: np.ndarray
+    model_bits: int
+
+    @classmethod
+    def draw(cls, config: TrainConfig, speed: np.ndarray, model_bytes: int) -> "Links | None":
+        if config.bandwidth_median is None:
+            return None
+        if config.bandwidth_follows_speed:
+            factor = speed
+        else:
+            rng = np.random.default_rng([config.seed, random_streams.NETWORK])
+            factor = rng.lognormal(0.0, config.bandwidth_sigma, len(speed))
+        down = config.bandwidth_median * MEGABIT * factor
+        return cls(down, down * config.upload_fraction, 8 * model_bytes)
+
+    def download(self, client: int) -> float:
+        return float(self.model_bits / self.down[client])
+
+    def upload(self, client: int) -> float:
+        return float(self.model_bits / self.up[client])
+
+
+def state_bytes(model: torch.nn.Module) -> int:
+    """The exact bytes of a model's state dict: what a dispatch sends down and a client sends back."""
+    return sum(tensor.numel() * tensor.element_size() for tensor in model.state_dict().values())

@@ -1,0 +1,103 @@
+"""The engine checks itself while it runs: each invariant stops a deliberately broken engine with one
+line naming it and the event, and nothing is written as finished. A healthy run passes every check."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from asyncfl.fl.strategies import AFL, FedBuff
+from asyncfl.sim import engine
+from asyncfl.sim.engine import Simulation
+from asyncfl.sim.invariants import InvariantViolated
+from asyncfl.sim.run_state import Job, RunState
+from asyncfl.spec.config import make_config
+from engine_cases import contiguous_partition, tiny_dataset
+
+SIZES = [4, 8, 12, 8]
+SETTINGS = {"clients_per_round": 2, "rounds": 4, "local_epochs": 1, "batch_size": 4}
+
+
+def simulation(out: Path, **settings) -> Simulation:
+    config = make_config({**SETTINGS, **settings})
+    return Simulation(config, tiny_dataset(sum(SIZES)), contiguous_partition(SIZES), out)
+
+
+def fails(sim: Simulation, out: Path, invariant: str) -> None:
+    with pytest.raises(InvariantViolated, match=invariant) as raised:
+        sim.run()
+    assert len(str(raised.value).splitlines()) == 1 and "self-check failed" in str(raised.value)
+    assert not (out / "run.json").exists() and not (out / "model.pt").exists()
+
+
+@pytest.mark.parametrize("algorithm", ["afl", "sync", "fedasync", "fedbuff", "afl_as_coded"])
+def test_a_healthy_run_passes_every_check(tmp_path, algorithm):
+    sim = simulation(tmp_path, algorithm=algorithm, bandwidth_median=1.0)
+    sim.run()
+    assert sim.check.version == 4 and sim.check.dispatched == sim.check.aggregated + len(sim.state.outstanding)
+
+
+def shifted_jobs(monkeypatch, shift) -> None:
+    """A broken `next_job`: arrivals moved by `shift(job)` virtual seconds from what the phases give."""
+    real = engine.next_job
+
+    def broken(context, state, client, updates) -> Job:
+        job = real(context, state, client, updates)
+        return dataclasses.replace(job, arrival_time=job.arrival_time + shift(job))
+
+    monkeypatch.setattr(engine, "next_job", broken)
+
+
+def test_the_clock_never_goes_back(tmp_path, monkeypatch):
+    shifted_jobs(monkeypatch, lambda job: -1e6 if job.dispatch_time > 0 else 0.0)
+    fails(simulation(tmp_path), tmp_path, "the clock never goes back")
+
+
+def test_arrival_is_dispatch_plus_its_phases(tmp_path, monkeypatch):
+    shifted_jobs(monkeypatch, lambda job: 1e-3)
+    fails(simulation(tmp_path), tmp_path, "arrival = dispatch \\+ its phases")
+
+
+def test_every_phase_is_finite_and_not_negative(tmp_path):
+    sim = simulation(tmp_path, latency_distribution="constant", latency_median=0.0)
+    system = dataclasses.replace(sim.context.system, latency=sim.context.system.latency - 1e-4)  # −0.1 ms
+    sim.context = dataclasses.replace(sim.context, system=system)
+    fails(sim, tmp_path, "every phase finite and ≥ 0")
+
+
+def test_no_more_than_m_in_flight(tmp_path, monkeypatch):
+    monkeypatch.setattr(AFL, "clients_after_arrival", lambda self, aggregated: 2 if aggregated else 1)
+    fails(simulation(tmp_path, clients_per_round=1, concurrency=2), tmp_path, "in flight ≤ M = 2")
+
+
+def test_each_aggregation_adds_one_version(tmp_path, monkeypatch):
+    real = RunState.advance
+
+    def skips(self, new, own_models) -> None:
+        real(self, new, own_models)
+        self.version += 1
+
+    monkeypatch.setattr(RunState, "advance", skips)
+    fails(simulation(tmp_path), tmp_path, "version \\+ 1 per aggregation")
+
+
+def test_coefficients_are_not_negative_and_a_convex_combination_sums_to_one(tmp_path, monkeypatch):
+    real = AFL.aggregate
+    monkeypatch.setattr(AFL, "aggregate", lambda self, old, updates: (real(self, old, updates)[0], [0.7, 0.7]))
+    fails(simulation(tmp_path), tmp_path, "convex combination summing to at most 1")
+    monkeypatch.setattr(FedBuff, "aggregate", lambda self, old, updates: (old, [-0.5] * len(updates)))
+    fails(simulation(tmp_path / "fedbuff", algorithm="fedbuff"), tmp_path / "fedbuff", "finite and ≥ 0")
+
+
+def test_every_dispatch_is_accounted_for(tmp_path, monkeypatch):
+    """An engine that loses an outstanding job (it never arrives, nothing notices) is caught."""
+    real = Simulation.dispatch
+
+    def loses_one(self, client: int) -> None:
+        real(self, client)
+        if self.check.dispatched == 3:
+            lost = max(self.state.outstanding)
+            del self.state.outstanding[lost]
+
+    monkeypatch.setattr(Simulation, "dispatch", loses_one)
+    fails(simulation(tmp_path), tmp_path, "every dispatch accounted for")
