@@ -158,11 +158,11 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
     if args.sweep:  # every argument checked before minutes of measuring
         load_sweep(args.sweep)
-    if args.json and not args.json.parent.is_dir():
-        raise InputError(
-            f"--json {args.json}: folder {args.json.parent} does not exist; create it or give another path"
-        )
     if args.json:
+        if not args.json.parent.is_dir():
+            raise InputError(
+                f"--json {args.json}: folder {args.json.parent} does not exist; create it or give another path"
+            )
         check_output(args.json, "--json")
     result = run_bench(args.device, args.quick, sweep=args.sweep)
     if args.json:
@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     figures.add_argument("--out", type=Path, required=True)
     figures.add_argument(
         "--emulation",
-        choices=EMULATION_FIGURES,
+        choices=[figure.name for figure in EMULATION_FIGURES],
         help="draw only this figure of the paper's code as it ran beside the algorithms as described "
         "(needs the runs it compares)",
     )

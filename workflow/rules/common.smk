@@ -23,8 +23,6 @@ from asyncfl.spec.layout import (
     FIGURE,
     PARTITION,
     RUN_FOLDER,
-    AS_CODED_FIGURE,
-    AS_PUBLISHED_FIGURE,
     EMULATION_FIGURES,
     DATA_DIR,
     EVENTS,
@@ -148,9 +146,7 @@ def figures_of(name):
     runs every algorithm that figure compares."""
     algorithms = set(config["experiments"][name]["algorithms"])
     emulations = [
-        figure
-        for figure in (AS_CODED_FIGURE, AS_PUBLISHED_FIGURE)
-        if set(EMULATION_FIGURES[figure.name]) <= algorithms
+        figure for figure in EMULATION_FIGURES if set(figure.compares) <= algorithms
     ]
     return FIGURES + [SAMPLING_VARIANCE_FIGURE] + emulations
 
@@ -184,7 +180,7 @@ def all_figures():
 
 
 def emulation_run_folders(figure):
-    """For a rule: the runs an emulation figure compares (EMULATION_FIGURES), at reference_J."""
+    """For a rule: the runs an emulation figure compares (Figure.compares), at reference_J."""
 
     def folders(wildcards):
         return [
@@ -192,7 +188,7 @@ def emulation_run_folders(figure):
             for folder, (algorithm, J, _) in zip(
                 run_folders(wildcards.experiment), runs(wildcards.experiment)
             )
-            if algorithm in EMULATION_FIGURES[figure] and J == REFERENCE_J
+            if algorithm in figure.compares and J == REFERENCE_J
         ]
 
     return folders

@@ -21,13 +21,13 @@ rule figures:
 
 # The figures of the paper's code as it ran beside the algorithms as described, each drawn where the
 # experiment runs every algorithm it compares (asyncfl.spec.layout.EMULATION_FIGURES).
-for emulation in [AS_CODED_FIGURE, AS_PUBLISHED_FIGURE]:
+for emulation in EMULATION_FIGURES:
 
     rule:
         name:
             f"figure_{emulation.name}"
         input:
-            runs=emulation_run_files(emulation.name),
+            runs=emulation_run_files(emulation),
             stats=get_partition_stats,
         output:
             figure_png(emulation),
@@ -38,7 +38,7 @@ for emulation in [AS_CODED_FIGURE, AS_PUBLISHED_FIGURE]:
             torch_env
         params:
             out=subpath(output[0], parent=True),
-            runs=emulation_run_folders(emulation.name),
+            runs=emulation_run_folders(emulation),
             emulation=emulation.name,
             reference_j=REFERENCE_J,
         shell:

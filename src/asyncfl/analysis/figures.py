@@ -8,7 +8,6 @@ paper's "server loss" is the clients' training loss, a proxy: it is labelled so,
 global model's test metrics stand beside it.
 """
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from asyncfl.analysis.panels import (  # noqa: E402
     staleness_distribution,
     test_metrics,
 )
-from asyncfl.files import atomic_path  # noqa: E402
+from asyncfl.files import atomic_path, sha256  # noqa: E402
 from asyncfl.runs.record import check_run_identity, verify_run_files  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads  # noqa: E402
@@ -121,7 +120,7 @@ def load_partition_stats(path: Path) -> dict:
         )
     npz = Path(path).with_suffix(".npz")
     try:
-        actual = hashlib.sha256(npz.read_bytes()).hexdigest()
+        actual = sha256(npz)
     except OSError:
         raise InputError(f"{npz}, the partition {path} describes, cannot be read; {remake}") from None
     if actual != stats[NPZ_HASH]:
@@ -185,16 +184,13 @@ def draw_figures(
         AS_CODED_FIGURE.name: lambda axes: as_coded_vs_described(axes, ref_metrics),
         AS_PUBLISHED_FIGURE.name: lambda axes: as_published(axes, ref_metrics),
     }
-    registered = [*experiment_figures(reference_j), AS_CODED_FIGURE, AS_PUBLISHED_FIGURE]
+    registered = [*experiment_figures(reference_j), *EMULATION_FIGURES]
     if set(drawers) != {figure.name for figure in registered}:  # layout's registry and these drawers agree
         raise RuntimeError(f"figures registered {sorted(f.name for f in registered)}, drawn {sorted(drawers)}")
-    if emulation is not None:
-        missing = [a for a in EMULATION_FIGURES[emulation] if a not in set(ref_metrics.algorithm)]
-        if missing:
-            raise InputError(f"no {missing[0]} run with J = {reference_j} among --runs; add one to draw {emulation}")
-    figures = [f for f in (AS_CODED_FIGURE, AS_PUBLISHED_FIGURE) if f.name == emulation] or experiment_figures(
-        reference_j
-    )
+    figures = [f for f in EMULATION_FIGURES if f.name == emulation] or experiment_figures(reference_j)
+    for algorithm in figures[0].compares if emulation else ():
+        if algorithm not in set(ref_metrics.algorithm):
+            raise InputError(f"no {algorithm} run with J = {reference_j} among --runs; add one to draw {emulation}")
     written = []
     for figure in figures:
         heading = f"{title}: {figure.title}"

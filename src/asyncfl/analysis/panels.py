@@ -70,7 +70,6 @@ def as_published(axes: Sequence[Axes], metrics: pd.DataFrame) -> None:
 
 def legend_below(ax: Axes) -> None:
     """The axes' legend under the panel, never on the data (algorithm names as displayed)."""
-    relabel_algorithms(ax)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(handles, [ALGORITHMS.get(label, label) for label in labels], fontsize="x-small")

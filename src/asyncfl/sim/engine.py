@@ -63,7 +63,7 @@ class Simulation:
         self.inbox: asyncio.PriorityQueue = asyncio.PriorityQueue()
         self.stop_reason = ""
         self.started = time.perf_counter()
-        self.check = SelfCheck.of(self.state, self.strategy.initial_clients, self.strategy.convex)
+        self.check: SelfCheck  # derived from the state where the run starts or resumes (`run`)
 
     def sample_clients(self, count: int) -> np.ndarray:
         """Uniform draw of clients to dispatch: idle ones without replacement, any with replacement."""

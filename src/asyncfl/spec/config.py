@@ -96,10 +96,8 @@ class TrainConfig:
     # / J, which counts the same for every algorithm (project's choice, where algorithms are compared;
     # equal to "round" for afl and sync); "epoch", the local epoch (the paper's reference code)
     lr_time: str = setting("round", LR_CLOCKS, read_by=SCHEDULED)
-    lr_delay: str = setting(
-        "duration", ("duration", "latency"), read_by=SCHEDULED
-    )  # d_c = the dispatch's whole duration, or
-    # the latency only
+    # d_c = the dispatch's whole duration (transfers included), or the latency only
+    lr_delay: str = setting("duration", ("duration", "latency"), read_by=SCHEDULED)
     # -- the server's aggregation. s(τ): constant | inverse | polynomial | hinge. Project's choice: the
     # paper's §V weights by size only (constant), which config/config.yaml sets for the paper's experiments
     staleness: str = setting("polynomial", STALENESS_FUNCTIONS, read_by=ASYNCHRONOUS)

@@ -105,7 +105,7 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
             raise InputError(
                 f"{key}.train.{setting}: no algorithm of this experiment reads it (only {readers}); remove it"
             )
-    for algorithm, j, _ in experiment_runs(experiment, reference_j):
+    for algorithm, j in sorted({(a, j) for a, j, _ in experiment_runs(experiment, reference_j)}):  # seeds alike
         settings = {
             **run_settings(experiment, algorithm, j, reference_j),
             "algorithm": algorithm,

@@ -64,13 +64,6 @@ def check_output(path: Path, what: str = "") -> None:
         )
 
 
-def check_file_name(path: Path, what: str) -> None:
-    """Refuse a path whose last component is longer than a filesystem allows, naming `what`."""
-    size = len(Path(path).name.encode())
-    if size > MAX_NAME_BYTES:
-        raise InputError(f"{what} {path} has a file name of {size} bytes; at most {MAX_NAME_BYTES} fit")
-
-
 def strict_json_loads(content: bytes | str) -> Any:
     """JSON as the standard defines it, with finite numbers: NaN, Infinity and a number too large for a
     double (1e309, which Python would read as inf) are refused (ValueError)."""

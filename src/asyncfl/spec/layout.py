@@ -43,6 +43,8 @@ class Figure:
         caption: the report's caption, workflow/report/CAPTION.rst.
         panels: side by side, one column width each.
         height: inches, plus `height_per_client` for each client (a figure with a row per client).
+        compares: for a figure of the paper's code as it ran, the algorithms it compares: it is drawn
+            (by its own workflow rule) where the experiment runs every one of them.
     """
 
     name: str
@@ -51,6 +53,7 @@ class Figure:
     panels: int = 1
     height: float = 2.6
     height_per_client: float = 0.0
+    compares: tuple[str, ...] = ()
 
 
 def experiment_figures(reference_j: int) -> list[Figure]:
@@ -96,21 +99,20 @@ AS_CODED_FIGURE = Figure(
     "as_coded_vs_described",
     panels=2,
     height=3.6,
+    compares=("afl", "afl_as_coded"),
 )
-# Drawn only for experiments that run `sync_as_coded` (its own workflow rule): AFL vs sync as published
-# (both as the paper's code ran them) beside AFL vs sync as described.
+# Drawn only for experiments that also run `sync` and `sync_as_coded`: AFL vs sync as published (both
+# as the paper's code ran them) beside AFL vs sync as described.
 AS_PUBLISHED_FIGURE = Figure(
     "afl_vs_sync_as_published",
     "AFL vs synchronous FL as the paper's code ran them, and as described",
     "afl_vs_sync_as_published",
     panels=3,
     height=3.6,
+    compares=("afl", "sync", "afl_as_coded", "sync_as_coded"),
 )
-# What each emulation figure compares: every one of these algorithms must run in the experiment
-EMULATION_FIGURES = {
-    AS_CODED_FIGURE.name: ("afl", "afl_as_coded"),
-    AS_PUBLISHED_FIGURE.name: ("afl", "sync", "afl_as_coded", "sync_as_coded"),
-}
+# The figures of the paper's code as it ran beside the algorithms as described, each by its own rule
+EMULATION_FIGURES = (AS_CODED_FIGURE, AS_PUBLISHED_FIGURE)
 # Drawn by `asyncfl theory` from one finished run per experiment, beside the figures above.
 SAMPLING_VARIANCE_FIGURE = Figure(
     "sampling_variance", "Variance of the sampled mean update", "sampling_variance", height=2.8
