@@ -28,7 +28,7 @@ PEERS = ("flwr", "pfl", "appfl", "fedlab")  # each a venv under --venvs and a pe
 
 def export_work(args: argparse.Namespace, folder: Path) -> None:
     """The partition (asyncfl's own command), the data as uint8 arrays, and the settings, into `folder`."""
-    from asyncfl.data.datasets import load_dataset
+    from asyncfl.data.loading import load_dataset
 
     folder.mkdir(parents=True, exist_ok=True)
     partition = folder / "partition.npz"

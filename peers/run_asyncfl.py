@@ -13,7 +13,7 @@ from common import Record
 
 from asyncfl import __version__
 from asyncfl.data.partition import load_partition
-from asyncfl.runs.train import train_run
+from asyncfl.launch import train_run
 from asyncfl.spec.config import make_config
 
 

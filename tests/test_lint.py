@@ -1,6 +1,7 @@
 """The Python tree (the package, its tests and the peer comparison) is clean under ruff's linter and formatter
 (settings in pyproject.toml); mypy checks the package."""
 
+import json
 import re
 import subprocess
 import sys
@@ -26,15 +27,36 @@ def test_mypy_is_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def torch_modules_imported_by(modules: list[str]) -> list[str]:
+    """The torch modules a fresh interpreter holds after importing `modules`."""
+    loaded = "sorted(m for m in sys.modules if m.split('.')[0] == 'torch')"
+    probe = f"import json, sys; import {', '.join(modules)}; print(json.dumps({loaded}))"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
 def test_modules_the_workflow_imports_while_it_plans_stay_torch_free():
     """`snakemake -n` imports these on a login node: importing torch there would cost seconds per plan
     (and a CUDA torch may not load at all without a GPU)."""
     common = (REPO / "workflow/rules/common.smk").read_text()
     modules = sorted(set(re.findall(r"^from (asyncfl[.\w]*) import", common, re.MULTILINE)))
     assert modules, "common.smk imports no asyncfl module: the test would check nothing"
-    probe = (
-        f"import sys; import {', '.join(modules)}; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
-    )
-    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]", f"{modules} import torch: {result.stdout[:200]}"
+    assert torch_modules_imported_by(modules) == [], f"{modules} import torch"
+
+
+LIGHT_CONSUMERS = [
+    "asyncfl.analysis.figures",
+    "asyncfl.runs.archive",
+    "asyncfl.runs.record",
+    "asyncfl.runs.folder",
+    "asyncfl.runs.logs",
+    "asyncfl.runs.provenance",
+]
+
+
+def test_light_consumers_of_run_folders_do_not_import_torch():
+    """Figures, the archive and the run-folder checks read CSVs and JSON: they start in a fraction of
+    the time torch takes to import, and run where no torch loads (docs/development.md "Code map")."""
+    assert torch_modules_imported_by(LIGHT_CONSUMERS) == []
+    assert "torch" in torch_modules_imported_by(["asyncfl.runs.checkpoint"])  # the probe sees torch when it is there

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from asyncfl.data.datasets import prepare_dataset
+from asyncfl.data.loading import prepare_dataset
 from asyncfl.data.partition import DirichletSplit, Subset, make_partition
 from asyncfl.files import write_json
 from asyncfl.runs.archive import archive_from_configs, fetch_record
@@ -96,7 +96,7 @@ def cmd_partition(args: argparse.Namespace) -> None:
 
 def cmd_train(args: argparse.Namespace) -> None:
     """Run one federated training (or resume it from its checkpoint) and write its outputs."""
-    from asyncfl.runs.train import train_run
+    from asyncfl.launch import train_run
 
     overrides = {
         "algorithm": args.algorithm,

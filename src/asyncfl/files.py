@@ -3,7 +3,6 @@
 import ctypes
 import errno
 import hashlib
-import io
 import os
 import shutil
 import zipfile
@@ -13,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from asyncfl.spec.integrity import MAX_NAME_BYTES, check_output, strict_json_dumps
 
@@ -159,14 +157,6 @@ def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
             member = zipfile.ZipInfo(f"{name}.npy", date_time=ZIP_EPOCH)
             with archive.open(member, "w", force_zip64=True) as stream:
                 np.lib.format.write_array(stream, np.asarray(array), allow_pickle=False)
-
-
-def save_torch(path: Path, obj: Any) -> None:
-    """torch.save through memory: saving to a path names the archive after the (temporary) file."""
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(buffer.getvalue())
 
 
 def sha256(path: Path) -> str:

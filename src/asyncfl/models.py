@@ -8,7 +8,7 @@ from asyncfl.data.dataset import DatasetInfo
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import MODELS as MODEL_NAMES
 
-State = dict[str, torch.Tensor]  # a model's state dict: parameters and buffers by name
+ModelState = dict[str, torch.Tensor]  # a model's state dict: parameters and buffers by name
 
 
 class CNN(nn.Module):

@@ -10,7 +10,8 @@ import pytest
 from asyncfl.analysis.figures import draw_figures, load_partitions, load_runs
 from asyncfl.analysis.gradient_panels import fitted_slope
 from asyncfl.analysis.panels import participation_table
-from asyncfl.sim.logs import EVENTS_COLUMNS, METRICS_COLUMNS
+from asyncfl.runs.logs import EVENTS_COLUMNS, METRICS_COLUMNS
+from asyncfl.runs.record import FORMAT_KEY, RUN_FOLDER_FORMAT
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import sealed
 from asyncfl.spec.layout import AS_CODED_FIGURE, SAMPLING_VARIANCE_FIGURE, experiment_figures
@@ -47,7 +48,8 @@ def seal(folder, **changes) -> None:
         "clients_per_round": int(folder.parts[-2][1:]),
         "seed": int(folder.parts[-1][4:]),
     }
-    record = {"sha256": hashes, "config": config, "partition_sha256": PARTITION_SHA, "lr_clock": "round", **changes}
+    record = {"sha256": hashes, "config": config, "partition_sha256": PARTITION_SHA, "lr_clock": "round"}
+    record = {**record, FORMAT_KEY: RUN_FOLDER_FORMAT, **changes}
     (folder / "run.json").write_text(json.dumps(sealed(record)))
 
 
@@ -214,6 +216,18 @@ def test_an_edited_run_record_is_refused(runs):
     record.write_text(json.dumps({k: v for k, v in content.items() if k != "record_sha256"}))
     with pytest.raises(InputError, match="has no record_sha256"):
         draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
+
+
+def test_a_run_folder_of_an_older_format_is_refused_in_one_line(runs):
+    """Before format 2, events.csv called the aggregation coefficient `weight`: such a folder, sealed and
+    intact, is refused by name with what to do, never read with a missing column."""
+    folder = runs / "runs" / "sync" / "J5" / "seed1"
+    events = (folder / "events.csv").read_text().replace("coefficient", "weight", 1)
+    (folder / "events.csv").write_text(events)
+    seal(folder, **{FORMAT_KEY: 1})
+    with pytest.raises(InputError, match=r"sync/J5/seed1/run.json is a run folder of format 1.*train it again") as e:
+        draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
+    assert len(str(e.value).splitlines()) == 1
 
 
 def test_statistics_of_another_partition_are_refused(runs):

@@ -48,7 +48,11 @@ def test_round_shape_of_each_algorithm(settings, K, first, after_plain, after_ag
 def test_each_strategy_aggregates_with_its_pure_function():
     old = state(0.0)
     updates = [Update(state(1.0), state(0.0), 10, 1.0), Update(state(3.0), state(-1.0), 30, 0.5)]
-    states, sizes, weights = [u.state for u in updates], [u.size for u in updates], [u.weight for u in updates]
+    states, sizes, weights = (
+        [u.state for u in updates],
+        [u.size for u in updates],
+        [u.staleness_weight for u in updates],
+    )
     expected = {
         "afl": staleness_aware_average(old, states, sizes, weights, 0.7),
         "sync": staleness_aware_average(old, states, sizes, weights, 1.0),

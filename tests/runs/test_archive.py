@@ -10,6 +10,7 @@ import yaml
 
 from asyncfl.cli import main
 from asyncfl.runs.archive import archive_results, zenodo_metadata
+from asyncfl.runs.record import FORMAT_KEY, RUN_FOLDER_FORMAT
 from asyncfl.spec.integrity import sealed
 
 SETTINGS = {
@@ -31,6 +32,7 @@ def make_results(root):
                     "finished_at": "2026-01-01T00:01:00+00:00",
                     "wall_seconds": 60.0,
                     "config": {},
+                    FORMAT_KEY: RUN_FOLDER_FORMAT,
                     "sha256": {"metrics.csv": hashlib.sha256(b"round,train_loss\n1,0.5\n").hexdigest()},
                 }
             )

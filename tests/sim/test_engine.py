@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from asyncfl.data.datasets import load_dataset
+from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import DirichletSplit, partition_stats, save_partition
 from asyncfl.models import build_model
+from asyncfl.sim.ending import TrainingDiverged
 from asyncfl.sim.engine import Simulation
-from asyncfl.sim.outcome import TrainingDiverged
 from asyncfl.spec.config import make_config
 from asyncfl.spec.random_streams import client_init_seed
 from conftest import started, wait_for
@@ -83,7 +83,7 @@ def test_hand_built_three_client_schedule(tmp_path):
         (4, 0, 3, 4.0, 5.0, 0),
     ]
     # weights n_c·s(τ) normalised: round 2 is 8/√2 against 4, round 3 is 12/√3 against 4
-    w = [float(e["weight"]) for e in events]
+    w = [float(e["coefficient"]) for e in events]
     assert w[2] == pytest.approx((8 / 2**0.5) / (8 / 2**0.5 + 4)) and w[3] == pytest.approx(4 / (8 / 2**0.5 + 4))
     assert w[4] == pytest.approx((12 / 3**0.5) / (12 / 3**0.5 + 4))
     assert [float(m["virtual_time"]) for m in metrics] == [2.0, 3.0, 4.0, 5.0]
@@ -112,7 +112,7 @@ def test_sync_rounds_wait_for_the_slowest_client(tmp_path):
 def assert_size_weighted(members: list[dict]) -> None:
     """FedAvg's weights: n_c / Σ n over the round's updates, one term per update."""
     total = sum(int(e["n_samples"]) for e in members)
-    assert [float(e["weight"]) for e in members] == pytest.approx([int(e["n_samples"]) / total for e in members])
+    assert [float(e["coefficient"]) for e in members] == pytest.approx([int(e["n_samples"]) / total for e in members])
 
 
 def test_sampling_with_replacement_counts_repeated_clients(tmp_path):
@@ -138,7 +138,7 @@ def test_fedasync_aggregates_every_arrival_with_fresh_alpha(tmp_path):
     )
     assert [int(e["round"]) for e in events] == [1, 2, 3, 4, 5, 6]
     for e in events:
-        assert float(e["weight"]) == pytest.approx(0.6 / (1 + int(e["staleness"])))
+        assert float(e["coefficient"]) == pytest.approx(0.6 / (1 + int(e["staleness"])))
 
 
 def test_fedbuff_buffers_k_arrivals(tmp_path):
@@ -154,7 +154,7 @@ def test_fedbuff_buffers_k_arrivals(tmp_path):
     )
     assert [int(e["round"]) for e in events] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
     for e in events:  # η_g·s(τ)/K with the default s = 1/√(1+τ)
-        assert float(e["weight"]) == pytest.approx(1.5 / (1 + int(e["staleness"])) ** 0.5 / 3)
+        assert float(e["coefficient"]) == pytest.approx(1.5 / (1 + int(e["staleness"])) ** 0.5 / 3)
 
 
 def test_kappa_and_max_virtual_time_stop_the_run(tmp_path):
@@ -281,13 +281,20 @@ def train_command(partition: Path, out: Path, config: Path, *extra: str) -> list
     ]  # fmt: skip
 
 
+# The clients' world on: links, availability with losses, failures and Poisson check-ins
+WORLD = (
+    "bandwidth_median: 5.0\navailability: lognormal\nonline_mean: 3.0\noffline_mean: 1.0\n"
+    "failure_probability: 0.1\narrivals: poisson\ncheckin_rate: 4.0\nconcurrency: 5\n"
+)
+
+
 @pytest.mark.subprocess
-@pytest.mark.parametrize("trainer", ["plain", "vectorised"])
-def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition, trainer):
+@pytest.mark.parametrize(("trainer", "world"), [("plain", ""), ("vectorised", ""), ("plain", WORLD)])
+def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition, trainer, world):
     config = tmp_path / "config.yaml"
     config.write_text(
         "algorithm: afl\nclients_per_round: 5\nrounds: 40\nlocal_epochs: 2\ncheckpoint_every: 3\n"
-        f"gamma0: 0.01\njitter_sigma: 0.2\ntrainer: {trainer}\n"
+        f"gamma0: 0.01\njitter_sigma: 0.2\ntrainer: {trainer}\n{world}"
     )
     straight = subprocess.run(
         train_command(digits_partition, tmp_path / "straight", config), capture_output=True, text=True
@@ -312,6 +319,8 @@ def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition, trai
     for name in ("metrics.csv", "events.csv", "model.pt"):
         assert (killed_out / name).read_bytes() == (tmp_path / "straight" / name).read_bytes(), name
     assert not (killed_out / "checkpoint.pt").exists()
+    if world:  # the world was really on: dispatches were lost, and logged
+        assert any(row["lost"] for row in read_csv(killed_out / "events.csv"))
 
 
 @pytest.mark.subprocess
@@ -414,7 +423,7 @@ def test_as_coded_clients_start_from_their_own_seeded_models_and_never_load_the_
     from its own seeded initial model (distinct from the server's and from every other client's)."""
     sizes = [4, 8, 12, 8]
     simulation, recording = recorded_simulation(tmp_path / "run", sizes, **{**AS_CODED, "algorithm": algorithm})
-    server = {k: v.clone() for k, v in simulation.state.global_state.items()}
+    server = {k: v.clone() for k, v in simulation.state.global_model.items()}
     simulation.run()
     last: dict[int, dict] = {}
     trained = [pair for call in recording.calls for pair in call]
@@ -423,14 +432,14 @@ def test_as_coded_clients_start_from_their_own_seeded_models_and_never_load_the_
         client = int(np.searchsorted(np.cumsum(sizes), int(task.indices[0]), side="right"))
         if client not in last:
             seeded = build_model("cnn", tiny_dataset(1).info, client_init_seed(0, client)).state_dict()
-            assert all(torch.equal(task.start_state[k], seeded[k]) for k in seeded), client
-            assert not torch.equal(task.start_state["head.weight"], server["head.weight"])
+            assert all(torch.equal(task.start_model[k], seeded[k]) for k in seeded), client
+            assert not torch.equal(task.start_model["head.weight"], server["head.weight"])
         else:
-            assert all(torch.equal(task.start_state[k], last[client][k]) for k in last[client]), client
+            assert all(torch.equal(task.start_model[k], last[client][k]) for k in last[client]), client
         assert task.optimizer_per_epoch == (algorithm == "afl_as_coded")
         last[client] = result.state
     final = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
-    assert not any(torch.equal(final["head.weight"], task.start_state["head.weight"]) for task, _ in trained)
+    assert not any(torch.equal(final["head.weight"], task.start_model["head.weight"]) for task, _ in trained)
 
 
 def test_as_coded_server_loss_is_the_unweighted_mean_of_each_clients_mean_epoch_loss(tmp_path):

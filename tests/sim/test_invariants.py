@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from asyncfl.fl.strategies import AFL, FedBuff
-from asyncfl.sim import engine
+from asyncfl.sim import dispatcher
+from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.invariants import InvariantViolated
-from asyncfl.sim.run_state import Job, RunState
+from asyncfl.sim.state import Job, SimulationState
+from asyncfl.sim.world import OFFLINE, World
 from asyncfl.spec.config import make_config
 from engine_cases import contiguous_partition, tiny_dataset
 
@@ -37,15 +39,27 @@ def test_a_healthy_run_passes_every_check(tmp_path, algorithm):
     assert sim.check.version == 4 and sim.check.dispatched == sim.check.aggregated + len(sim.state.outstanding)
 
 
+WORLD = {"availability": "exponential", "online_mean": 2.0, "offline_mean": 1.0, "failure_probability": 0.2}
+
+
+@pytest.mark.parametrize("algorithm", ["afl", "sync", "fedasync", "fedbuff"])
+def test_a_healthy_run_in_a_world_that_loses_dispatches_passes_every_check(tmp_path, algorithm):
+    sim = simulation(tmp_path, algorithm=algorithm, bandwidth_median=1.0, rounds=8, **WORLD)
+    sim.run()
+    check = sim.check
+    assert check.lost == sim.state.dropped > 0  # the world did lose dispatches, and they were counted
+    assert check.dispatched == check.aggregated + len(sim.state.outstanding) + check.lost
+
+
 def shifted_jobs(monkeypatch, shift) -> None:
     """A broken `next_job`: arrivals moved by `shift(job)` virtual seconds from what the phases give."""
-    real = engine.next_job
+    real = dispatcher.next_job
 
     def broken(context, state, client, updates) -> Job:
         job = real(context, state, client, updates)
         return dataclasses.replace(job, arrival_time=job.arrival_time + shift(job))
 
-    monkeypatch.setattr(engine, "next_job", broken)
+    monkeypatch.setattr(dispatcher, "next_job", broken)
 
 
 def test_the_clock_never_goes_back(tmp_path, monkeypatch):
@@ -71,13 +85,13 @@ def test_no_more_than_m_in_flight(tmp_path, monkeypatch):
 
 
 def test_each_aggregation_adds_one_version(tmp_path, monkeypatch):
-    real = RunState.advance
+    real = SimulationState.advance
 
     def skips(self, new, own_models) -> None:
         real(self, new, own_models)
         self.version += 1
 
-    monkeypatch.setattr(RunState, "advance", skips)
+    monkeypatch.setattr(SimulationState, "advance", skips)
     fails(simulation(tmp_path), tmp_path, "version \\+ 1 per aggregation")
 
 
@@ -91,7 +105,7 @@ def test_coefficients_are_not_negative_and_a_convex_combination_sums_to_one(tmp_
 
 def test_every_dispatch_is_accounted_for(tmp_path, monkeypatch):
     """An engine that loses an outstanding job (it never arrives, nothing notices) is caught."""
-    real = Simulation.dispatch
+    real = Dispatcher.dispatch
 
     def loses_one(self, client: int) -> None:
         real(self, client)
@@ -99,5 +113,23 @@ def test_every_dispatch_is_accounted_for(tmp_path, monkeypatch):
             lost = max(self.state.outstanding)
             del self.state.outstanding[lost]
 
-    monkeypatch.setattr(Simulation, "dispatch", loses_one)
+    monkeypatch.setattr(Dispatcher, "dispatch", loses_one)
     fails(simulation(tmp_path), tmp_path, "every dispatch accounted for")
+
+
+def test_only_online_clients_are_dispatched(tmp_path, monkeypatch):
+    """A broken world that offers every idle client, offline or not, is caught at the first such dispatch."""
+    monkeypatch.setattr(World, "online", lambda self, clients, t: clients)
+    fails(simulation(tmp_path, **WORLD), tmp_path, "only online clients are dispatched")
+
+
+def test_a_loss_the_engine_forgets_is_caught(tmp_path, monkeypatch):
+    """An engine that lets a lost dispatch vanish (not counted, slot not refilled) breaks the accounting."""
+    monkeypatch.setattr(Simulation, "lose", lambda self, job: self.dispatcher.request(1))
+    fails(simulation(tmp_path, **WORLD), tmp_path, "every dispatch accounted for")
+
+
+def test_an_offline_loss_lies_within_its_dispatch(tmp_path, monkeypatch):
+    real = World.fate
+    monkeypatch.setattr(World, "fate", lambda self, *args: (real(self, *args)[0] + 1.0, OFFLINE))
+    fails(simulation(tmp_path, **WORLD), tmp_path, "an offline loss within its dispatch")

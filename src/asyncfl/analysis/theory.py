@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from asyncfl.data.datasets import load_dataset
+from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
 from asyncfl.files import atomic_path, sha256
+from asyncfl.runs.checkpoint import load_failure
 from asyncfl.runs.record import verify_run_files
 from asyncfl.sim.context import RunContext, prepare_run
-from asyncfl.sim.run_state import load_failure
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import EVENTS, MODEL, SAMPLING_VARIANCE_FIGURE

@@ -27,7 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from asyncfl.bench.paper_round import format_paper_rounds, paper_round_bench
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
 from asyncfl.data.dataset import DatasetInfo
-from asyncfl.models import State, build_model, has_batchnorm
+from asyncfl.models import ModelState, build_model, has_batchnorm
 from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.graphed import GraphedTrainer
 from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask
@@ -60,7 +60,7 @@ def cases(quick: bool) -> list[Case]:
 
 def reference_round(
     model: nn.Module,
-    start: State,
+    start: ModelState,
     images: torch.Tensor,
     labels: torch.Tensor,
     clients: list[torch.Tensor],
@@ -239,7 +239,7 @@ class NullTrainer:
     """Returns every client's start state at once: what remains is the engine's own work."""
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
-        return [LocalResult(task.start_state, 0.0, 1) for task in tasks]
+        return [LocalResult(task.start_model, 0.0, 1) for task in tasks]
 
 
 def engine_overhead(clients: int, per_round: int, rounds: int, out: Path) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asyncfl.data.datasets import load_dataset
+from asyncfl.data.loading import load_dataset
 from asyncfl.files import sha256, write_json, write_npz
 from asyncfl.spec import random_streams
 from asyncfl.spec.config import MAX_SEED

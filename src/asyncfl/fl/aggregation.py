@@ -12,11 +12,11 @@ from typing import cast
 
 import torch
 
-from asyncfl.models import State
+from asyncfl.models import ModelState
 from asyncfl.spec.errors import InputError
 
 
-def linear_combination(terms: list[tuple[float, State]]) -> State:
+def linear_combination(terms: list[tuple[float, ModelState]]) -> ModelState:
     """Σ coefficient·state over floating entries; integer entries take the maximum over the states."""
     keys = terms[0][1].keys()
     result = {}
@@ -31,8 +31,8 @@ def linear_combination(terms: list[tuple[float, State]]) -> State:
 
 
 def staleness_aware_average(
-    global_state: State, states: list[State], sizes: list[int], weights: list[float], mixing: float
-) -> tuple[State, list[float]]:
+    global_model: ModelState, states: list[ModelState], sizes: list[int], weights: list[float], mixing: float
+) -> tuple[ModelState, list[float]]:
     """afl (and sync, with s ≡ 1, β = 1): θ ← (1−β)θ + β·Σ w_c θ_c / Σ w_c, w_c = n_c·s(τ_c).
 
     Returns the new state and each client's coefficient β·w_c/Σw.
@@ -45,28 +45,30 @@ def staleness_aware_average(
             "these τ with this staleness_a); lower staleness_a or use another staleness function"
         )
     coefficients = [mixing * w / total for w in raw]
-    terms = [(1.0 - mixing, global_state)] if mixing < 1 else []
+    terms = [(1.0 - mixing, global_model)] if mixing < 1 else []
     return linear_combination(terms + list(zip(coefficients, states, strict=True))), coefficients
 
 
-def fedasync_update(global_state: State, state: State, alpha: float, weight: float) -> tuple[State, float]:
+def fedasync_update(
+    global_model: ModelState, state: ModelState, alpha: float, weight: float
+) -> tuple[ModelState, float]:
     """FedAsync: θ ← (1−α_t)θ + α_t θ_c with α_t = α·s(τ), computed afresh for every arrival."""
     alpha_t = alpha * weight
-    return linear_combination([(1.0 - alpha_t, global_state), (alpha_t, state)]), alpha_t
+    return linear_combination([(1.0 - alpha_t, global_model), (alpha_t, state)]), alpha_t
 
 
 def fedbuff_update(
-    global_state: State, states: list[State], starts: list[State], weights: list[float], server_lr: float
-) -> tuple[State, list[float]]:
+    global_model: ModelState, states: list[ModelState], starts: list[ModelState], weights: list[float], server_lr: float
+) -> tuple[ModelState, list[float]]:
     """FedBuff: θ ← θ + η_g · Σ s(τ_c)·(θ_c − θ_start,c) / K."""
     coefficients = [server_lr * s / len(states) for s in weights]
-    terms = [(1.0, global_state)]
+    terms = [(1.0, global_model)]
     for coefficient, state, start in zip(coefficients, states, starts, strict=True):
         terms += [(coefficient, state), (-coefficient, start)]
     return linear_combination(terms), coefficients
 
 
-def update_norm(new: State, old: State, parameters: list[str]) -> float:
+def update_norm(new: ModelState, old: ModelState, parameters: list[str]) -> float:
     """‖θ_{v+1} − θ_v‖ over the model's parameters, the paper's θ: the convergence test against κ.
     BatchNorm's running statistics are buffers, not θ, and stay out of it (docs/design.md "Training")."""
     squares = sum(((new[k].double() - old[k].double()) ** 2).sum() for k in parameters)

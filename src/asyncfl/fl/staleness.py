@@ -2,7 +2,7 @@
 
 Each is a small object that carries its own parameters, as FLSim's and pfl-research's weightings
 do; `staleness_function` builds the one a config names from `staleness`, `staleness_a` and
-`staleness_b`. τ = version at aggregation − version at dispatch (`sim.run_state.Job.staleness`).
+`staleness_b`. τ = version at aggregation − version at dispatch (`sim.state.Job.staleness`).
 """
 
 from collections.abc import Callable

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aware_average
-from asyncfl.fl.schedule import Schedule
+from asyncfl.fl.learning_rate import Schedule
 from asyncfl.fl.staleness import StalenessFunction, staleness_function
-from asyncfl.models import State
+from asyncfl.models import ModelState
 from asyncfl.spec.config import TrainConfig, check_concurrency, check_setting, updates_per_round
 from asyncfl.spec.names import ALGORITHMS
 
@@ -27,10 +27,10 @@ from asyncfl.spec.names import ALGORITHMS
 class Update:
     """One arrived client update, as the server aggregates it."""
 
-    state: State  # the client's model after local training
-    start: State  # the global model it started from
+    state: ModelState  # the client's model after local training
+    start: ModelState  # the global model it started from
     size: int  # n_c, the client's training samples
-    weight: float  # s(τ), its staleness weight
+    staleness_weight: float  # s(τ)
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class Strategy(ABC):
     """What distinguishes one algorithm from another; the engine does the rest.
 
     Every strategy holds what all algorithms share: J (`clients_per_round`), the learning-rate
-    `schedule`, the staleness function s(τ) (`staleness`) and whether clients are drawn with
+    `schedule`, the staleness function s(τ) (`staleness_weight`) and whether clients are drawn with
     replacement; a subclass adds its own `Parameters`.
     """
 
@@ -108,7 +108,7 @@ class Strategy(ABC):
     def __init__(self, config: TrainConfig):
         self.clients_per_round = config.clients_per_round
         self.schedule = Schedule.of(config)
-        self.staleness: StalenessFunction = staleness_function(config)
+        self.staleness_weight: StalenessFunction = staleness_function(config)
         self.replacement = config.replacement
         self.round_size = updates_per_round(config.algorithm, config.clients_per_round, config.buffer_size)
 
@@ -140,7 +140,7 @@ class Strategy(ABC):
         return
 
     @abstractmethod
-    def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
+    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         """The next global model and each update's coefficient in it."""
 
 
@@ -177,12 +177,12 @@ class AFL(AsyncStrategy):
         super().__init__(config)
         self.parameters: AFLParameters = AFLParameters(config.concurrency_or_default, config.mixing)
 
-    def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
+    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         return staleness_aware_average(
-            global_state,
+            global_model,
             [u.state for u in updates],
             [u.size for u in updates],
-            [u.weight for u in updates],
+            [u.staleness_weight for u in updates],
             self.parameters.mixing,
         )
 
@@ -199,9 +199,9 @@ class Sync(Strategy):
     def clients_after_arrival(self, aggregated: bool) -> int:
         return self.clients_per_round if aggregated else 0
 
-    def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
-        sizes, weights = [u.size for u in updates], [u.weight for u in updates]
-        return staleness_aware_average(global_state, [u.state for u in updates], sizes, weights, 1.0)
+    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
+        sizes, weights = [u.size for u in updates], [u.staleness_weight for u in updates]
+        return staleness_aware_average(global_model, [u.state for u in updates], sizes, weights, 1.0)
 
 
 @register("fedasync")
@@ -212,9 +212,11 @@ class FedAsync(AsyncStrategy):
         super().__init__(config)
         self.parameters: FedAsyncParameters = FedAsyncParameters(config.concurrency_or_default, config.fedasync_alpha)
 
-    def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
+    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         (update,) = updates
-        new, alpha_t = fedasync_update(global_state, update.state, self.parameters.fedasync_alpha, update.weight)
+        new, alpha_t = fedasync_update(
+            global_model, update.state, self.parameters.fedasync_alpha, update.staleness_weight
+        )
         return new, [alpha_t]
 
 
@@ -230,12 +232,12 @@ class FedBuff(AsyncStrategy):
             config.concurrency_or_default, config.buffer_size or config.clients_per_round, config.server_lr
         )
 
-    def aggregate(self, global_state: State, updates: list[Update]) -> tuple[State, list[float]]:
+    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         return fedbuff_update(
-            global_state,
+            global_model,
             [u.state for u in updates],
             [u.start for u in updates],
-            [u.weight for u in updates],
+            [u.staleness_weight for u in updates],
             self.parameters.server_lr,
         )
 

@@ -16,8 +16,8 @@ import tarfile
 from pathlib import Path
 
 from asyncfl.files import atomic_path, publish_folder, sha256, write_json
+from asyncfl.runs.provenance import git, machine, package_versions
 from asyncfl.runs.record import read_run_record, verify_run_files
-from asyncfl.sim.provenance import git, machine, package_versions
 from asyncfl.spec.config import read_yaml
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import finite_number

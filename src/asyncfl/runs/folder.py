@@ -16,8 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from asyncfl.files import sha256
-from asyncfl.runs.record import read_run_record
-from asyncfl.sim.run_state import utc_now
+from asyncfl.runs.record import read_run_record, utc_now
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import CHECKPOINT, MODEL, RUN_OUTPUTS, RUN_RECORD, TIMINGS
 

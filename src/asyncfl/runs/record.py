@@ -5,18 +5,51 @@ run.json holds the SHA-256 of the run's outputs and of its own content; a file t
 was not written by that run (edited, damaged, or left over from another), and figures, the theory
 probe and the archive refuse it by name instead of drawing, probing or shipping it. What a run is
 (algorithm, J, seed, dataset, partition) is read from its record, never from the folder's name.
-Imports nothing heavy itself (the spec layer and the standard library).
+Imports nothing heavy (the spec layer, `files` and the standard library): figures and the archive
+check runs without torch.
 """
 
 import hashlib
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from asyncfl.files import sha256, write_json
+from asyncfl.spec.config import TrainConfig, config_dict
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import MAX_RECORD_BYTES, SELF_HASH, is_sealed, read_input, strict_json_loads
+from asyncfl.spec.integrity import MAX_RECORD_BYTES, SELF_HASH, is_sealed, read_input, sealed, strict_json_loads
 from asyncfl.spec.layout import RUN_RECORD
 
 RERUN = "train it again (asyncfl train --force, or delete the folder and rerun snakemake)"
+# What a run folder holds, and how its files read; a record of another format is refused, never half-read.
+# 2: events.csv's aggregation coefficient is the column `coefficient` (it was `weight`, a name it shared
+# with the staleness weight s(τ))
+RUN_FOLDER_FORMAT = 2
+FORMAT_KEY = "run_folder_format"
+
+
+def run_identity(config: TrainConfig, dataset: str, partition_sha256: str) -> dict:
+    """What makes two runs the same run: a checkpoint or a finished run.json must match it (an
+    availability trace by its content, not its path)."""
+    identity = {"config": config_dict(config), "dataset": dataset, "partition_sha256": partition_sha256}
+    if config.availability_trace is not None:
+        trace = Path(config.availability_trace)
+        if not trace.is_file():
+            raise InputError(f"availability_trace {trace} is not a file; give the path of a client,start,end CSV")
+        identity["availability_trace_sha256"] = sha256(trace)
+    return identity
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def write_run_record(run: Path, summary: dict[str, Any], hashes: dict[str, str]) -> dict[str, Any]:
+    """Write run.json from the run's `summary` and its outputs' `hashes`, in this folder format and
+    sealed with its own hash (docs/outputs.md "Outputs"); return what was written."""
+    record = sealed({**summary, FORMAT_KEY: RUN_FOLDER_FORMAT, "sha256": hashes})
+    write_json(Path(run) / RUN_RECORD, record)
+    return record
 
 
 def read_run_record(run: Path) -> dict[str, Any]:
@@ -37,6 +70,11 @@ def read_run_record(run: Path) -> dict[str, Any]:
         )
     if not is_sealed(record):
         raise InputError(f"{path} does not match its own {SELF_HASH}: it was edited or damaged; {RERUN}")
+    if record.get(FORMAT_KEY) != RUN_FOLDER_FORMAT:
+        raise InputError(
+            f"{path} is a run folder of format {record.get(FORMAT_KEY, 1)}, written by an older asyncfl; this one "
+            f'reads format {RUN_FOLDER_FORMAT} (docs/outputs.md "Run folders"); {RERUN}'
+        )
     hashes, config = record.get("sha256"), record.get("config")
     if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
         raise InputError(f"{path} is not a run record (no sha256 of the outputs); {RERUN}")

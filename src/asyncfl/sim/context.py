@@ -9,11 +9,13 @@ import torch
 from asyncfl.data.dataset import Dataset, DatasetInfo, normalize
 from asyncfl.data.partition import Partition
 from asyncfl.fl.strategies import Strategy, make_strategy
-from asyncfl.models import State, build_model
+from asyncfl.models import ModelState, build_model
+from asyncfl.runs.record import run_identity
 from asyncfl.sim.checks import check_run
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.network import state_bytes
-from asyncfl.sim.run_state import Job, run_identity
+from asyncfl.sim.state import Job
+from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.random_streams import client_init_seed, shuffle_key
 from asyncfl.training.interface import LocalSettings, LocalTask, Trainer
@@ -37,6 +39,7 @@ class RunContext:
     sizes: np.ndarray  # n_c per client
     client_indices: list[torch.Tensor]  # each client's training indices, on the device
     system: ClientSystem
+    world: World
 
     @property
     def all_indices(self) -> torch.Tensor:
@@ -48,7 +51,7 @@ class RunContext:
         """The model's parameters, the paper's θ (BatchNorm's statistics are buffers, not θ)."""
         return [name for name, _ in self.model.named_parameters()]
 
-    def local_task(self, job: Job, start: State) -> LocalTask:
+    def local_task(self, job: Job, start: ModelState) -> LocalTask:
         """What the trainer needs of a job: the model it starts from, its samples, rates and shuffle
         stream, and the local objective's proximal weight μ."""
         return LocalTask(
@@ -63,7 +66,7 @@ class RunContext:
 
 def client_initial_states(
     config: TrainConfig, info: DatasetInfo, device: torch.device, clients: int
-) -> dict[int, State]:
+) -> dict[int, ModelState]:
     """Each client's own initial model, seeded by `random_streams.client_init_seed`: the paper's reference
     code initialises every client's model (and the server's) separately, and its clients that never
     load the global model train on from there."""
@@ -99,4 +102,5 @@ def prepare_run(
         partition.sizes,
         [torch.from_numpy(partition.client_indices(c)).to(device) for c in range(partition.num_clients)],
         ClientSystem.draw(config, partition.num_clients, state_bytes(model)),
+        World.of(config, partition.num_clients),
     )

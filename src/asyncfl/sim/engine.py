@@ -12,25 +12,23 @@ flight. Checkpoints hold the whole run state at an aggregation, so a killed run 
 byte-identical outputs.
 """
 
-import asyncio
 import dataclasses
 import time
 from pathlib import Path
-
-import numpy as np
 
 from asyncfl.data.dataset import Dataset
 from asyncfl.data.partition import Partition
 from asyncfl.fl.aggregation import update_norm
 from asyncfl.fl.strategies import Update
-from asyncfl.models import State
-from asyncfl.sim.client_system import ClientSystem, Phases
-from asyncfl.sim.clock import run_virtual, sleep_until
+from asyncfl.models import ModelState
+from asyncfl.runs.checkpoint import load_checkpoint, save_checkpoint
+from asyncfl.runs.logs import PHASE_COLUMNS, Aggregation, RunLogs
+from asyncfl.sim.clock import run_virtual
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
+from asyncfl.sim.dispatcher import Dispatcher
+from asyncfl.sim.ending import check_finite, check_finite_model, stop_condition, write_outputs
 from asyncfl.sim.invariants import SelfCheck
-from asyncfl.sim.logs import Aggregation, RunLogs
-from asyncfl.sim.outcome import check_finite, check_finite_model, stop_condition, write_outputs
-from asyncfl.sim.run_state import Job, RunState, load_checkpoint, save_checkpoint
+from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.layout import CHECKPOINT
 from asyncfl.training.evaluation import evaluate, training_gradient
@@ -38,7 +36,7 @@ from asyncfl.training.interface import LocalResult, Trainer
 
 
 class Simulation:
-    """The event loop of one run: dispatch, serve, aggregate, over a `RunContext` and a `RunState`."""
+    """The event loop of one run: dispatch, serve, aggregate, over a `RunContext` and a `SimulationState`."""
 
     def __init__(
         self,
@@ -55,90 +53,74 @@ class Simulation:
         own_models = None
         if not self.strategy.clients_load_global_model:
             own_models = client_initial_states(config, dataset.info, self.context.device, partition.num_clients)
-        self.state = RunState.fresh(model_state, config.seed, partition.num_clients, own_models)
+        self.state = SimulationState.fresh(model_state, config.seed, partition.num_clients, own_models)
         # Not checkpointed: derived, or empty at every checkpoint.
         self.buffer: list[tuple[Job, LocalResult]] = []
-        self.in_flight = np.zeros(partition.num_clients, dtype=np.int64)
-        self.clients: set[asyncio.Task] = set()
-        self.inbox: asyncio.PriorityQueue = asyncio.PriorityQueue()
+        self.drops: list[Job] = []  # lost since the last aggregation, which logs them
         self.stop_reason = ""
         self.started = time.perf_counter()
-        self.check: SelfCheck  # derived from the state where the run starts or resumes (`run`)
+        # derived from the state where the run starts or resumes (`run`)
+        self.check: SelfCheck
+        self.dispatcher: Dispatcher
 
-    def sample_clients(self, count: int) -> np.ndarray:
-        """Uniform draw of clients to dispatch: idle ones without replacement, any with replacement."""
-        if self.config.replacement:
-            return self.state.rng.integers(len(self.context.sizes), size=count)
-        return self.state.rng.choice(np.flatnonzero(self.in_flight == 0), size=count, replace=False)
-
-    def dispatch(self, client: int) -> None:
-        state = self.state
-        aggregated = int(state.dispatch_counts.sum()) - len(state.outstanding) - len(self.buffer)
-        job = next_job(self.context, state, client, aggregated)
-        if self.strategy.clients_load_global_model:
-            state.starts.setdefault(job.version, state.global_state)
-        self.state.outstanding[job.key] = job
-        self.check.on_dispatch(job, len(state.outstanding))
-        self.spawn(job)
-
-    def spawn(self, job: Job) -> None:
-        self.in_flight[job.client] += 1
-        task = asyncio.get_running_loop().create_task(self.client(job))
-        self.clients.add(task)
-        task.add_done_callback(self.clients.discard)
-
-    async def client(self, job: Job) -> None:
-        """A client: busy for its virtual duration, then hands its update to the server."""
-        await sleep_until(job.arrival_time)
-        self.inbox.put_nowait((job.key, job))
+    def lose(self, job: Job) -> None:
+        """A dispatch whose result never arrives: its work is lost, its slot frees and is filled (in a
+        closed loop), and the next aggregation's logs record it."""
+        self.state.dropped += 1
+        self.drops.append(job)
+        self.check.on_loss()
+        self.dispatcher.request(1 if self.context.world.checkins is None else 0)
 
     async def serve(self, logs: RunLogs) -> None:
-        state = self.state
-        for job in state.outstanding.values():  # a resumed run's clients in flight
-            self.spawn(job)
-        if state.version == 0 and not state.outstanding:
-            for client in self.sample_clients(self.strategy.initial_clients):
-                self.dispatch(int(client))
+        state, dispatcher = self.state, self.dispatcher
+        dispatcher.start()
         try:
             while True:
-                _, job = await self.inbox.get()
+                key, job = await dispatcher.inbox.get()
+                if job is None:
+                    dispatcher.on_server_event(key)
+                    continue
                 self.check.on_arrival(job, self.context.system, int(self.context.sizes[job.client]))
                 state.now = job.arrival_time
                 del state.outstanding[job.key]
-                self.in_flight[job.client] -= 1
+                dispatcher.in_flight[job.client] -= 1
+                if job.lost:
+                    self.lose(job)
+                    continue
                 result = local_result(self.context, state, job)
                 check_finite(result, job, state.version, self.out)
                 self.buffer.append((job, result))
                 aggregated = len(self.buffer) == self.strategy.arrivals_per_round
                 if aggregated and self.aggregate(logs):
                     return
-                following = self.strategy.clients_after_arrival(aggregated)
-                for client in self.sample_clients(following) if following else ():
-                    self.dispatch(int(client))
+                open_loop = self.context.world.checkins is not None
+                dispatcher.request(0 if open_loop else self.strategy.clients_after_arrival(aggregated))
                 if aggregated and state.version % self.config.checkpoint_every == 0:
                     snapshot = dataclasses.replace(state, wall_seconds=self.elapsed())
-                    save_checkpoint(self.out / CHECKPOINT, self.context.identity, snapshot, logs.settled_texts())
+                    save_checkpoint(
+                        self.out / CHECKPOINT, self.context.identity, snapshot.payload(logs.settled_texts())
+                    )
         finally:
-            for task in self.clients:
-                task.cancel()
-            await asyncio.gather(*self.clients, return_exceptions=True)
+            await dispatcher.stop()
 
     def aggregate(self, logs: RunLogs) -> bool:
         """Fold the buffered updates into the global model; log the round; True when the run is over."""
         config, state = self.config, self.state
         jobs, results = [job for job, _ in self.buffer], [result for _, result in self.buffer]
-        old, starts = state.global_state, [start_of(self.context, state, job) for job in jobs]
+        old, starts = state.global_model, [start_of(self.context, state, job) for job in jobs]
         updates = server_updates(self.context, state.version, jobs, results, starts)
         new, coefficients = self.strategy.aggregate(old, updates)
         check_finite_model(new, state.version, self.out)
         norm = update_norm(new, old, self.context.parameter_names)
         sizes = [update.size for update in updates]
-        record = Aggregation.of(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
+        record = aggregation_record(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
         record.phases = logged_phases(self.context, jobs)
+        record.losses = [loss_row(self.context, state.version + 1, job) for job in self.drops]
+        self.drops.clear()
         state.advance(new, self.buffer if not self.strategy.clients_load_global_model else [])
         self.buffer.clear()
         self.check.on_aggregation(state.version, coefficients, len(self.buffer), len(state.outstanding))
-        arrived = int(state.dispatch_counts.sum()) - len(state.outstanding)  # every arrival so far is aggregated
+        arrived = int(state.dispatch_counts.sum()) - len(state.outstanding) - state.dropped  # all aggregated
         self.stop_reason = stop_condition(config, state.version, state.now, norm, arrived)
         if evaluation_due(config, state.version, arrived - len(jobs), arrived) or self.stop_reason:
             evaluate_global(self.context, new, record)
@@ -152,12 +134,14 @@ class Simulation:
     def run(self) -> dict:
         """Run (or resume) to the end; write model.pt and run.json; return run.json's content."""
         self.out.mkdir(parents=True, exist_ok=True)
-        resumed = load_checkpoint(self.out / CHECKPOINT, self.context.identity, self.context.device)
+        checkpoint = load_checkpoint(self.out / CHECKPOINT, self.context.identity, self.context.device)
+        resumed = SimulationState.from_payload(checkpoint, str(self.out / CHECKPOINT)) if checkpoint else None
         if resumed:
             self.state = resumed[0]
             print(f"resuming {self.out} from its checkpoint at round {self.state.version}", flush=True)
         self.started = time.perf_counter()
         self.check = SelfCheck.of(self.state, self.strategy.initial_clients, self.strategy.convex)
+        self.dispatcher = Dispatcher(self.context, self.state, self.buffer, self.check)
         logs = RunLogs(
             self.out,
             resumed[1] if resumed else None,
@@ -165,6 +149,7 @@ class Simulation:
             self.state.version,
             self.strategy.logs_reference_loss,
             self.context.system.links is not None,
+            self.context.world.loses_dispatches,
         )
         try:
             run_virtual(self.serve(logs), start=self.state.now)
@@ -174,11 +159,41 @@ class Simulation:
         return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts)
 
 
-def logged_phases(context: RunContext, jobs: list[Job]) -> list[Phases]:
-    """Each job's phases for events.csv where the clients have links (none otherwise: no columns)."""
+def logged_phases(context: RunContext, jobs: list[Job]) -> list[tuple[float, float, float]]:
+    """Each job's (download, compute, upload) seconds for events.csv where the clients have links
+    (none otherwise: no columns)."""
     if context.system.links is None:
         return []
-    return [context.system.phases(j.client, int(context.sizes[j.client]), j.dispatch_index) for j in jobs]
+    phases = [context.system.phases(j.client, int(context.sizes[j.client]), j.dispatch_index) for j in jobs]
+    return [(p.download, p.compute, p.upload) for p in phases]
+
+
+def aggregation_record(
+    version: int,
+    now: float,
+    jobs: list[Job],
+    results: list[LocalResult],
+    sizes: list[int],
+    coefficients: list[float],
+    norm: float,
+) -> Aggregation:
+    """What the logs record of the aggregation that made `version` from the jobs' results."""
+    return Aggregation(
+        version,
+        now,
+        [j.client for j in jobs],
+        [j.version for j in jobs],
+        [j.dispatch_time for j in jobs],
+        [j.arrival_time for j in jobs],
+        [j.versions_behind(version - 1) for j in jobs],
+        [j.lrs[0] for j in jobs],
+        sizes,
+        [r.train_loss for r in results],
+        [r.epochs_run for r in results],
+        [r.mean_epoch_loss for r in results],
+        coefficients,
+        norm,
+    )
 
 
 def evaluation_due(config: TrainConfig, version: int, updates_before: int, updates_after: int) -> bool:
@@ -191,46 +206,57 @@ def evaluation_due(config: TrainConfig, version: int, updates_before: int, updat
     return updates_after // config.eval_every_updates > updates_before // config.eval_every_updates
 
 
-def start_of(context: RunContext, state: RunState, job: Job) -> State:
+def start_of(context: RunContext, state: SimulationState, job: Job) -> ModelState:
     """The model a job trains from: the global model it was sent, or the client's own last model."""
     if context.strategy.clients_load_global_model:
-        return state.starts[job.version]
+        return state.start_models[job.version]
     return state.client_models[job.client]
 
 
-def local_result(context: RunContext, state: RunState, job: Job) -> LocalResult:
+def loss_row(context: RunContext, round_: int, job: Job) -> dict:
+    """events.csv's row of a lost dispatch, logged with the round it would have joined: no staleness,
+    coefficient, epochs or loss, since its result never reached the server."""
+    row = {
+        "round": round_,
+        "client": job.client,
+        "dispatch_version": job.version,
+        "dispatch_time": job.dispatch_time,
+        "arrival_time": job.arrival_time,
+        "lr": job.lrs[0],
+        "n_samples": int(context.sizes[job.client]),
+        "lost": job.lost,
+    }
+    phases = logged_phases(context, [job])
+    return row | (dict(zip(PHASE_COLUMNS, phases[0], strict=True)) if phases else {})
+
+
+def local_result(context: RunContext, state: SimulationState, job: Job) -> LocalResult:
     """The job's local update; trains every outstanding untrained job together the first time, so a
     vectorised trainer batches the clients in flight."""
     results = state.results
     if job.key not in results:
-        pending = [j for j in [job, *state.outstanding.values()] if j.key not in results]
+        pending = [j for j in [job, *state.outstanding.values()] if j.key not in results and not j.lost]
         tasks = [context.local_task(j, start_of(context, state, j)) for j in pending]
         results.update(zip((j.key for j in pending), context.trainer.train(tasks), strict=True))
     return results.pop(job.key)
 
 
-def next_job(context: RunContext, state: RunState, client: int, updates: int) -> Job:
-    """The client's next dispatch, now, from the current version, after `updates` client updates were
-    aggregated: its arrival time and learning rates."""
-    system: ClientSystem = context.system
-    index = int(state.dispatch_counts[client])
-    state.dispatch_counts[client] += 1
-    duration = system.duration(client, int(context.sizes[client]), index)
-    lrs = context.strategy.learning_rates(state.version, updates, system.delay(client, duration))
-    return Job(client, index, state.version, state.now, state.now + duration, lrs)
-
-
 def server_updates(
-    context: RunContext, version: int, jobs: list[Job], results: list[LocalResult], starts: list[State]
+    context: RunContext, version: int, jobs: list[Job], results: list[LocalResult], starts: list[ModelState]
 ) -> list[Update]:
     """The arrived updates as the strategy combines them, each with its size and staleness weight s(τ)."""
     return [
-        Update(result.state, start, int(context.sizes[job.client]), context.strategy.staleness(job.staleness(version)))
+        Update(
+            result.state,
+            start,
+            int(context.sizes[job.client]),
+            context.strategy.staleness_weight(job.versions_behind(version)),
+        )
         for job, result, start in zip(jobs, results, starts, strict=True)
     ]
 
 
-def evaluate_global(context: RunContext, state: State, record: Aggregation) -> None:
+def evaluate_global(context: RunContext, state: ModelState, record: Aggregation) -> None:
     """The global model's test loss and accuracy, and its training loss and squared gradient norm."""
     record.test_loss, record.test_accuracy = evaluate(context.model, state, context.test_images, context.test_labels)
     record.global_train_loss, record.gradient_norm_squared = training_gradient(

@@ -8,7 +8,8 @@ import math
 from dataclasses import dataclass
 
 from asyncfl.sim.client_system import ClientSystem
-from asyncfl.sim.run_state import Job, RunState
+from asyncfl.sim.state import Job, SimulationState
+from asyncfl.sim.world import OFFLINE
 from asyncfl.spec.errors import InputError
 
 TOLERANCE = 1e-9  # of a sum of coefficients, which rounding moves by a few ulps
@@ -33,8 +34,9 @@ class SelfCheck:
         max_in_flight: M, the clients a strategy may keep in flight (J for synchronous rounds).
         convex: the strategy's new model is a convex combination of the old one and the updates, so its
             coefficients sum to at most 1 (FedBuff's step on the mean update is not).
-        dispatched, aggregated: the run's own counts of dispatches and of aggregated updates, kept apart
-            from the engine's state so that a job the engine loses is noticed.
+        dispatched, aggregated, lost: the run's own counts of dispatches, of aggregated updates and of
+            dispatches lost (offline, failed), kept apart from the engine's state so that a job the
+            engine loses track of is noticed.
         now, version: the virtual time and global version the checks last saw.
     """
 
@@ -42,22 +44,27 @@ class SelfCheck:
     convex: bool
     dispatched: int = 0
     aggregated: int = 0
+    lost: int = 0
     now: float = 0.0
     version: int = 0
 
     @classmethod
-    def of(cls, state: RunState, max_in_flight: int, convex: bool) -> "SelfCheck":
+    def of(cls, state: SimulationState, max_in_flight: int, convex: bool) -> "SelfCheck":
         """The checks of a run starting (or resuming) at `state`: at a checkpoint nothing is buffered."""
         dispatched = int(state.dispatch_counts.sum())
-        aggregated = dispatched - len(state.outstanding)
-        return cls(max_in_flight, convex, dispatched, aggregated, state.now, state.version)
+        aggregated = dispatched - len(state.outstanding) - state.dropped
+        return cls(max_in_flight, convex, dispatched, aggregated, state.dropped, state.now, state.version)
 
-    def on_dispatch(self, job: Job, in_flight: int) -> None:
+    def on_dispatch(self, job: Job, in_flight: int, online: bool) -> None:
         self.dispatched += 1
+        event = f"the dispatch of client {job.client} at t = {job.dispatch_time!r} ({in_flight} in flight)"
         if in_flight > self.max_in_flight:
-            violated(
-                f"in flight ≤ M = {self.max_in_flight}", f"the dispatch of client {job.client} ({in_flight} in flight)"
-            )
+            violated(f"in flight ≤ M = {self.max_in_flight}", event)
+        if not online:
+            violated("only online clients are dispatched", event)
+
+    def on_loss(self) -> None:
+        self.lost += 1
 
     def on_arrival(self, job: Job, system: ClientSystem, size: int) -> None:
         event = f"the arrival of client {job.client} (dispatch {job.dispatch_index}) at t = {job.arrival_time!r}"
@@ -66,7 +73,10 @@ class SelfCheck:
         phases = system.phases(job.client, size, job.dispatch_index)
         if not all(math.isfinite(value) and value >= 0 for value in vars(phases).values()):
             violated(f"every phase finite and ≥ 0 ({phases})", event)
-        if job.arrival_time != job.dispatch_time + phases.total:
+        if job.lost == OFFLINE:  # lost when its client went offline, before its upload completed
+            if not job.dispatch_time <= job.arrival_time < job.dispatch_time + phases.total:
+                violated(f"an offline loss within its dispatch ({job.dispatch_time!r} + {phases.total!r})", event)
+        elif job.arrival_time != job.dispatch_time + phases.total:
             violated(f"arrival = dispatch + its phases ({job.dispatch_time!r} + {phases.total!r})", event)
         self.now = job.arrival_time
 
@@ -79,9 +89,9 @@ class SelfCheck:
         if self.convex and sum(coefficients) > 1 + TOLERANCE:
             violated(f"coefficients of a convex combination summing to at most 1 ({sum(coefficients)!r})", event)
         self.version, self.aggregated = version, self.aggregated + len(coefficients)
-        if self.dispatched != self.aggregated + buffered + in_flight:
+        if self.dispatched != self.aggregated + buffered + in_flight + self.lost:
             violated(
                 f"every dispatch accounted for ({self.dispatched} dispatched, {self.aggregated} aggregated, "
-                f"{buffered} buffered, {in_flight} in flight)",
+                f"{buffered} buffered, {in_flight} in flight, {self.lost} lost)",
                 event,
             )

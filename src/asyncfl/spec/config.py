@@ -27,6 +27,8 @@ from asyncfl.spec.names import (
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
 DISTRIBUTIONS = ("lognormal", "constant")
 LR_CLOCKS = ("round", "equivalent_round", "epoch")
+AVAILABILITY_MODELS = ("always", "exponential", "lognormal", "trace")
+ARRIVAL_PROCESSES = ("closed", "poisson")
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,19 @@ class TrainConfig:
     bandwidth_sigma: float = setting(0.5, lowest=NON_NEGATIVE, at_most=10.0)  # σ of its lognormal spread
     upload_fraction: float = setting(0.25, lowest=UNIT_INTERVAL)  # uplink = this × downlink
     bandwidth_follows_speed: bool = False  # slow devices on slow links: the bandwidth factor is the speed
+    # -- the clients' availability and arrivals (project's choice, off by default: docs/design.md "The
+    # clients' world"): online/offline periods drawn per client (exponential or lognormal) or read from a
+    # trace CSV (client,start,end online periods); a client offline before its upload completes drops the job
+    availability: str = setting("always", AVAILABILITY_MODELS)
+    online_mean: float = setting(60.0, lowest=POSITIVE, at_most=1e9)  # mean online period, virtual seconds
+    offline_mean: float = setting(20.0, lowest=POSITIVE, at_most=1e9)  # mean offline period, virtual seconds
+    availability_sigma: float = setting(1.0, lowest=NON_NEGATIVE, at_most=10.0)  # σ of lognormal periods
+    availability_trace: str | None = None  # the trace CSV's path, for availability: trace
+    failure_probability: float = setting(0.0, lowest=NON_NEGATIVE, at_most=0.99)  # per dispatch: no result
+    # closed: M clients in flight, a new dispatch per arrival; poisson: clients check in at rate
+    # checkin_rate per virtual second and are dispatched while fewer than M are in flight
+    arrivals: str = setting("closed", ARRIVAL_PROCESSES, read_by=ASYNCHRONOUS)
+    checkin_rate: float | None = setting(None, lowest=POSITIVE, at_most=1e9, read_by=ASYNCHRONOUS)
     # -- when the run ends, and its checkpoints
     # stop at the first aggregation at or after this time
     max_virtual_time: float | None = setting(None, lowest=POSITIVE)
@@ -207,6 +222,10 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
         raise InputError(f"{source}: seconds_per_sample and latency_median are both 0, so clients would take no time")
     if config.eval_every_updates is not None and config.eval_every != 1:
         raise InputError(f"{source}: eval_every and eval_every_updates are both set; keep one")
+    if (config.availability == "trace") != (config.availability_trace is not None):
+        raise InputError(f"{source}: availability: trace and availability_trace (the CSV's path) go together")
+    if (config.arrivals == "poisson") != (config.checkin_rate is not None):
+        raise InputError(f"{source}: arrivals: poisson and checkin_rate (check-ins per virtual second) go together")
     for item in dataclasses.fields(TrainConfig):  # a setting the algorithm ignores would mislead: refused
         if not applies(item.name, config.algorithm) and getattr(config, item.name) != item.default:
             readers = ", ".join(item.metadata["read_by"])

@@ -10,11 +10,14 @@ import numpy as np
 
 SYSTEM = 0  # each client's compute speed and latency, drawn once per run (`client_system.ClientSystem`)
 JITTER = 1  # the compute-time jitter of one (client, dispatch)
-SAMPLING = 2  # which clients the server dispatches (`run_state.RunState.rng`)
+SAMPLING = 2  # which clients the server dispatches (`sim.state.SimulationState.rng`)
 SHUFFLE = 3  # the order of one (client, dispatch)'s local epochs
 SUBSET = 4  # which training samples a subset partition keeps (`partition --subset-*`)
 CLIENT_INIT = 5  # each client's own initial model, for the algorithms whose clients keep their own models
 NETWORK = 6  # each client's link bandwidth, drawn once per run (`network.Links`)
+AVAILABILITY = 7  # each client's online and offline periods, keyed by client (`availability.Availability`)
+FAILURE = 8  # whether one (client, dispatch) fails (`availability.dispatch_fails`)
+CHECKINS = 9  # the times clients check in, under arrivals: poisson (`arrivals.CheckIns`)
 
 
 def client_init_seed(seed: int, client: int) -> int:

@@ -6,7 +6,7 @@ from torch import nn
 from torch.func import functional_call, grad_and_value
 from torch.nn import functional as F
 
-from asyncfl.models import State
+from asyncfl.models import ModelState
 
 # Samples per forward/backward pass of the full-batch training gradient: the paper's training batch,
 # fixed so that the metric's summation order (hence its bits) does not depend on the run's own batch
@@ -16,7 +16,7 @@ GRADIENT_BATCH = 64
 
 @torch.no_grad()
 def evaluate(
-    model: nn.Module, state: State, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 1000
+    model: nn.Module, state: ModelState, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 1000
 ) -> tuple[float, float]:
     """Test loss and accuracy of the global model (BatchNorm in eval mode: running statistics)."""
     model.load_state_dict(state)
@@ -35,7 +35,7 @@ def evaluate(
 
 def training_gradient(
     model: nn.Module,
-    state: State,
+    state: ModelState,
     images: torch.Tensor,
     labels: torch.Tensor,
     indices: torch.Tensor,
@@ -49,7 +49,7 @@ def training_gradient(
     parameters = {name: state[name] for name, _ in model.named_parameters()}
     buffers = {name: state[name] for name, _ in model.named_buffers()}
 
-    def summed_loss(params: State, batch: torch.Tensor) -> torch.Tensor:
+    def summed_loss(params: ModelState, batch: torch.Tensor) -> torch.Tensor:
         out = functional_call(model, (params, buffers), (images[batch],))
         return F.nll_loss(out.float(), labels[batch], reduction="sum")
 

@@ -121,7 +121,7 @@ class Replica:
         """Fresh client: the start model and a fresh optimizer state, written in place."""
         with torch.no_grad():
             for name, value in self.model.state_dict().items():
-                value.copy_(task.start_state[name])
+                value.copy_(task.start_model[name])
         for state in self.optimizer.state.values():
             for value in state.values():
                 value.zero_()

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from asyncfl.models import State
+from asyncfl.models import ModelState
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.names import OPTIMIZERS
 from asyncfl.training.numerics import Numerics
@@ -26,7 +26,7 @@ from asyncfl.training.numerics import Numerics
 
 @dataclass(frozen=True)
 class LocalTask:
-    start_state: State  # the (possibly stale) global model the client starts from
+    start_model: ModelState  # the (possibly stale) global model the client starts from
     indices: torch.Tensor  # the client's training indices, on the device
     lrs: tuple[float, ...]  # learning rate of each local epoch (I of them)
     shuffle_seed: tuple[int, ...]  # the client's own stream: (run seed, stream, client, dispatch index)
@@ -36,7 +36,7 @@ class LocalTask:
 
 @dataclass(frozen=True)
 class LocalResult:
-    state: State
+    state: ModelState
     train_loss: float  # mean loss over the last epoch run (nan/inf if training diverged)
     epochs_run: int
     # the mean of the epochs' losses: what the paper's reference code logs of a client's dispatch

@@ -25,10 +25,10 @@ class PlainTrainer(LocalTrainer):
 
     def train_one(self, task: LocalTask) -> LocalResult:
         model, settings = self.model, self.settings
-        model.load_state_dict(task.start_state)
+        model.load_state_dict(task.start_model)
         model.train()
         optimizer = make_optimizer(settings.optimizer, model.parameters(), task.lrs[0])  # fresh state per dispatch
-        anchor = [task.start_state[name] for name, _ in model.named_parameters()]
+        anchor = [task.start_model[name] for name, _ in model.named_parameters()]
 
         def penalty() -> torch.Tensor:
             return proximal_term(model, anchor, task.prox_mu)

@@ -11,7 +11,7 @@ import torch
 from torch.func import functional_call, grad_and_value, vmap
 from torch.nn import functional as F
 
-from asyncfl.models import State
+from asyncfl.models import ModelState
 from asyncfl.training.interface import (
     EarlyStopping,
     LocalResult,
@@ -47,8 +47,8 @@ class VectorisedTrainer(LocalTrainer):
         self.step_group = vmap(grad_and_value(self.batch_loss, has_aux=True))
 
     def batch_loss(
-        self, parameters: State, buffers: State, images: torch.Tensor, labels: torch.Tensor
-    ) -> tuple[torch.Tensor, State]:
+        self, parameters: ModelState, buffers: ModelState, images: torch.Tensor, labels: torch.Tensor
+    ) -> tuple[torch.Tensor, ModelState]:
         """One client's minibatch loss; BatchNorm updates `buffers` in place, returned as aux."""
 
         def forward(batch: torch.Tensor) -> torch.Tensor:
@@ -56,11 +56,11 @@ class VectorisedTrainer(LocalTrainer):
 
         return minibatch_loss(forward, images, labels, self.settings.numerics), buffers
 
-    def flatten(self, states: list[State]) -> torch.Tensor:
+    def flatten(self, states: list[ModelState]) -> torch.Tensor:
         """The states' parameters as one clients × P matrix, in `self.shapes` order."""
         return torch.stack([torch.cat([state[name].reshape(-1) for name in self.shapes]) for state in states])
 
-    def unflatten(self, flat: torch.Tensor) -> State:
+    def unflatten(self, flat: torch.Tensor) -> ModelState:
         """Named views into the rows of a clients × P matrix (no copy)."""
         chunks = flat.split([shape.numel() for shape in self.shapes.values()], dim=1)
         return {
@@ -70,7 +70,7 @@ class VectorisedTrainer(LocalTrainer):
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
         self.model.train()
-        flat = self.flatten([task.start_state for task in tasks])
+        flat = self.flatten([task.start_model for task in tasks])
         stack = Stack(flat, stack_states(tasks, self.buffer_names), Proximal.of(tasks, flat))
         orders = [epoch_permutations(task) for task in tasks]
         stopping = [EarlyStopping(self.settings.patience) for _ in tasks]
@@ -147,7 +147,7 @@ class Stack:
     """The clients of one call, stacked on a leading axis: parameters (clients × P), BatchNorm buffers,
     Adam's moments and step counts (fresh: zero), and the proximal terms if any."""
 
-    def __init__(self, flat: torch.Tensor, buffers: State, proximal: "Proximal | None"):
+    def __init__(self, flat: torch.Tensor, buffers: ModelState, proximal: "Proximal | None"):
         self.flat, self.buffers, self.proximal = flat, buffers, proximal
         self.moments = (torch.zeros_like(flat), torch.zeros_like(flat))
         self.steps = torch.zeros(len(flat), dtype=torch.float64, device=flat.device)
@@ -200,7 +200,7 @@ def put(target: torch.Tensor, rows: torch.Tensor | None, value: torch.Tensor) ->
 
 
 def unstack_results(
-    parameters: State, buffers: State, losses: list[float], epochs_run: list[int], means: list[float]
+    parameters: ModelState, buffers: ModelState, losses: list[float], epochs_run: list[int], means: list[float]
 ) -> list[LocalResult]:
     """One result per client from the stacked parameters and buffers (copies: the stacks are reused)."""
     return [
@@ -214,9 +214,9 @@ def unstack_results(
     ]
 
 
-def stack_states(tasks: list[LocalTask], names: list[str]) -> State:
+def stack_states(tasks: list[LocalTask], names: list[str]) -> ModelState:
     """Each entry of the tasks' start states stacked along a new leading client axis."""
-    return {name: torch.stack([task.start_state[name] for task in tasks]) for name in names}
+    return {name: torch.stack([task.start_model[name] for task in tasks]) for name in names}
 
 
 def per_client(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

@@ -6,19 +6,19 @@ import platform
 import subprocess
 
 import numpy as np
-import torch
 
 import asyncfl
 
 PACKAGES = ("asyncfl", "torch", "torchvision", "numpy", "pandas", "seaborn", "matplotlib", "snakemake", "scikit-learn")
 
 
-def run_environment(device: torch.device) -> dict:
-    """What run.json records of the process that trained: versions, device, host."""
+def run_environment(device: str, torch_version: str) -> dict:
+    """What run.json records of the process that trained: versions, device, host (torch's version is
+    the trainer's to give: the archive reads this module without importing torch)."""
     return {
         "asyncfl_version": asyncfl.__version__,
-        "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": np.__version__},
-        "device": str(device),
+        "versions": {"python": platform.python_version(), "torch": torch_version, "numpy": np.__version__},
+        "device": device,
         "hostname": platform.node(),
     }
 

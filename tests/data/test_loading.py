@@ -16,7 +16,7 @@ import torch
 from asyncfl.cli import main
 from asyncfl.data import digits
 from asyncfl.data.dataset import normalize
-from asyncfl.data.datasets import load_dataset
+from asyncfl.data.loading import load_dataset
 from asyncfl.data.torchvision_sets import IDX_CONTENT_MD5, NORMALISATION
 from asyncfl.data.vision import import_torchvision
 from asyncfl.files import sha256, write_npz

@@ -10,17 +10,19 @@ from typing import NamedTuple
 
 import torch
 
-from asyncfl.data.datasets import load_dataset
+from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
 from asyncfl.files import sha256
 from asyncfl.runs.folder import clear_unfinished, finished_run, move_aside, owned
+from asyncfl.runs.record import run_identity
 from asyncfl.sim.engine import Simulation
-from asyncfl.sim.run_state import run_identity
 from asyncfl.spec.config import TrainConfig
 from asyncfl.training.runtime import configure_process
 
 
-class Outcome(NamedTuple):
+class TrainedFolder(NamedTuple):
+    """What `asyncfl train` did to its folder."""
+
     summary: dict  # run.json's content
     already_finished: bool  # the folder held this run, finished: nothing was trained
     moved_to: Path | None  # where --force moved the folder's old outputs
@@ -34,7 +36,7 @@ def train_run(
     out: Path,
     threads: int | None = None,
     force: bool = False,
-) -> Outcome:
+) -> TrainedFolder:
     """Run (or resume) the training that `config` describes into `out`."""
     out = Path(out)
     partition = load_partition(partition_path)
@@ -43,10 +45,10 @@ def train_run(
         moved_to = move_aside(out) if force else None
         finished = finished_run(out, run_identity(config, dataset, partition_sha256))
         if finished:
-            return Outcome(finished, True, None)
+            return TrainedFolder(finished, True, None)
         clear_unfinished(out)
         if threads:
             torch.set_num_threads(threads)  # the job's CPUs, and the same reduction order everywhere
         configure_process(config.precision)
         data = load_dataset(dataset, root)
-        return Outcome(Simulation(config, data, partition, out, partition_sha256).run(), False, moved_to)
+        return TrainedFolder(Simulation(config, data, partition, out, partition_sha256).run(), False, moved_to)

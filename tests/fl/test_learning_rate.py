@@ -2,7 +2,7 @@
 
 import pytest
 
-from asyncfl.fl.schedule import Schedule, delay_aware_lr
+from asyncfl.fl.learning_rate import Schedule, delay_aware_lr
 
 
 def test_delay_aware_learning_rate():

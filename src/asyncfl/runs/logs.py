@@ -1,4 +1,4 @@
-"""What a run records (docs/design.md "Training"): append-only CSV logs that a resumed run restores from its
+"""What a run records (docs/outputs.md "Run folders"): append-only CSV logs that a resumed run restores from its
 checkpoint, the rows that go into them, and the progress shown while it runs.
 
 A log's text is kept in memory, and that copy is the one a checkpoint stores and run.json hashes.
@@ -24,10 +24,7 @@ from typing import TextIO
 from tqdm import tqdm
 
 from asyncfl.files import append_whole, open_log, same_file, write_text
-from asyncfl.sim.client_system import Phases
-from asyncfl.sim.run_state import Job
 from asyncfl.spec.layout import EVENTS, METRICS, TIMINGS
-from asyncfl.training.interface import LocalResult
 
 METRICS_COLUMNS = (
     "round",
@@ -47,6 +44,10 @@ METRICS_COLUMNS = (
 AS_CODED_COLUMNS = ("train_loss_as_coded",)
 # events.csv of a run whose clients have links (`bandwidth_median` set) adds each dispatch's phases
 PHASE_COLUMNS = ("download_seconds", "compute_seconds", "upload_seconds")
+# a run that can lose dispatches (availability, failure_probability) adds a row per lost dispatch to
+# events.csv, with why in `lost`, and to metrics.csv the count lost since the previous aggregation
+LOSS_EVENT_COLUMNS = ("lost",)
+LOSS_METRICS_COLUMNS = ("dropped",)
 EVENTS_COLUMNS = (
     "round",
     "client",
@@ -54,7 +55,7 @@ EVENTS_COLUMNS = (
     "dispatch_time",
     "arrival_time",
     "staleness",
-    "weight",
+    "coefficient",
     "lr",
     "epochs_run",
     "n_samples",
@@ -84,7 +85,7 @@ class CsvLog:
     def append(self, rows: list[dict]) -> None:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerows([[cell(row[column]) for column in self.columns] for row in rows])
+        writer.writerows([[cell(row.get(column)) for column in self.columns] for row in rows])  # absent: empty
         append_whole(self.descriptor, self.path, buffer.getvalue())
         self.parts.append(buffer.getvalue())
 
@@ -155,36 +156,8 @@ class Aggregation:
     test_accuracy: float | None = None
     global_train_loss: float | None = None  # L(θ_v) on the partition's training samples, when evaluated
     gradient_norm_squared: float | None = None  # ‖∇L(θ_v)‖² on the same samples (Theorem 1's quantity)
-    phases: Sequence[Phases] = ()  # each job's phases, where the clients have links
-
-    @classmethod
-    def of(
-        cls,
-        version: int,
-        now: float,
-        jobs: Sequence[Job],
-        results: Sequence[LocalResult],
-        sizes: Sequence[int],
-        coefficients: Sequence[float],
-        update_norm: float,
-    ) -> "Aggregation":
-        """The record of the aggregation that made `version` from the jobs' results (engine's Job, LocalResult)."""
-        return cls(
-            version,
-            now,
-            [j.client for j in jobs],
-            [j.version for j in jobs],
-            [j.dispatch_time for j in jobs],
-            [j.arrival_time for j in jobs],
-            [j.staleness(version - 1) for j in jobs],
-            [j.lrs[0] for j in jobs],
-            sizes,
-            [r.train_loss for r in results],
-            [r.epochs_run for r in results],
-            [r.mean_epoch_loss for r in results],
-            coefficients,
-            update_norm,
-        )
+    phases: Sequence[tuple[float, float, float]] = ()  # each job's (download, compute, upload) seconds, with links
+    losses: Sequence[dict] = ()  # events.csv's rows of the dispatches lost since the previous aggregation
 
     @property
     def train_loss(self) -> float:
@@ -212,6 +185,7 @@ class Aggregation:
             "global_train_loss": self.global_train_loss,
             "gradient_norm_squared": self.gradient_norm_squared,
             "train_loss_as_coded": self.train_loss_as_coded,
+            "dropped": len(self.losses),
         }
 
     def event_rows(self) -> list[dict]:
@@ -230,8 +204,8 @@ class Aggregation:
         )
         rows = [dict(zip(EVENTS_COLUMNS[1:], row, strict=True), round=self.version) for row in columns]
         for row, phases in zip(rows, self.phases, strict=False):  # none where the clients have no links
-            row.update(download_seconds=phases.download, compute_seconds=phases.compute, upload_seconds=phases.upload)
-        return rows
+            row.update(zip(PHASE_COLUMNS, phases, strict=True))
+        return [*self.losses, *({**row, "lost": ""} for row in rows)]
 
 
 class RunLogs:
@@ -245,13 +219,15 @@ class RunLogs:
         start_round: int,
         as_coded: bool = False,
         phases: bool = False,
+        losses: bool = False,
     ):
         """`as_coded`: metrics.csv also holds AS_CODED_COLUMNS (`Strategy.logs_reference_loss`);
-        `phases`: events.csv also holds PHASE_COLUMNS (the clients have links)."""
+        `phases`: events.csv also holds PHASE_COLUMNS (the clients have links); `losses`: both logs
+        hold the LOSS columns (dispatches can be lost)."""
         resumed = resumed or {}
-        columns = METRICS_COLUMNS + (AS_CODED_COLUMNS if as_coded else ())
+        columns = METRICS_COLUMNS + (AS_CODED_COLUMNS if as_coded else ()) + (LOSS_METRICS_COLUMNS if losses else ())
         self.metrics = CsvLog(out / METRICS, columns, resumed.get(METRICS))
-        events = EVENTS_COLUMNS + (PHASE_COLUMNS if phases else ())
+        events = EVENTS_COLUMNS + (PHASE_COLUMNS if phases else ()) + (LOSS_EVENT_COLUMNS if losses else ())
         self.events = CsvLog(out / EVENTS, events, resumed.get(EVENTS))
         self.timings = CsvLog(out / TIMINGS, TIMINGS_COLUMNS, resumed.get(TIMINGS))
         self.progress = Progress(rounds, start_round)

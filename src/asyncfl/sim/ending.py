@@ -1,5 +1,5 @@
 """How a run ends: the checks that stop a diverged run, the stop conditions, and the finished run's
-model.pt and run.json (docs/outputs.md "Run folders")."""
+model.pt and run.json, written through `runs` (docs/outputs.md "Run folders")."""
 
 import hashlib
 import math
@@ -7,15 +7,16 @@ from pathlib import Path
 
 import torch
 
-from asyncfl.files import save_torch, sha256, write_json
-from asyncfl.models import State
+from asyncfl.files import sha256
+from asyncfl.models import ModelState
+from asyncfl.runs.checkpoint import save_torch
+from asyncfl.runs.provenance import run_environment
+from asyncfl.runs.record import utc_now, write_run_record
 from asyncfl.sim.context import RunContext
-from asyncfl.sim.provenance import run_environment
-from asyncfl.sim.run_state import Job, RunState, utc_now
+from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import sealed
-from asyncfl.spec.layout import CHECKPOINT, EVENTS, METRICS, MODEL, RUN_OUTPUTS, RUN_RECORD
+from asyncfl.spec.layout import CHECKPOINT, EVENTS, METRICS, MODEL, RUN_OUTPUTS
 from asyncfl.training.interface import LocalResult
 
 
@@ -31,7 +32,7 @@ def check_finite(result: LocalResult, job: Job, version: int, out: Path) -> None
         )
 
 
-def check_finite_model(state: State, version: int, out: Path) -> None:
+def check_finite_model(state: ModelState, version: int, out: Path) -> None:
     """A global model with a nan or inf entry is never logged or saved as a result (one device sync)."""
     floating = [torch.isfinite(tensor).all() for tensor in state.values() if tensor.is_floating_point()]
     if floating and not bool(torch.stack(floating).all()):
@@ -56,16 +57,16 @@ def stop_condition(config: TrainConfig, version: int, now: float, norm: float, u
 
 
 def write_outputs(
-    out: Path, context: RunContext, state: RunState, stop_reason: str, wall_seconds: float, logs: dict[str, str]
+    out: Path, context: RunContext, state: SimulationState, stop_reason: str, wall_seconds: float, logs: dict[str, str]
 ) -> dict:
     """The finished run's model.pt and run.json (hashes of the outputs last); the checkpoint goes.
     The logs' hashes are those of the texts this run wrote, which `RunLogs.settled_texts` put on disk."""
-    save_torch(out / MODEL, state.global_state)
+    save_torch(out / MODEL, state.global_model)
     hashes = {MODEL: sha256(out / MODEL)}
     hashes.update({name: hashlib.sha256(logs[name].encode()).hexdigest() for name in (METRICS, EVENTS)})
     summary = {
         **context.identity,
-        **run_environment(context.device),
+        **run_environment(str(context.device), torch.__version__),
         "rounds_completed": state.version,
         "stop_reason": stop_reason,
         "virtual_time": state.now,
@@ -74,9 +75,7 @@ def write_outputs(
         "finished_at": utc_now(),
         "torch_threads": torch.get_num_threads(),
         "lr_clock": context.strategy.lr_clock,
-        "sha256": {name: hashes[name] for name in RUN_OUTPUTS},
     }
-    record = sealed(summary)  # run.json vouches for its own content too (docs/outputs.md "Outputs")
-    write_json(out / RUN_RECORD, record)
+    record = write_run_record(out, summary, {name: hashes[name] for name in RUN_OUTPUTS})
     (out / CHECKPOINT).unlink(missing_ok=True)
     return record

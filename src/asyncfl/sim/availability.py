@@ -1,0 +1,158 @@
+"""When each client is online (docs/design.md "The clients' world"): alternating online and offline
+periods drawn from the client's own random stream, or a trace the user gives; and which dispatches
+fail. Off by default (`availability: always`): every client is always online.
+
+A client's periods are drawn ahead of time, in fixed chunks, in order, from its own stream
+(`random_streams.AVAILABILITY`, keyed by client): whatever times a run asks about, and whether it
+resumed from a checkpoint or not, a client's periods are the same numbers, and no other draw of the
+run moves. The first period is online with the stationary probability on/(on + off). Imports only
+numpy and the spec layer, so figures can draw a run's timeline from its settings.
+"""
+
+import bisect
+import csv
+import io
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from asyncfl.spec import random_streams
+from asyncfl.spec.config import AVAILABILITY_MODELS, TrainConfig
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input
+
+CHUNK = 64  # periods drawn at a time per client: fixed, so a client's periods never depend on the queries
+NEVER = math.inf
+
+
+def exponential(rng: np.random.Generator, means: np.ndarray, sigma: float) -> np.ndarray:
+    return rng.exponential(1.0, (CHUNK, 2)) * means
+
+
+def lognormal(rng: np.random.Generator, means: np.ndarray, sigma: float) -> np.ndarray:
+    """Lognormal periods with the given means: μ = ln(mean) − σ²/2."""
+    return np.exp(rng.normal(0.0, sigma, (CHUNK, 2)) - sigma**2 / 2) * means
+
+
+PERIOD_DRAWS: dict[str, Callable[[np.random.Generator, np.ndarray, float], np.ndarray]] = {
+    "exponential": exponential,
+    "lognormal": lognormal,
+}
+if ("always", *PERIOD_DRAWS, "trace") != AVAILABILITY_MODELS:  # the config's choices are exactly these
+    raise ImportError(f"availability models {list(PERIOD_DRAWS)} differ from the config's {AVAILABILITY_MODELS}")
+
+
+class Availability:
+    """Each client's online periods as the times its state flips: online at t when an odd number of
+    flips at or before t follow an offline start (or an even number an online one).
+
+    Attributes:
+        flips: per client, the sorted times where it goes online or offline (extended as asked).
+        starts_online: per client, whether it is online at time 0.
+    """
+
+    def __init__(self, flips: list[list[float]], starts_online: list[bool], draw: Callable[[int], np.ndarray] | None):
+        self.flips, self.starts_online, self.draw = flips, starts_online, draw
+
+    @classmethod
+    def of(cls, config: TrainConfig, clients: int) -> "Availability | None":
+        """The run's availability (None: every client always online)."""
+        if config.availability == "always":
+            return None
+        if config.availability == "trace":
+            return cls.from_trace(read_trace(Path(str(config.availability_trace)), clients))
+        means = np.array([config.online_mean, config.offline_mean])
+        generators = [np.random.default_rng([config.seed, random_streams.AVAILABILITY, c]) for c in range(clients)]
+        share = config.online_mean / (config.online_mean + config.offline_mean)
+        starts_online = [bool(g.random() < share) for g in generators]
+        period = PERIOD_DRAWS[config.availability]
+
+        def draw(client: int) -> np.ndarray:
+            periods = period(generators[client], means, config.availability_sigma)
+            return periods if starts_online[client] else periods[:, ::-1]  # (first state, second) per pair
+
+        return cls([[] for _ in range(clients)], starts_online, draw)
+
+    @classmethod
+    def from_trace(cls, intervals: dict[int, list[tuple[float, float]]]) -> "Availability":
+        clients = len(intervals)
+        flips: list[list[float]] = [[] for _ in range(clients)]
+        starts_online = [False] * clients
+        for client, spans in intervals.items():
+            for start, end in spans:
+                if start == 0.0 and not flips[client]:
+                    starts_online[client] = True
+                else:
+                    flips[client].append(start)
+                flips[client].append(end)
+        return cls(flips, starts_online, None)
+
+    def cover(self, client: int, t: float) -> None:
+        """Draw the client's periods until they reach past `t` (a trace is as long as it is)."""
+        flips = self.flips[client]
+        while self.draw is not None and (not flips or flips[-1] <= t):
+            last = flips[-1] if flips else 0.0
+            flips.extend((last + np.cumsum(self.draw(client).ravel())).tolist())
+
+    def is_online(self, client: int, t: float) -> bool:
+        self.cover(client, t)
+        flipped = bisect.bisect_right(self.flips[client], t)
+        return self.starts_online[client] != bool(flipped % 2)
+
+    def online_until(self, client: int, t: float) -> float:
+        """When the client, online at `t`, goes offline (inf: never, past a trace's end it is offline)."""
+        self.cover(client, t)
+        flips = self.flips[client]
+        index = bisect.bisect_right(flips, t)
+        return flips[index] if index < len(flips) else NEVER
+
+    def next_online(self, client: int, t: float) -> float:
+        """The first time at or after `t` the client is online (inf: never again)."""
+        if self.is_online(client, t):
+            return t
+        return self.online_until(client, t)
+
+
+def read_trace(path: Path, clients: int) -> dict[int, list[tuple[float, float]]]:
+    """A trace CSV with the header `client,start,end`: one row per online period, in virtual seconds.
+    Every row is checked; the first bad one is named in one line with its fix."""
+    try:
+        text = read_input(path, MAX_RECORD_BYTES).decode()
+    except UnicodeDecodeError:
+        raise InputError(f"availability_trace {path} is not a text CSV (client,start,end)") from None
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or [cell.strip() for cell in rows[0]] != ["client", "start", "end"]:
+        raise InputError(f"availability_trace {path}: the first line must be the header client,start,end")
+    intervals: dict[int, list[tuple[float, float]]] = {c: [] for c in range(clients)}
+    for line, row in enumerate(rows[1:], start=2):
+        where = f"availability_trace {path}, line {line}"
+        try:
+            client, start, end = int(row[0]), float(row[1]), float(row[2])
+        except (ValueError, IndexError):
+            raise InputError(f"{where}: {','.join(row)!r} is not an integer client and two numbers") from None
+        if not 0 <= client < clients:
+            raise InputError(f"{where}: client {client} is not one of the run's clients 0..{clients - 1}")
+        if not (math.isfinite(start) and math.isfinite(end) and 0 <= start < end):
+            raise InputError(f"{where}: an online period needs 0 <= start < end, finite; got {start}, {end}")
+        intervals[client].append((start, end))
+    for client, spans in intervals.items():
+        spans.sort()
+        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+            if start <= end:
+                raise InputError(
+                    f"availability_trace {path}: client {client}'s online periods overlap or touch at {start}; "
+                    "merge them into one row"
+                )
+    if not any(intervals.values()):
+        raise InputError(f"availability_trace {path} has no online period; add rows client,start,end")
+    return intervals
+
+
+def dispatch_fails(config: TrainConfig, client: int, dispatch_index: int) -> bool:
+    """Whether this dispatch fails (its result never arrives): its own stream per (client, dispatch)."""
+    if config.failure_probability == 0:
+        return False
+    rng = np.random.default_rng([config.seed, random_streams.FAILURE, client, dispatch_index])
+    return bool(rng.random() < config.failure_probability)

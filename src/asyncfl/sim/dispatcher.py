@@ -1,0 +1,157 @@
+"""Who is dispatched when (docs/design.md "Training"): the clients the server sends out, the asyncio
+tasks that stand for them on the virtual clock, and the server's own events (a client coming online,
+a Poisson check-in). The engine (`engine.Simulation`) serves what arrives.
+"""
+
+import asyncio
+
+import numpy as np
+
+from asyncfl.sim.availability import NEVER
+from asyncfl.sim.clock import sleep_until
+from asyncfl.sim.context import RunContext
+from asyncfl.sim.invariants import SelfCheck
+from asyncfl.sim.state import Job, SimulationState
+from asyncfl.spec.errors import InputError
+from asyncfl.training.interface import LocalResult
+
+# The server's own events in the inbox, beside arrivals keyed (time, client, dispatch): they sort before
+# an arrival at the same time, and a client coming online before a check-in
+WAKE, CHECK_IN = -2, -1
+
+
+class Dispatcher:
+    """The dispatching side of one run, over its context and state.
+
+    Attributes:
+        buffer: the engine's arrived updates not yet aggregated (shared: they count as dispatched).
+        in_flight: per client, its jobs dispatched and not yet arrived or lost.
+        tasks: the asyncio tasks of the clients in flight and of the server's own pending events.
+        inbox: arrivals and server events in (time, client, dispatch) order.
+        wakeups: times a client comes online that the loop will wake at.
+    """
+
+    def __init__(
+        self, context: RunContext, state: SimulationState, buffer: list[tuple[Job, LocalResult]], check: SelfCheck
+    ):
+        self.context, self.state, self.buffer, self.check = context, state, buffer, check
+        self.in_flight = np.zeros(len(context.sizes), dtype=np.int64)
+        self.tasks: set[asyncio.Task] = set()
+        self.inbox: asyncio.PriorityQueue = asyncio.PriorityQueue()
+        self.wakeups: set[float] = set()
+
+    def candidates(self) -> np.ndarray:
+        """The clients a dispatch may go to, online or not: the idle ones (all with replacement)."""
+        if self.context.config.replacement:
+            return np.arange(len(self.context.sizes))
+        return np.flatnonzero(self.in_flight == 0)
+
+    def sample_clients(self, count: int) -> np.ndarray:
+        """Uniform draw of up to `count` online clients: idle ones without replacement, any with it."""
+        pool = self.context.world.online(self.candidates(), self.state.now)
+        take = min(count, len(pool))
+        if not take:
+            return pool[:0]
+        if self.context.config.replacement:
+            return pool[self.state.rng.integers(len(pool), size=take)]
+        return self.state.rng.choice(pool, size=take, replace=False)
+
+    def request(self, count: int) -> None:
+        """Dispatch `count` more clients, and those still waiting, to online clients now; what finds no
+        online client waits, and the loop wakes when the next one comes online."""
+        wanted = count + self.state.waiting
+        chosen = self.sample_clients(wanted)
+        for client in chosen:
+            self.dispatch(int(client))
+        self.state.waiting = wanted - len(chosen)
+        if self.state.waiting:
+            self.wake_when_online()
+
+    def wake_when_online(self) -> None:
+        comes_online = self.context.world.next_online(self.candidates(), self.state.now)
+        if comes_online == NEVER and not self.state.outstanding:
+            raise InputError(
+                f"no client is online after virtual time {self.state.now!r} (an availability trace that ends?); "
+                "extend the trace, or set max_virtual_time before its end"
+            )
+        if comes_online not in self.wakeups and comes_online != NEVER:
+            self.wakeups.add(comes_online)
+            self.later((comes_online, WAKE, 0))
+
+    def later(self, key: tuple[float, int, int]) -> None:
+        """An event of the server's own (a client coming online, a check-in) at virtual time key[0]."""
+
+        async def event() -> None:
+            await sleep_until(key[0])
+            self.inbox.put_nowait((key, None))
+
+        self.track(asyncio.get_running_loop().create_task(event()))
+
+    def dispatch(self, client: int) -> None:
+        state = self.state
+        aggregated = int(state.dispatch_counts.sum()) - len(state.outstanding) - len(self.buffer) - state.dropped
+        job = next_job(self.context, state, client, aggregated)
+        if self.context.strategy.clients_load_global_model and not job.lost:
+            state.start_models.setdefault(job.version, state.global_model)
+        self.state.outstanding[job.key] = job
+        self.check.on_dispatch(job, len(state.outstanding), self.context.world.is_online(client, state.now))
+        self.spawn(job)
+
+    def spawn(self, job: Job) -> None:
+        self.in_flight[job.client] += 1
+        self.track(asyncio.get_running_loop().create_task(self.client(job)))
+
+    def track(self, task: asyncio.Task) -> None:
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def client(self, job: Job) -> None:
+        """A client: busy for its virtual duration, then hands its update to the server."""
+        await sleep_until(job.arrival_time)
+        self.inbox.put_nowait((job.key, job))
+
+    def start(self) -> None:
+        """The events a fresh or resumed run begins with: its clients in flight, the first dispatches or
+        the next check-in, and a wake-up where dispatches wait for a client to come online."""
+        state, checkins = self.state, self.context.world.checkins
+        for job in state.outstanding.values():  # a resumed run's clients in flight
+            self.spawn(job)
+        if checkins is not None:
+            self.later((checkins.time(state.checkins), CHECK_IN, state.checkins))
+        elif state.version == 0 and not state.outstanding and not state.dropped:
+            self.request(self.context.strategy.initial_clients)
+        if state.waiting:
+            self.wake_when_online()
+
+    def on_server_event(self, key: tuple[float, int, int]) -> None:
+        """A client came online (dispatch what waits), or one checked in (dispatch it while fewer than
+        M are in flight; otherwise it is turned away)."""
+        self.state.now = key[0]
+        self.wakeups.discard(key[0])
+        checkins = self.context.world.checkins
+        if key[1] == CHECK_IN and checkins is not None:
+            self.state.checkins = key[2] + 1
+            self.later((checkins.time(key[2] + 1), CHECK_IN, key[2] + 1))
+            if len(self.state.outstanding) < self.context.strategy.initial_clients:  # else turned away, as is one
+                for client in self.sample_clients(1):  # that finds no online idle client
+                    self.dispatch(int(client))
+        else:
+            self.request(0)
+
+    async def stop(self) -> None:
+        """Cancel every client and server event still pending."""
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+def next_job(context: RunContext, state: SimulationState, client: int, updates: int) -> Job:
+    """The client's next dispatch, now, from the current version, after `updates` client updates were
+    aggregated: its arrival time and learning rates."""
+    system = context.system
+    index = int(state.dispatch_counts[client])
+    state.dispatch_counts[client] += 1
+    duration = system.duration(client, int(context.sizes[client]), index)
+    lrs = context.strategy.learning_rates(state.version, updates, system.delay(client, duration))
+    ends, lost = context.world.fate(client, index, state.now, state.now + duration)
+    return Job(client, index, state.version, state.now, ends, lrs, lost)

@@ -1,0 +1,135 @@
+"""A run's state between two events: what a killed run needs to resume to the same bytes, and the
+plain payload of its checkpoint (the file itself is `runs.checkpoint`'s)."""
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from asyncfl.models import ModelState
+from asyncfl.runs.record import utc_now
+from asyncfl.spec import random_streams
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import EVENTS, METRICS, TIMINGS
+from asyncfl.training.interface import LocalResult
+
+
+@dataclass(frozen=True)
+class Job:
+    """One dispatch of one client."""
+
+    client: int
+    dispatch_index: int  # how many times this client was dispatched before: keys its random streams
+    version: int  # global version the client starts from
+    dispatch_time: float
+    arrival_time: float
+    lrs: tuple[float, ...]  # learning rate per local epoch
+    lost: str = ""  # why its result never arrives (`world.OFFLINE`, `world.FAILED`; "" when it does)
+
+    @property
+    def key(self) -> tuple[float, int, int]:
+        """Arrival order (for a lost job, the time it is lost); ties in time go to the lower client id,
+        then the earlier dispatch."""
+        return (self.arrival_time, self.client, self.dispatch_index)
+
+    def versions_behind(self, aggregated_into: int) -> int:
+        """τ: global versions made since this job's dispatch, when its update is aggregated into the
+        model of version `aggregated_into` + 1 (0 for a client that started from the newest model)."""
+        return aggregated_into - self.version
+
+
+@dataclass
+class SimulationState:
+    """Everything that changes during a run and that a checkpoint holds."""
+
+    global_model: ModelState
+    rng: np.random.Generator  # draws the clients to dispatch
+    dispatch_counts: np.ndarray  # per client: dispatches so far
+    version: int = 0  # global model version = aggregations so far
+    now: float = 0.0  # virtual time
+    wall_seconds: float = 0.0  # wall-clock seconds spent before the last resume
+    dropped: int = 0  # dispatches lost so far (their clients went offline, or they failed)
+    waiting: int = 0  # dispatches the server wants but has no online idle client for yet
+    checkins: int = 0  # Poisson check-ins handled so far, under arrivals: poisson
+    started_at: str = field(default_factory=utc_now)
+    start_models: dict[int, ModelState] = field(default_factory=dict)  # global states that outstanding jobs start from
+    outstanding: dict[tuple, Job] = field(default_factory=dict)  # dispatched, not yet taken by the server
+    # Updates already trained for outstanding jobs: kept, so a resumed run trains the same jobs
+    # together as an uninterrupted one (a batch's numerics may depend on its members).
+    results: dict[tuple, LocalResult] = field(default_factory=dict)
+    # Each client's own last model, for algorithms whose clients never load the global one
+    client_models: dict[int, ModelState] = field(default_factory=dict)
+
+    def advance(self, new: ModelState, own_models: list[tuple[Job, LocalResult]]) -> None:
+        """The aggregation's new global model; the clients' own last models (`own_models`, for algorithms
+        whose clients keep them); the start models that no outstanding job needs any more go."""
+        self.global_model, self.version = new, self.version + 1
+        self.client_models.update({job.client: result.state for job, result in own_models})
+        live = {job.version for job in self.outstanding.values()}
+        self.start_models = {version: start for version, start in self.start_models.items() if version in live}
+
+    @classmethod
+    def fresh(
+        cls, global_model: ModelState, seed: int, clients: int, own_models: dict[int, ModelState] | None = None
+    ) -> "SimulationState":
+        """The state before the first dispatch; `own_models`: each client's own initial model, for
+        algorithms whose clients keep their own."""
+        return cls(
+            global_model,
+            np.random.default_rng([seed, random_streams.SAMPLING]),
+            np.zeros(clients, dtype=np.int64),
+            client_models=own_models or {},
+        )
+
+    def payload(self, logs: dict[str, str]) -> dict[str, Any]:
+        """The checkpoint's content: this state and the logs' text so far, as tensors and plain data."""
+        return {
+            "version": self.version,
+            "now": self.now,
+            "wall_seconds": self.wall_seconds,
+            "dropped": self.dropped,
+            "waiting": self.waiting,
+            "checkins": self.checkins,
+            "started_at": self.started_at,
+            "global_model": self.global_model,
+            "start_models": self.start_models,
+            "client_models": self.client_models,
+            "rng": self.rng.bit_generator.state,
+            "dispatch_counts": self.dispatch_counts.tolist(),
+            "outstanding": [dataclasses.asdict(job) for job in self.outstanding.values()],
+            "results": [{"key": list(key), **dataclasses.asdict(result)} for key, result in self.results.items()],
+            "logs": logs,
+        }
+
+    @classmethod
+    def from_payload(cls, checkpoint: dict[str, Any], source: str) -> tuple["SimulationState", dict[str, str]]:
+        """The state and logs that `payload` wrote; one line naming `source` when an entry is missing."""
+        try:
+            rng = np.random.default_rng()
+            rng.bit_generator.state = checkpoint["rng"]
+            state = cls(
+                global_model=checkpoint["global_model"],
+                rng=rng,
+                dispatch_counts=np.array(checkpoint["dispatch_counts"], dtype=np.int64),
+                version=checkpoint["version"],
+                now=checkpoint["now"],
+                wall_seconds=checkpoint["wall_seconds"],
+                dropped=checkpoint["dropped"],
+                waiting=checkpoint["waiting"],
+                checkins=checkpoint["checkins"],
+                started_at=checkpoint["started_at"],
+                start_models=checkpoint["start_models"],
+                client_models=checkpoint["client_models"],
+                outstanding={
+                    job.key: job for job in (Job(**{**j, "lrs": tuple(j["lrs"])}) for j in checkpoint["outstanding"])
+                },
+                results={tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]},
+            )
+            logs = {name: str(checkpoint["logs"][name]) for name in (METRICS, EVENTS, TIMINGS)}
+        except (KeyError, TypeError, ValueError) as error:
+            raise InputError(
+                f"{source} is not a readable asyncfl checkpoint (missing or malformed entry {error}); "
+                "delete it to start the run afresh"
+            ) from None
+        return state, logs

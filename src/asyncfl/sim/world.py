@@ -1,0 +1,62 @@
+"""The clients' world beyond their speeds and links (docs/design.md "The clients' world"): who is
+online when, which dispatches are lost, and when clients check in. Every part is off by default, and
+off it changes no number a run computes.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from asyncfl.sim.arrivals import CheckIns
+from asyncfl.sim.availability import NEVER, Availability, dispatch_fails
+from asyncfl.spec.config import TrainConfig
+
+OFFLINE, FAILED = "offline", "failed"  # why a dispatch's result never arrived (events.csv's `lost`)
+
+
+@dataclass
+class World:
+    """Attributes:
+    config: the run's settings (its seed and `failure_probability`).
+    availability: each client's online periods, or None: always online.
+    checkins: the Poisson check-in times under `arrivals: poisson`, or None: a closed loop.
+    """
+
+    config: TrainConfig
+    availability: Availability | None
+    checkins: CheckIns | None
+
+    @classmethod
+    def of(cls, config: TrainConfig, clients: int) -> "World":
+        return cls(config, Availability.of(config, clients), CheckIns.of(config))
+
+    @property
+    def loses_dispatches(self) -> bool:
+        """Whether a dispatch can be lost: then the logs record losses (events.csv `lost`, metrics.csv `dropped`)."""
+        return self.availability is not None or self.config.failure_probability > 0
+
+    def is_online(self, client: int, t: float) -> bool:
+        return self.availability is None or self.availability.is_online(client, t)
+
+    def online(self, clients: np.ndarray, t: float) -> np.ndarray:
+        """Those of `clients` online at `t` (all of them when availability is off)."""
+        if self.availability is None:
+            return clients
+        return np.array([c for c in clients if self.availability.is_online(int(c), t)], dtype=clients.dtype)
+
+    def next_online(self, clients: np.ndarray, t: float) -> float:
+        """The first time after `t` one of `clients` comes online (inf: none ever does)."""
+        if self.availability is None or not len(clients):
+            return NEVER
+        return min(self.availability.next_online(int(c), t) for c in clients)
+
+    def fate(self, client: int, dispatch_index: int, dispatch_time: float, arrival_time: float) -> tuple[float, str]:
+        """When a dispatch ends and how: at its arrival, delivered (""); when its client goes offline
+        before its upload completes (OFFLINE); or at its arrival with nothing (FAILED)."""
+        if self.availability is not None:
+            offline_at = self.availability.online_until(client, dispatch_time)
+            if offline_at < arrival_time:
+                return offline_at, OFFLINE
+        if dispatch_fails(self.config, client, dispatch_index):
+            return arrival_time, FAILED
+        return arrival_time, ""

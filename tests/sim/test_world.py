@@ -1,0 +1,133 @@
+"""The clients' world: availability periods and traces, lost dispatches, Poisson check-ins."""
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asyncfl.sim.arrivals import CheckIns
+from asyncfl.sim.availability import Availability, read_trace
+from asyncfl.sim.engine import Simulation
+from asyncfl.spec.config import make_config
+from asyncfl.spec.errors import InputError
+from engine_cases import contiguous_partition, tiny_dataset
+
+SIZES = [4, 8, 12, 8, 6]
+BASE = {"clients_per_round": 2, "rounds": 10, "local_epochs": 1, "batch_size": 4, "seconds_per_sample": 0.05}
+PERIODS = {"availability": "exponential", "online_mean": 2.0, "offline_mean": 1.0}
+
+
+def run(out: Path, **settings) -> tuple[list[dict], list[dict], Simulation]:
+    sim = Simulation(make_config({**BASE, **settings}), tiny_dataset(sum(SIZES)), contiguous_partition(SIZES), out)
+    sim.run()
+    with open(out / "metrics.csv") as metrics, open(out / "events.csv") as events:
+        return list(csv.DictReader(metrics)), list(csv.DictReader(events)), sim
+
+
+def test_periods_do_not_depend_on_the_order_they_are_asked_for():
+    """A client's periods are drawn in fixed chunks from its own stream: asking far ahead first, or
+    step by step, gives the same periods (a resumed run sees the world an uninterrupted one saw)."""
+    config = make_config({**BASE, **PERIODS, "availability": "lognormal"})
+    far, near = Availability.of(config, 3), Availability.of(config, 3)
+    assert far is not None and near is not None
+    far.is_online(1, 5000.0)
+    answers = [(near.is_online(1, t), near.online_until(1, t)) for t in np.arange(0.0, 5000.0, 0.7)]
+    assert answers == [(far.is_online(1, t), far.online_until(1, t)) for t in np.arange(0.0, 5000.0, 0.7)]
+    assert near.flips[1] == far.flips[1][: len(near.flips[1])]
+
+
+def test_a_client_is_online_about_its_share_of_the_time():
+    config = make_config({**BASE, **PERIODS, "seed": 3})
+    availability = Availability.of(config, 4)
+    assert availability is not None
+    times = np.arange(0.0, 20000.0, 0.5)
+    for client in range(4):
+        share = np.mean([availability.is_online(client, t) for t in times])
+        assert share == pytest.approx(2.0 / 3.0, abs=0.03)  # online_mean / (online_mean + offline_mean)
+
+
+@pytest.mark.parametrize("algorithm", ["afl", "sync", "fedbuff"])
+def test_lost_dispatches_are_logged_and_never_aggregated(tmp_path, algorithm):
+    metrics, events, sim = run(tmp_path, algorithm=algorithm, failure_probability=0.2, **PERIODS)
+    lost = [e for e in events if e["lost"]]
+    assert {e["lost"] for e in lost} == {"offline", "failed"}
+    assert all(e["coefficient"] == "" and e["staleness"] == "" and e["train_loss"] == "" for e in lost)
+    assert sum(int(m["dropped"]) for m in metrics) == len(lost) == sim.state.dropped
+    for event in lost:  # an offline loss ends before the dispatch would have arrived, a failure at it
+        client, dispatched = int(event["client"]), float(event["dispatch_time"])
+        availability = sim.context.world.availability
+        assert availability is not None and availability.is_online(client, dispatched)
+        if event["lost"] == "offline":
+            assert float(event["arrival_time"]) == availability.online_until(client, dispatched)
+    aggregated = [e for e in events if not e["lost"]]
+    assert len(aggregated) == sum(sim.strategy.arrivals_per_round for _ in metrics)
+    assert int(sim.state.dispatch_counts.sum()) == len(aggregated) + len(lost) + len(sim.state.outstanding)
+
+
+def test_a_trace_decides_who_is_online(tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("client,start,end\n0,0,40\n1,0,3\n1,5,40\n2,10,40\n3,0,40\n4,0,40\n")
+    _, events, _ = run(tmp_path / "run", availability="trace", availability_trace=str(trace), rounds=20)
+    spans = {0: [(0, 40)], 1: [(0, 3), (5, 40)], 2: [(10, 40)], 3: [(0, 40)], 4: [(0, 40)]}
+    for event in events:
+        dispatched = float(event["dispatch_time"])
+        assert any(start <= dispatched < end for start, end in spans[int(event["client"])]), event
+    assert any(int(e["client"]) == 2 for e in events)  # client 2 is used once it comes online
+
+
+def test_a_trace_that_ends_stops_the_run_in_one_line(tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("client,start,end\n0,0,1.5\n1,0,1.5\n")
+    with pytest.raises(InputError, match="no client is online after virtual time") as raised:
+        run(tmp_path / "run", availability="trace", availability_trace=str(trace), rounds=50)
+    assert len(str(raised.value).splitlines()) == 1 and not (tmp_path / "run" / "run.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("client,begin,end\n0,0,1\n", "the first line must be the header client,start,end"),
+        ("client,start,end\n0,zero,1\n", "line 2: '0,zero,1' is not an integer client and two numbers"),
+        ("client,start,end\n7,0,1\n", "line 2: client 7 is not one of the run's clients 0..4"),
+        ("client,start,end\n0,2,1\n", "line 2: an online period needs 0 <= start < end"),
+        ("client,start,end\n0,0,inf\n", "line 2: an online period needs 0 <= start < end, finite"),
+        ("client,start,end\n0,0,2\n0,1,3\n", "client 0's online periods overlap or touch at 1.0"),
+        ("client,start,end\n", "has no online period"),
+    ],
+)
+def test_a_bad_trace_is_one_line_naming_the_row(tmp_path, text, message):
+    trace = tmp_path / "trace.csv"
+    trace.write_text(text)
+    with pytest.raises(InputError, match=message) as raised:
+        read_trace(trace, 5)
+    assert len(str(raised.value).splitlines()) == 1
+
+
+def test_poisson_check_ins_dispatch_only_at_check_ins_and_never_past_m(tmp_path):
+    settings = {"algorithm": "fedasync", "arrivals": "poisson", "checkin_rate": 3.0, "concurrency": 2, "rounds": 15}
+    _, events, sim = run(tmp_path, **settings)
+    check_ins = CheckIns(0, 3.0)
+    times = {check_ins.time(k) for k in range(sim.state.checkins)}
+    assert all(float(e["dispatch_time"]) in times for e in events)
+    assert sim.check.max_in_flight == 2  # checked at every dispatch
+    dispatched = sorted(float(e["dispatch_time"]) for e in events)
+    assert len(set(dispatched)) == len(dispatched)  # one client per check-in
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {"algorithm": "sync", "arrivals": "poisson", "checkin_rate": 1.0},
+            "arrivals does not apply to algorithm sync",
+        ),
+        ({"arrivals": "poisson"}, "arrivals: poisson and checkin_rate .* go together"),
+        ({"availability": "trace"}, "availability: trace and availability_trace .* go together"),
+        ({"failure_probability": 1.0}, "failure_probability must be ≤ 0.99"),
+        ({"online_mean": 0}, "online_mean must be a finite number > 0"),
+    ],
+)
+def test_bad_world_settings_are_one_line(settings, message):
+    with pytest.raises(InputError, match=message):
+        make_config(settings)
