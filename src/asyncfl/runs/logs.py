@@ -85,7 +85,7 @@ class CsvLog:
     def append(self, rows: list[dict]) -> None:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerows([[cell(row.get(column)) for column in self.columns] for row in rows])  # absent: empty
+        writer.writerows([[cell(row[column]) for column in self.columns] for row in rows])
         append_whole(self.descriptor, self.path, buffer.getvalue())
         self.parts.append(buffer.getvalue())
 

@@ -222,8 +222,12 @@ def loss_row(context: RunContext, round_: int, job: Job) -> dict:
         "dispatch_version": job.version,
         "dispatch_time": job.dispatch_time,
         "arrival_time": job.arrival_time,
+        "staleness": None,
+        "coefficient": None,
         "lr": job.lrs[0],
+        "epochs_run": None,
         "n_samples": int(context.sizes[job.client]),
+        "train_loss": None,
         "lost": job.lost,
     }
     phases = logged_phases(context, [job])
