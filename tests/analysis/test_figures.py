@@ -151,7 +151,7 @@ def test_a_csv_its_run_did_not_write_is_refused_by_name(runs, damage):
 def test_only_the_runs_given_are_drawn(runs):
     """A run folder left beside the config's runs (removed from the config) is not drawn."""
     given = [f for f in run_folders(runs) if "fedbuff" not in str(f)]
-    metrics, _ = load_runs(given, partitions(runs))
+    metrics = load_runs(given, partitions(runs)).metrics
     assert set(metrics.algorithm) == {"afl", "sync", "afl_as_coded"}
 
 
@@ -166,7 +166,7 @@ def test_bad_partition_stats_are_refused_by_name(runs, stats):
 
 def test_participation_counts_equal_the_events(runs):
     """The participation figure's points: per algorithm, seed and client, the updates in events.csv."""
-    metrics, events = load_runs(run_folders(runs), partitions(runs))
+    events = load_runs(run_folders(runs), partitions(runs)).events
     table = participation_table(events[events.J == 5])
     for row in table.itertuples():
         path = runs / "runs" / row.algorithm / "J5" / f"seed{row.seed}" / "events.csv"
@@ -180,7 +180,7 @@ def test_participation_counts_equal_the_events(runs):
 
 
 def test_updates_axis_counts_the_client_updates_aggregated(runs):
-    metrics, _ = load_runs(run_folders(runs), partitions(runs))
+    metrics = load_runs(run_folders(runs), partitions(runs)).metrics
     run = metrics[(metrics.algorithm == "sync") & (metrics.seed == 0)]
     assert run.updates.tolist() == [2 * r for r in run["round"]]  # two events per round in the fixture
 
@@ -246,8 +246,8 @@ def test_a_folder_given_twice_counts_once_and_a_copy_is_refused(runs):
     """Overlapping globs give a folder several times: it is drawn once. Two folders holding one run are refused."""
     import shutil
 
-    once, _ = load_runs(run_folders(runs), partitions(runs))
-    thrice, _ = load_runs(run_folders(runs) * 3, partitions(runs))
+    once = load_runs(run_folders(runs), partitions(runs)).metrics
+    thrice = load_runs(run_folders(runs) * 3, partitions(runs)).metrics
     assert thrice.equals(once)
     copy = runs / "copy" / "sync" / "J5" / "seed1"
     shutil.copytree(runs / "runs" / "sync" / "J5" / "seed1", copy)

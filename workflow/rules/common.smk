@@ -107,6 +107,13 @@ def get_prepared_data(wildcards):
     return prepared_marker(experiment(wildcards)["dataset"])
 
 
+def get_availability_trace(wildcards):
+    """The experiment's availability trace CSV, where it has one: its runs read it, so do its theory
+    check and its system timeline (each checks it against the SHA-256 its run recorded)."""
+    trace = experiment(wildcards).get("train", {}).get("availability_trace")
+    return [trace] if trace is not None else []
+
+
 def partition_file(exp, seed, suffix=".npz"):
     """Partitions depend on data, α, C and seed only, so every algorithm of one seed shares one.
     α is written out in decimals (1e-06 as 0.000001), as the alpha wildcard expects."""

@@ -2,6 +2,7 @@ rule figures:
     input:
         runs=lambda wildcards: run_files(wildcards.experiment, RUN_SUMMARY),
         stats=get_partition_stats,
+        trace=get_availability_trace,
     output:
         [figure_png(figure) for figure in FIGURES],
         [figure_pdf(figure) for figure in FIGURES],

@@ -9,6 +9,7 @@ rule theory:
         partition=lambda wildcards: partition_file(
             experiment(wildcards), experiment(wildcards)["seeds"][0]
         ),
+        trace=get_availability_trace,
     output:
         table=FIGURE.format(
             experiment="{experiment}", name=SAMPLING_VARIANCE_FIGURE.name

@@ -6,6 +6,7 @@ rule train:
         partition=lambda wildcards: partition_file(
             experiment(wildcards), wildcards.seed
         ),
+        trace=get_availability_trace,
     output:
         metrics=run_output(METRICS),
         events=run_output(EVENTS),

@@ -10,7 +10,7 @@ global model's test metrics stand beside it.
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib
 
@@ -38,6 +38,7 @@ from asyncfl.analysis.panels import (  # noqa: E402
     staleness_distribution,
     test_metrics,
 )
+from asyncfl.analysis.timeline import system_timeline  # noqa: E402
 from asyncfl.files import atomic_path, sha256  # noqa: E402
 from asyncfl.runs.record import check_run_identity, verify_run_files  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
@@ -52,6 +53,7 @@ from asyncfl.spec.layout import (  # noqa: E402
     RUN_DIR,
     RUN_LOGS,
     SAMPLING_VARIANCE_FIGURE,
+    Figure,
     experiment_figures,
 )
 
@@ -61,12 +63,32 @@ COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 TITLE_CHARACTERS_PER_INCH = 16  # of a suptitle at fontsize "medium" in the paper context
 
 
-def load_runs(runs: list[Path], partitions: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The given run folders' metrics and events, each row tagged with algorithm, J and seed, after
-    checking each CSV against its run.json, and the run.json against what the folder stands for and
-    against the partitions given (`partitions`: statistics by their .npz's SHA-256) (docs/outputs.md "Outputs").
-    A folder given twice (overlapping globs) counts once; two folders holding one run are refused."""
-    metrics, events = [], []
+class Runs(NamedTuple):
+    """What the figures read of the runs, each row tagged with algorithm, J and seed.
+
+    Attributes:
+        metrics: metrics.csv rows, with `updates`: client updates aggregated up to each round.
+        dispatches: events.csv rows, with `lost` ("" for an update aggregated; where a run can lose
+            dispatches, "offline" or "failed" for one lost).
+        records: each run's folder and run.json, by (algorithm, J, seed).
+    """
+
+    metrics: pd.DataFrame
+    dispatches: pd.DataFrame
+    records: dict[tuple[str, int, int], tuple[Path, dict]]
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """The client updates aggregated: every dispatch but those lost."""
+        return self.dispatches[self.dispatches.lost == ""]
+
+
+def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
+    """The given run folders' logs and records, after checking each CSV against its run.json, and the
+    run.json against what the folder stands for and against the partitions given (`partitions`:
+    statistics by their .npz's SHA-256) (docs/outputs.md "Outputs"). A folder given twice
+    (overlapping globs) counts once; two folders holding one run are refused."""
+    metrics, events, records = [], [], {}
     seen: dict[tuple[str, int, int], Path] = {}  # each run's folder by what it is
     for run in runs:
         folder = Path(run).resolve()
@@ -86,16 +108,19 @@ def load_runs(runs: list[Path], partitions: dict[str, dict]) -> tuple[pd.DataFra
         if key in seen:
             raise InputError(f"{seen[key]} and {folder} hold the same run ({key}); give each run once")
         seen[key] = folder
+        records[key] = (Path(run), record)
         tags = {"algorithm": key[0], "J": key[1], "seed": key[2], "lr_clock": record.get("lr_clock", "round")}
         run_events = pd.read_csv(Path(run) / EVENTS)
+        run_events["lost"] = run_events.lost.fillna("") if "lost" in run_events else ""
         run_metrics = pd.read_csv(Path(run) / METRICS)
         # The cost axis of equal-budget comparisons: client updates aggregated up to each round.
-        run_metrics["updates"] = run_metrics["round"].map(run_events.groupby("round").size().cumsum())
+        aggregated = run_events[run_events.lost == ""]
+        run_metrics["updates"] = run_metrics["round"].map(aggregated.groupby("round").size().cumsum())
         metrics.append(run_metrics.assign(**tags))
         events.append(run_events.assign(**tags))
     if not metrics:
         raise InputError("no run folders given; pass them as --runs results/EXPERIMENT/runs/*/J*/seed*")
-    return pd.concat(metrics, ignore_index=True), pd.concat(events, ignore_index=True)
+    return Runs(pd.concat(metrics, ignore_index=True), pd.concat(events, ignore_index=True), records)
 
 
 STATS_KEYS = ("dataset", "clients", "alpha", "seed", "class_counts", NPZ_HASH)
@@ -159,7 +184,8 @@ def draw_figures(
     if not runs:
         raise InputError("no run folders given; pass them as --runs results/EXPERIMENT/runs/*/J*/seed*")
     stats, partitions = load_partitions(partition_stats)
-    metrics, events = load_runs(runs, partitions)
+    loaded = load_runs(runs, partitions)
+    metrics, events, dispatches = loaded.metrics, loaded.events, loaded.dispatches
     ref_metrics, ref_events = metrics[reference_j == metrics.J], events[reference_j == events.J]
     afl = ref_metrics[ref_metrics.algorithm == "afl"]
     if afl.empty:
@@ -167,6 +193,9 @@ def draw_figures(
             f"no AFL run with J = {reference_j} among --runs; the figures compare against it: add one, "
             "or set --reference-j to a J that AFL ran"
         )
+    first_seed = int(afl.seed.min())  # the system timeline's runs: the reference J's, of AFL's first seed
+    timeline_records = {a: loaded.records[a, j, s] for a, j, s in loaded.records if (j, s) == (reference_j, first_seed)}
+    timeline_dispatches = dispatches[(reference_j == dispatches.J) & (dispatches.seed == first_seed)]
     drawers = {
         f"server_loss_J{reference_j}": lambda ax: server_loss(ax, afl),
         f"client_selection_J{reference_j}": lambda ax: client_selection(ax, ref_events, stats["clients"]),
@@ -181,6 +210,14 @@ def draw_figures(
         "partition_heatmap": lambda ax: partition_heatmap(ax, stats),
         "algorithms_compared": lambda axes: algorithms_compared(axes, ref_metrics),
         "gradient_norm": lambda axes: gradient_norms(axes, ref_metrics, reference_j),
+        "system_timeline": lambda axes: system_timeline(
+            axes,
+            timeline_dispatches,
+            ref_metrics[ref_metrics.seed == first_seed],
+            timeline_records,
+            reference_j,
+            stats["clients"],
+        ),
         AS_CODED_FIGURE.name: lambda axes: as_coded_vs_described(axes, ref_metrics),
         AS_PUBLISHED_FIGURE.name: lambda axes: as_published(axes, ref_metrics),
     }
@@ -197,14 +234,15 @@ def draw_figures(
         if len(heading) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * figure.panels:  # it would be cut at the edges
             heading = f"{title}:\n{figure.title}"
         height = figure.height + figure.height_per_client * stats["clients"]
-        written += save_figure(drawers[figure.name], figure.panels, height, heading, Path(out) / figure.name)
+        written += save_figure(drawers[figure.name], figure, height, heading, Path(out) / figure.name)
     return written
 
 
-def save_figure(draw: Callable[[Any], None], panels: int, height: float, title: str, stem: Path) -> list[Path]:
+def save_figure(draw: Callable[[Any], None], figure: Figure, height: float, title: str, stem: Path) -> list[Path]:
     """Draw one figure and write it as STEM.png (300 dpi) and STEM.pdf (no creation date: same bytes)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(1, panels, figsize=(COLUMN_WIDTH * panels, min(height, 9)), layout="constrained")
+    width = COLUMN_WIDTH * figure.panels
+    fig, axes = plt.subplots(figure.rows, figure.panels, figsize=(width, min(height, 9)), layout="constrained")
     draw(axes)
     fig.suptitle(title, fontsize="medium")
     written = []
@@ -236,4 +274,4 @@ def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> list[P
         ax.legend(fontsize="x-small")
 
     figure = SAMPLING_VARIANCE_FIGURE
-    return save_figure(draw, figure.panels, figure.height, f"{title}: {figure.title}", Path(out) / figure.name)
+    return save_figure(draw, figure, figure.height, f"{title}: {figure.title}", Path(out) / figure.name)

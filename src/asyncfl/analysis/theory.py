@@ -108,7 +108,9 @@ def client_updates(run: Path, dataset: str, root: Path | None, partition_path: P
     configure_process(config.precision)
     context = prepare_run(config, load_dataset(dataset, root), partition, sha256(partition_path), None)
     start = load_model_state(run / MODEL, context.model, context.device)
-    updates = len(pd.read_csv(run / EVENTS))  # one row per aggregated client update
+    events = pd.read_csv(run / EVENTS)
+    updates = int(events.lost.isna().sum()) if "lost" in events else len(events)  # a row per update aggregated
+    # (and, where dispatches can be lost, one per dispatch lost, its `lost` filled)
     tasks = probe_tasks(context, start, summary["rounds_completed"], updates)
     names = [name for name, _ in context.model.named_parameters()]
     flat = [

@@ -42,6 +42,7 @@ class Figure:
         title: shown above the panels, after the experiment's name.
         caption: the report's caption, workflow/report/CAPTION.rst.
         panels: side by side, one column width each.
+        rows: of panels, one above the other (the figure's height is shared among them).
         height: inches, plus `height_per_client` for each client (a figure with a row per client).
         compares: for a figure of the paper's code as it ran, the algorithms it compares: it is drawn
             (by its own workflow rule) where the experiment runs every one of them.
@@ -51,6 +52,7 @@ class Figure:
     title: str
     caption: str
     panels: int = 1
+    rows: int = 1
     height: float = 2.6
     height_per_client: float = 0.0
     compares: tuple[str, ...] = ()
@@ -89,6 +91,15 @@ def experiment_figures(reference_j: int) -> list[Figure]:
         ),
         Figure("algorithms_compared", f"Algorithms compared at their budget, {j}", "algorithms_compared", 2),
         Figure("gradient_norm", f"Training-gradient norm of the global model, {j}", "gradient_norm", 2, height=4.4),
+        Figure(
+            "system_timeline",
+            f"Clients over virtual time, first rounds, {j}",
+            "system_timeline",
+            panels=2,
+            rows=2,
+            height=2.0,
+            height_per_client=0.3,
+        ),
     ]
 
 
