@@ -117,7 +117,9 @@ def test_quick_config_end_to_end(quick_local_run):
         assert all(member.mtime == 0 and member.uid == 0 for member in tar.getmembers())
         assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
     assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
-    assert sum(n.endswith("run.json") for n in sums) == 21  # digits_cnn: 16 runs, digits_resnet20: 5
+    assert sum(n.endswith("run.json") for n in sums) == 23  # digits_cnn: 14 runs, digits_resnet20: 5, digits_world: 4
+    world = (tmp_path / "results/digits_world/runs/sync/J5/seed0/events.csv").read_text()
+    assert ",offline\n" in world and "upload_seconds" in world  # the world experiment's runs lose dispatches
     for emulation in ("as_coded_vs_described", "afl_vs_sync_as_published"):
         assert (tmp_path / f"results/figures/digits_cnn/{emulation}.png").stat().st_size > 1000
         assert not (tmp_path / f"results/figures/digits_resnet20/{emulation}.png").exists()

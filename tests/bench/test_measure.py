@@ -60,6 +60,7 @@ def test_quick_bench_command_writes_json(tmp_path):
         for trainer in ("reference loop", "plain", "vectorised", KNOBS_ROW)
     }
     assert report["engine"]["clients"] == 1000 and report["engine"]["share_of_cnn_round"] > 0
+    assert report["engine_world"]["world"] and report["engine_world"]["share_of_cnn_round"] > 0
     assert "cnn-many-small" in result.stdout and "arrivals/s" in result.stdout
     paper = report["paper_round"]
     assert {(r["model"], r["trainer"]) for r in paper["rounds"]} == {
@@ -95,7 +96,11 @@ def test_paper_round_runs_the_real_engine(tmp_path):
     assert math.isfinite(seconds) and seconds > 0
 
 
-def test_engine_overhead_runs_rounds_with_a_null_trainer(tmp_path):
-    result = engine_overhead(clients=200, per_round=20, rounds=3, out=tmp_path)
-    assert result["rounds"] == 3 and result["arrivals_per_second"] > 0
-    assert (tmp_path / "metrics.csv").read_text().count("\n") == 4  # header and three rounds
+@pytest.mark.parametrize("world", [False, True])
+def test_engine_overhead_runs_rounds_with_a_null_trainer(tmp_path, world):
+    """Timed between the first round and the last (the run's evaluation); with the world on, dispatches
+    are lost and logged."""
+    result = engine_overhead(clients=200, per_round=20, rounds=4, out=tmp_path, world=world)
+    assert result["rounds"] == 2 and result["arrivals_per_second"] > 0 and result["world"] == world
+    assert (tmp_path / "metrics.csv").read_text().count("\n") == 5  # header and four rounds
+    assert ("upload_seconds" in (tmp_path / "events.csv").read_text()) == world

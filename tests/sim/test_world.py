@@ -37,6 +37,26 @@ def test_periods_do_not_depend_on_the_order_they_are_asked_for():
     assert near.flips[1] == far.flips[1][: len(near.flips[1])]
 
 
+@pytest.mark.parametrize("model", ["exponential", "trace"])
+def test_many_clients_at_once_agree_with_one_at_a_time(model):
+    """The engine asks about every idle client at once, from periods it remembers: the answers are
+    those of the search, for times in any order (a figure or a test may go back in time)."""
+    if model == "trace":
+        spans = {c: [(float(c), 3.0 + c), (5.0 + c, 9.0 + 2 * c)] for c in range(6)}
+        many, one = Availability.from_trace(spans), Availability.from_trace(spans)
+    else:
+        config = make_config({**BASE, **PERIODS, "seed": 5})
+        many, one = Availability.of(config, 6), Availability.of(config, 6)
+    assert many is not None and one is not None
+    clients = np.array([5, 0, 3, 1, 4, 2, 3])
+    times = np.concatenate([np.arange(0.0, 30.0, 0.25), np.random.default_rng(0).uniform(0.0, 40.0, 200)])
+    for t in times:
+        expected = [one.is_online(int(c), t) for c in clients]
+        assert many.online_mask(clients, t).tolist() == expected, t
+        comes = min(t if one.is_online(int(c), t) else one.online_until(int(c), t) for c in clients)
+        assert many.first_online(clients, t) == comes, t
+
+
 def test_a_client_is_online_about_its_share_of_the_time():
     config = make_config({**BASE, **PERIODS, "seed": 3})
     availability = Availability.of(config, 4)

@@ -118,21 +118,27 @@ def system_timeline(
                 colour = PHASE_COLOURS[phase][1] if phase in PHASE_COLOURS else WHOLE_DISPATCH[1]
                 for client, rows in parts.groupby("client"):
                     spans = list(zip(rows.start, rows.length, strict=True))
-                    ax.broken_barh(spans, (client - 0.3, 0.6), color=colour, alpha=alpha, lw=0)
+                    # a white edge parts back-to-back dispatches of one client (and the phases of one)
+                    ax.broken_barh(spans, (client - 0.3, 0.6), facecolor=colour, alpha=alpha, edgecolor="white", lw=0.3)
         ax.scatter(lost.arrival_time, lost.client, marker="x", color=LOST_COLOUR, s=14, zorder=3, lw=1)
         for time in metrics[(metrics.algorithm == algorithm) & (metrics.virtual_time <= until)].virtual_time:
             ax.axvline(time, color="black", lw=0.4, alpha=0.35)
         if clients > lanes:
             ax.text(1.0, 1.01, f"clients 0–{lanes - 1} of {clients}", ha="right", transform=ax.transAxes, fontsize=5)
-    legend(list(np.ravel(axes)), set(PHASE_COLUMNS) <= set(dispatches.columns))
+    configs = [record["config"] for _, record in records.values()]
+    offline = any(config.get("availability", "always") != "always" for config in configs)
+    lost = offline or any(config.get("failure_probability", 0) > 0 for config in configs)
+    legend(list(np.ravel(axes)), set(PHASE_COLUMNS) <= set(dispatches.columns), offline, lost)
 
 
-def legend(axes: Sequence[Axes], with_phases: bool) -> None:
+def legend(axes: Sequence[Axes], with_phases: bool, offline: bool, lost: bool) -> None:
+    """What the panels draw: the phases (or the whole dispatch), offline periods and losses where the
+    runs' world has them, and the aggregations."""
     shown = [PHASE_COLOURS[p] for p in (*PHASE_COLUMNS, "latency")] if with_phases else [WHOLE_DISPATCH]
     handles: list[Artist] = [Patch(color=colour, label=label) for label, colour in shown]
-    handles += [
-        Patch(facecolor=OFFLINE_COLOUR, edgecolor="white", hatch="///", label="offline"),
-        axes[0].scatter([], [], marker="x", color=LOST_COLOUR, label=LOST_LABEL),
-        axes[0].plot([], [], color="black", lw=0.4, alpha=0.35, label="server aggregation")[0],
-    ]
+    if offline:
+        handles.append(Patch(facecolor=OFFLINE_COLOUR, edgecolor="white", hatch="///", label="offline"))
+    if lost:
+        handles.append(axes[0].scatter([], [], marker="x", color=LOST_COLOUR, label=LOST_LABEL))
+    handles.append(axes[0].plot([], [], color="black", lw=0.4, alpha=0.35, label="server aggregation")[0])
     axes[0].figure.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize="x-small")

@@ -51,10 +51,16 @@ class Availability:
     Attributes:
         flips: per client, the sorted times where it goes online or offline (extended as asked).
         starts_online: per client, whether it is online at time 0.
+        online_now, known_from, known_until: per client, its state over the period [from, until) that
+            a query last fell in: the engine asks about all idle clients at every dispatch, and the
+            clock only moves forward, so most answers come from these arrays, not from a search.
     """
 
     def __init__(self, flips: list[list[float]], starts_online: list[bool], draw: Callable[[int], np.ndarray] | None):
         self.flips, self.starts_online, self.draw = flips, starts_online, draw
+        clients = len(flips)
+        self.online_now = np.zeros(clients, dtype=bool)
+        self.known_from, self.known_until = np.full(clients, NEVER), np.full(clients, -NEVER)
 
     @classmethod
     def of(cls, config: TrainConfig, clients: int) -> "Availability | None":
@@ -101,18 +107,29 @@ class Availability:
         flipped = bisect.bisect_right(self.flips[client], t)
         return self.starts_online[client] != bool(flipped % 2)
 
+    def online_mask(self, clients: np.ndarray, t: float) -> np.ndarray:
+        """Whether each of `clients` is online at `t` (as `is_online`, for many clients at once)."""
+        stale = clients[(t < self.known_from[clients]) | (t >= self.known_until[clients])]
+        for client in stale.tolist():
+            self.cover(client, t)
+            flips = self.flips[client]
+            flipped = bisect.bisect_right(flips, t)
+            self.known_from[client] = flips[flipped - 1] if flipped else -NEVER
+            self.known_until[client] = flips[flipped] if flipped < len(flips) else NEVER
+            self.online_now[client] = self.starts_online[client] != bool(flipped % 2)
+        return self.online_now[clients]
+
+    def first_online(self, clients: np.ndarray, t: float) -> float:
+        """The first time at or after `t` one of `clients` is online (inf: none ever is again)."""
+        online = self.online_mask(clients, t)
+        return t if online.any() else float(self.known_until[clients].min(initial=NEVER))
+
     def online_until(self, client: int, t: float) -> float:
         """When the client, online at `t`, goes offline (inf: never, past a trace's end it is offline)."""
         self.cover(client, t)
         flips = self.flips[client]
         index = bisect.bisect_right(flips, t)
         return flips[index] if index < len(flips) else NEVER
-
-    def next_online(self, client: int, t: float) -> float:
-        """The first time at or after `t` the client is online (inf: never again)."""
-        if self.is_online(client, t):
-            return t
-        return self.online_until(client, t)
 
 
 def read_trace(path: Path, clients: int) -> dict[int, list[tuple[float, float]]]:

@@ -42,13 +42,13 @@ class World:
         """Those of `clients` online at `t` (all of them when availability is off)."""
         if self.availability is None:
             return clients
-        return np.array([c for c in clients if self.availability.is_online(int(c), t)], dtype=clients.dtype)
+        return clients[self.availability.online_mask(clients, t)]
 
     def next_online(self, clients: np.ndarray, t: float) -> float:
         """The first time after `t` one of `clients` comes online (inf: none ever does)."""
-        if self.availability is None or not len(clients):
+        if self.availability is None:
             return NEVER
-        return min(self.availability.next_online(int(c), t) for c in clients)
+        return self.availability.first_online(clients, t)
 
     def fate(self, client: int, dispatch_index: int, dispatch_time: float, arrival_time: float) -> tuple[float, str]:
         """When a dispatch ends and how: at its arrival, delivered (""); when its client goes offline
