@@ -448,3 +448,16 @@ def test_a_fetch_that_fails_leaves_no_record_folder(capsys, tmp_path):
     line = error_line(capsys, ["fetch-record", "--record", "99999999999999999", "--out", str(out)])
     assert "zenodo record 99999999999999999" in line
     assert not out.exists() and list((tmp_path / "zenodo").iterdir() if (tmp_path / "zenodo").exists() else []) == []
+
+
+def test_train_help_lists_the_clients_world_with_its_defaults(capsys):
+    """The system model's one group of settings, each with its default, where a user looks first."""
+    from asyncfl.spec.config import SYSTEM_MODEL, TrainConfig
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for key in SYSTEM_MODEL:
+        default = TrainConfig.__dataclass_fields__[key].default
+        shown = "null" if default is None else str(default).lower() if isinstance(default, bool) else str(default)
+        assert f"{key}={shown}" in text, key

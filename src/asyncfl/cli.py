@@ -12,7 +12,7 @@ from asyncfl.data.loading import prepare_dataset
 from asyncfl.data.partition import DirichletSplit, Subset, make_partition
 from asyncfl.files import write_json
 from asyncfl.runs.archive import archive_from_configs, fetch_record
-from asyncfl.spec.config import load_config
+from asyncfl.spec.config import load_config, system_model_help
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import check_output
 from asyncfl.spec.layout import EMULATION_FIGURES
@@ -203,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
         "train",
         help="federated training on a virtual clock (resumes from a checkpoint)",
         description="Options not given here come from --config, else the paper's defaults.",
+        epilog=system_model_help(),
     )
     add_dataset_arguments(train)
     train.add_argument("--partition", type=Path, required=True, help="FILE.npz from asyncfl partition")

@@ -253,6 +253,9 @@ WORLD = {
 }
 
 
+WORLD_ON = ", clients' world on"
+
+
 def engine_overhead(clients: int, per_round: int, rounds: int, out: Path, world: bool = False) -> dict:
     """Arrivals per second of the event loop, sampling and aggregation for `clients` clients, cnn-sized
     state: a synthetic run into `out` whose trainer does no work; with `world`, every part of the
@@ -300,7 +303,7 @@ def run_bench(device_name: str, quick: bool, report: Callable[[str], None] = pri
             engine = engine_overhead(1000 if quick else 10_000, 100, 5 if quick else 20, Path(scratch), world)
         engine["share_of_cnn_round"] = round(engine["seconds_per_round"] / fastest_cnn_round, 4)
         report(
-            f"engine{', clients world on' if world else ''}: {engine['arrivals_per_second']} arrivals/s with "
+            f"engine{WORLD_ON if world else ''}: {engine['arrivals_per_second']} arrivals/s with "
             f"{engine['clients']} clients and J = {engine['clients_per_round']} ({engine['seconds_per_round']} s "
             f"per round, {engine['share_of_cnn_round']:.1%} of the fastest cnn-28x28 round above)"
         )
@@ -313,8 +316,8 @@ def run_bench(device_name: str, quick: bool, report: Callable[[str], None] = pri
         report(format_paper_rounds(paper, device))
         for engine in engines:
             engine["share_of_paper_cnn_round"] = round(engine["seconds_per_round"] / fastest, 4)
-            world = ", clients' world on" if engine["world"] else ""
-            report(f"engine{world}: {engine['share_of_paper_cnn_round']:.2%} of the fastest paper cnn round")
+            on = WORLD_ON if engine["world"] else ""
+            report(f"engine{on}: {engine['share_of_paper_cnn_round']:.2%} of the fastest paper cnn round")
     return {
         "device": str(device),
         "torch": torch.__version__,

@@ -175,6 +175,43 @@ class TrainConfig:
         return self.concurrency or self.clients_per_round
 
 
+# The clients' system and world, one group (config/README.md "The clients' system and world"): listed
+# with their defaults by `asyncfl train --help`
+SYSTEM_MODEL = (
+    "speed_distribution",
+    "speed_sigma",
+    "latency_distribution",
+    "latency_median",
+    "latency_sigma",
+    "seconds_per_sample",
+    "jitter_sigma",
+    "bandwidth_median",
+    "bandwidth_sigma",
+    "upload_fraction",
+    "bandwidth_follows_speed",
+    "availability",
+    "online_mean",
+    "offline_mean",
+    "availability_sigma",
+    "availability_trace",
+    "failure_probability",
+    "arrivals",
+    "checkin_rate",
+)
+if not set(SYSTEM_MODEL) <= {item.name for item in dataclasses.fields(TrainConfig)}:
+    raise ImportError(f"SYSTEM_MODEL names settings TrainConfig lacks: {SYSTEM_MODEL}")
+
+
+def system_model_help() -> str:
+    """The group's settings as `key=default`, for `asyncfl train --help`."""
+    defaults = {item.name: item.default for item in dataclasses.fields(TrainConfig)}
+    shown = ", ".join(f"{key}={yaml.safe_dump(defaults[key]).splitlines()[0]}" for key in SYSTEM_MODEL)
+    return (
+        "The clients' system and world, settings for --config or --settings (each the project's choice; "
+        f'config/README.md "The clients\' system and world" says what each does): {shown}'
+    )
+
+
 def check_concurrency(concurrency: int, clients: int, replacement: bool, source: str) -> None:
     """M clients in flight, drawn without replacement, cannot exceed the C clients there are."""
     if not replacement and concurrency > clients:
