@@ -19,7 +19,7 @@ SOURCES = [
     *(REPO / ".test/config").glob("*.yaml"),
     *(REPO / "peers").glob("*.py"),
 ]
-REFERENCE = re.compile(r'\b((?:docs/)?[\w-]+\.md|README) "([^"\n]+)"')
+REFERENCE = re.compile(r'\b((?:docs/|config/)?[\w-]+\.md|README) "([^"\n]+)"')
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
@@ -30,7 +30,7 @@ def headings(page: Path) -> set[str]:
 def target_of(source: Path, name: str) -> Path:
     if name == "README":
         return REPO / "README.md"
-    if name.startswith("docs/") or source.parent != REPO / "docs":
+    if name.startswith(("docs/", "config/")) or source.parent != REPO / "docs":
         return REPO / name
     return source.parent / name
 

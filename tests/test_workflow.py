@@ -37,9 +37,9 @@ def test_paper_config_plans_every_training_run():
     counts = job_counts(result.stdout)
     # MNIST: (AFL at J = 3..8 + sync, FedAsync, FedBuff, AFL and sync as coded at J = 5) × 3 seeds; CIFAR-10
     # without the as-coded ones; both staleness-aware variants and MNIST's FedProx one × (AFL, FedAsync,
-    # FedBuff at J = 5) × 3 seeds: 33 + 27 + 3 × 9
-    assert expected == 87
-    assert counts["train"] == expected and counts["figures"] == counts["theory"] == 5 and counts["archive"] == 1
+    # FedBuff at J = 5) × 3 seeds; MNIST in the clients' world × (AFL, sync, FedAsync, FedBuff): 33 + 27 + 3 × 9 + 12
+    assert expected == 99
+    assert counts["train"] == expected and counts["figures"] == counts["theory"] == 6 and counts["archive"] == 1
     assert counts["figure_as_coded_vs_described"] == counts["figure_afl_vs_sync_as_published"] == 1
 
 
@@ -168,6 +168,24 @@ def test_fashion_mnist_config_plans_from_debians_copy():
     counts = job_counts(result.stdout)
     assert counts["train"] == 51 and counts["theory"] == 3 and counts["figures"] == 3
     assert "--root /usr/share/datasets/fashion-mnist" in result.stdout
+
+
+def test_an_availability_trace_is_an_input_of_the_runs_that_read_it(tmp_path):
+    """The trace CSV is a file the runs, the theory check and the timeline read: Snakemake plans it as
+    their input, and a missing one is named before anything runs."""
+    config = tiny_config()
+    trace = tmp_path / "trace.csv"
+    config["experiments"]["tiny"]["train"].update(availability="trace", availability_trace=str(trace))
+    path = tmp_path / "trace.yaml"
+    path.write_text(yaml.safe_dump(config))
+    missing = snakemake("-n", "--configfile", str(path), workdir=tmp_path)
+    assert missing.returncode != 0 and "trace.csv" in missing.stdout + missing.stderr
+    trace.write_text("client,start,end\n" + "".join(f"{c},0,1000\n" for c in range(10)))
+    planned = snakemake("-n", "-p", "--configfile", str(path), workdir=tmp_path)
+    assert planned.returncode == 0, (planned.stdout + planned.stderr)[-2000:]
+    for rule in ("train", "theory", "figures"):
+        jobs = [job for job in planned.stdout.split("rule ")[1:] if job.startswith(f"{rule}:")]
+        assert jobs and all(str(trace) in job.split("output:")[0] for job in jobs), rule
 
 
 def tiny_config(**changes) -> dict:

@@ -73,10 +73,10 @@ def test_quick_bench_command_writes_json(tmp_path):
 def test_sweep_counts_client_updates_under_budgets():
     """config.yaml by hand: MNIST, per seed, AFL J = 3, 4, 6, 7, 8 at 1,000 rounds (28,000) + J = 5 at
     its 5,000-update budget, sync, FedAsync, FedBuff, AFL and sync as coded 5,000 each = 58,000; the
-    staleness and FedProx variants 15,000 each; × 3 seeds = 264,000. CIFAR-10: 200 rounds: 5,600 +
-    4 × 1,000 = 9,600, variant 3,000; × 3 = 37,800."""
+    staleness and FedProx variants 15,000 each, the clients' world one 20,000; × 3 seeds = 324,000.
+    CIFAR-10: 200 rounds: 5,600 + 4 × 1,000 = 9,600, variant 3,000; × 3 = 37,800."""
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    assert sweep_updates(config) == {"cnn": 264_000, "resnet20": 37_800}
+    assert sweep_updates(config) == {"cnn": 324_000, "resnet20": 37_800}
 
 
 def test_paper_round_runs_the_real_engine(tmp_path):

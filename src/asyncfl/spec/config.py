@@ -206,9 +206,10 @@ def system_model_help() -> str:
     """The group's settings as `key=default`, for `asyncfl train --help`."""
     defaults = {item.name: item.default for item in dataclasses.fields(TrainConfig)}
     shown = ", ".join(f"{key}={yaml.safe_dump(defaults[key]).splitlines()[0]}" for key in SYSTEM_MODEL)
+    section = '"The clients\' system and world"'
     return (
         "The clients' system and world, settings for --config or --settings (each the project's choice; "
-        f'config/README.md "The clients\' system and world" says what each does): {shown}'
+        f"config/README.md {section} says what each does): {shown}"
     )
 
 
