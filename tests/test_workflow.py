@@ -146,7 +146,7 @@ def test_slurm_profile_plans_without_conda():
     path = os.pathsep.join(d for d in ENV["PATH"].split(os.pathsep) if not (Path(d) / "conda").exists())
     result = snakemake("-n", "--profile", "profiles/slurm", env={**ENV, "PATH": path})
     assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
-    assert job_counts(result.stdout)["train"] == 87
+    assert job_counts(result.stdout)["train"] == 99
     assert "conda is not on PATH" in result.stdout + result.stderr
 
 

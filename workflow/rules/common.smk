@@ -108,8 +108,8 @@ def get_prepared_data(wildcards):
 
 
 def get_availability_trace(wildcards):
-    """The experiment's availability trace CSV, where it has one: its runs read it, so do its theory
-    check and its system timeline (each checks it against the SHA-256 its run recorded)."""
+    """The experiment's availability trace CSV, where it has one: its runs, its theory check and its
+    system timeline read it (each checks it against the SHA-256 its run recorded)."""
     trace = experiment(wildcards).get("train", {}).get("availability_trace")
     return [trace] if trace is not None else []
 
