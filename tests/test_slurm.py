@@ -58,7 +58,10 @@ def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
     result = snakemake(*SLURM_PROFILE, "--configfile", str(config), workdir=tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     runs = sorted(p.relative_to(tmp_path) for p in tmp_path.glob("results/*/runs/*/*/*/metrics.csv"))
-    assert len(runs) == 13 and all(metrics.parent.name == "seed0" for metrics in runs)  # 8 + 5 runs
+    local_seed0 = sorted(
+        p.relative_to(quick_local_run) for p in quick_local_run.glob("results/*/runs/*/*/seed0/metrics.csv")
+    )
+    assert runs == local_seed0 and {run.parts[1] for run in runs} == set(quick["experiments"])
     for metrics in runs:
         for name in RUN_OUTPUTS:
             local, on_slurm = quick_local_run / metrics.parent / name, tmp_path / metrics.parent / name
