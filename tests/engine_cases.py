@@ -1,10 +1,15 @@
 """A tiny dataset and partitions shared by the engine, check and theory tests (not a test module)."""
 
+import dataclasses
+from pathlib import Path
+
 import numpy as np
 import torch
 
 from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
+from asyncfl.sim.engine import Simulation
+from asyncfl.spec.config import make_config
 
 
 def tiny_dataset(n: int, seed: int = 0) -> Dataset:
@@ -18,3 +23,24 @@ def tiny_dataset(n: int, seed: int = 0) -> Dataset:
 def contiguous_partition(sizes: list[int]) -> Partition:
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return Partition(np.arange(offsets[-1], dtype=np.int64), offsets, "tiny")
+
+
+class Recording:
+    """The run's own trainer, with every task it was given and the result it returned kept."""
+
+    def __init__(self, trainer, fail_on_call: int | None = None):
+        self.trainer, self.calls, self.fail_on_call = trainer, [], fail_on_call
+
+    def train(self, tasks):
+        if len(self.calls) == self.fail_on_call:
+            raise RuntimeError("injected crash")
+        results = self.trainer.train(tasks)
+        self.calls.append(list(zip(tasks, results, strict=True)))
+        return results
+
+
+def recorded_simulation(out: Path, sizes: list[int], fail_on_call=None, **settings) -> tuple[Simulation, Recording]:
+    simulation = Simulation(make_config(settings), tiny_dataset(sum(sizes)), contiguous_partition(sizes), out)
+    recording = Recording(simulation.context.trainer, fail_on_call)
+    simulation.context = dataclasses.replace(simulation.context, trainer=recording)
+    return simulation, recording

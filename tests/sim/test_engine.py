@@ -1,7 +1,6 @@
 """The simulation: bookkeeping on a hand-built schedule, determinism, resume after SIGKILL, bad input, learning."""
 
 import csv
-import dataclasses
 import os
 import signal
 import subprocess
@@ -20,7 +19,7 @@ from asyncfl.sim.engine import Simulation
 from asyncfl.spec.config import make_config
 from asyncfl.spec.random_streams import client_init_seed
 from conftest import started, wait_for
-from engine_cases import contiguous_partition, tiny_dataset
+from engine_cases import contiguous_partition, recorded_simulation, tiny_dataset
 
 FIXED_CLIENTS = dict(
     speed_distribution="constant",
@@ -392,28 +391,7 @@ def test_vectorised_and_plain_runs_agree(tmp_path, digits_partition):
         assert float(vectorised["test_accuracy"]) == pytest.approx(float(plain["test_accuracy"]), abs=0.01)
 
 
-class Recording:
-    """The run's own trainer, with every task it was given and the result it returned kept."""
-
-    def __init__(self, trainer, fail_on_call: int | None = None):
-        self.trainer, self.calls, self.fail_on_call = trainer, [], fail_on_call
-
-    def train(self, tasks):
-        if len(self.calls) == self.fail_on_call:
-            raise RuntimeError("injected crash")
-        results = self.trainer.train(tasks)
-        self.calls.append(list(zip(tasks, results, strict=True)))
-        return results
-
-
 AS_CODED = dict(FIXED_CLIENTS, algorithm="afl_as_coded", clients_per_round=2, rounds=6, batch_size=4, local_epochs=2)
-
-
-def recorded_simulation(out: Path, sizes: list[int], fail_on_call=None, **settings) -> tuple[Simulation, Recording]:
-    simulation = Simulation(make_config(settings), tiny_dataset(sum(sizes)), contiguous_partition(sizes), out)
-    recording = Recording(simulation.context.trainer, fail_on_call)
-    simulation.context = dataclasses.replace(simulation.context, trainer=recording)
-    return simulation, recording
 
 
 @pytest.mark.parametrize("algorithm", ["afl_as_coded", "sync_as_coded"])

@@ -11,6 +11,7 @@ Adding an algorithm: a subclass here, registered under its name, and that name w
 name in `names.ALGORITHMS` (the workflow and the figures read it from there).
 """
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -20,6 +21,7 @@ from asyncfl.fl.learning_rate import Schedule
 from asyncfl.fl.staleness import StalenessFunction, staleness_function
 from asyncfl.models import ModelState
 from asyncfl.spec.config import TrainConfig, check_concurrency, check_setting, updates_per_round
+from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import ALGORITHMS
 
 
@@ -47,12 +49,36 @@ class AsyncParameters(Parameters):
     """Attributes:
     concurrency: M, clients kept in flight (default J, the project's reading of the paper); without
         replacement at most the number of clients.
+    max_staleness: the staleness cap: an update more than this many versions behind is over it (None:
+        no cap; FedScale's and FLSim's `max_staleness`).
+    stale_updates: what becomes of an update over the cap: "drop" (rejected, its work lost) or "keep"
+        (aggregated with its staleness weight s(τ) like any other, and counted).
     """
 
     concurrency: int
+    max_staleness: int | None
+    stale_updates: str
 
     def check(self, clients: int, replacement: bool) -> None:
         check_concurrency(self.concurrency, clients, replacement, "config")
+
+
+@dataclass(frozen=True)
+class SyncParameters(Parameters):
+    """Straggler handling of synchronous FL as production systems run it (Bonawitz et al. 2019,
+    "Towards Federated Learning at Scale"); both off by default, which waits for all J clients.
+
+    Attributes:
+    over_selection: ε: each round dispatches ⌈J·(1+ε)⌉ clients and aggregates the first J arrivals
+        (their 130 %: ε = 0.3); the rest are discarded.
+    round_deadline: D, virtual seconds: a round still open at its start + D aggregates what arrived, or
+        is abandoned (costing D, the model unchanged) with fewer than ⌈min_report_fraction·J⌉ reports.
+    min_report_fraction: of J, the reports a round needs by its deadline (project's choice: 0.8).
+    """
+
+    over_selection: float
+    round_deadline: float | None
+    min_report_fraction: float
 
 
 @dataclass(frozen=True)
@@ -105,6 +131,11 @@ class Strategy(ABC):
     # The local optimizer's state (Adam's moments) is created afresh at every dispatch (True: every epoch)
     optimizer_per_epoch = False
 
+    # A round closes at its aggregation: what it dispatched and has not arrived is discarded
+    closes_rounds = False
+    # A round ends at this many virtual seconds after its dispatches, aggregated or abandoned (None: no deadline)
+    round_deadline: float | None = None
+
     def __init__(self, config: TrainConfig):
         self.clients_per_round = config.clients_per_round
         self.schedule = Schedule.of(config)
@@ -135,6 +166,24 @@ class Strategy(ABC):
         """Clients to dispatch after an arrival (and the aggregation it may complete): one replaces it."""
         return 1
 
+    def clients_after_loss(self, in_round: int) -> int:
+        """Clients to dispatch after a lost dispatch, with `in_round` results still to come or in (one)."""
+        return 1
+
+    @property
+    def min_reports(self) -> int:
+        """Reports a round needs by its deadline (`round_deadline`; none without one)."""
+        return 1
+
+    def over_cap(self, staleness: int) -> bool:
+        """Whether an update `staleness` versions behind is over the staleness cap (none here)."""
+        return False
+
+    @property
+    def drops_stale(self) -> bool:
+        """Updates over the cap are rejected (True) or aggregated and counted."""
+        return False
+
     def check(self, clients: int) -> None:
         """Settings that only make sense against the number of clients: one clear line each (none here)."""
         return
@@ -156,6 +205,14 @@ class AsyncStrategy(Strategy):
     def check(self, clients: int) -> None:
         self.parameters.check(clients, self.replacement)
 
+    def over_cap(self, staleness: int) -> bool:
+        cap = self.parameters.max_staleness
+        return cap is not None and staleness > cap
+
+    @property
+    def drops_stale(self) -> bool:
+        return self.parameters.max_staleness is not None and self.parameters.stale_updates == "drop"
+
 
 STRATEGIES: dict[str, type[Strategy]] = {}
 
@@ -175,7 +232,9 @@ class AFL(AsyncStrategy):
 
     def __init__(self, config: TrainConfig):
         super().__init__(config)
-        self.parameters: AFLParameters = AFLParameters(config.concurrency_or_default, config.mixing)
+        self.parameters: AFLParameters = AFLParameters(
+            config.concurrency_or_default, config.max_staleness, config.stale_updates, config.mixing
+        )
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         return staleness_aware_average(
@@ -190,14 +249,39 @@ class AFL(AsyncStrategy):
 @register("sync")
 class Sync(Strategy):
     """FedAvg: J clients per round, wait for all (τ = 0, so s = 1), the size-weighted mean replaces the
-    model. No settings of its own: M does not apply, as it never keeps more than J in flight."""
+    model; or, with straggler handling (`SyncParameters`), over-select and/or end rounds at a deadline.
+    M does not apply: a round keeps its own dispatches in flight."""
+
+    def __init__(self, config: TrainConfig):
+        super().__init__(config)
+        self.parameters = SyncParameters(config.over_selection, config.round_deadline, config.min_report_fraction)
+        self.round_deadline = self.parameters.round_deadline
+        self.closes_rounds = self.parameters.over_selection > 0 or self.round_deadline is not None
 
     @property
     def initial_clients(self) -> int:
-        return self.clients_per_round
+        """⌈J·(1+ε)⌉, rounded first so that a product like 10 × 1.3 = 13.000000000000002 asks for 13."""
+        return math.ceil(round(self.clients_per_round * (1 + self.parameters.over_selection), 9))
+
+    @property
+    def min_reports(self) -> int:
+        """Reports a round needs by its deadline: ⌈min_report_fraction·J⌉."""
+        return math.ceil(round(self.parameters.min_report_fraction * self.clients_per_round, 9))
 
     def clients_after_arrival(self, aggregated: bool) -> int:
-        return self.clients_per_round if aggregated else 0
+        return self.initial_clients if aggregated else 0
+
+    def clients_after_loss(self, in_round: int) -> int:
+        """A lost dispatch is replaced only where the round could no longer gather J results."""
+        return max(0, self.clients_per_round - in_round)
+
+    def check(self, clients: int) -> None:
+        if not self.replacement and self.initial_clients > clients:
+            raise InputError(
+                f"config: over_selection = {self.parameters.over_selection} asks for {self.initial_clients} clients "
+                f"a round (⌈J·(1 + over_selection)⌉, J = {self.clients_per_round}), more than the {clients} there are; "
+                "lower it"
+            )
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         sizes, weights = [u.size for u in updates], [u.staleness_weight for u in updates]
@@ -210,7 +294,9 @@ class FedAsync(AsyncStrategy):
 
     def __init__(self, config: TrainConfig):
         super().__init__(config)
-        self.parameters: FedAsyncParameters = FedAsyncParameters(config.concurrency_or_default, config.fedasync_alpha)
+        self.parameters: FedAsyncParameters = FedAsyncParameters(
+            config.concurrency_or_default, config.max_staleness, config.stale_updates, config.fedasync_alpha
+        )
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         (update,) = updates
@@ -229,7 +315,11 @@ class FedBuff(AsyncStrategy):
     def __init__(self, config: TrainConfig):
         super().__init__(config)
         self.parameters: FedBuffParameters = FedBuffParameters(
-            config.concurrency_or_default, config.buffer_size or config.clients_per_round, config.server_lr
+            config.concurrency_or_default,
+            config.max_staleness,
+            config.stale_updates,
+            config.buffer_size or config.clients_per_round,
+            config.server_lr,
         )
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:

@@ -17,7 +17,7 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -44,10 +44,10 @@ METRICS_COLUMNS = (
 AS_CODED_COLUMNS = ("train_loss_as_coded",)
 # events.csv of a run whose clients have links (`bandwidth_median` set) adds each dispatch's phases
 PHASE_COLUMNS = ("download_seconds", "compute_seconds", "upload_seconds")
-# a run that can lose dispatches (availability, failure_probability) adds a row per lost dispatch to
-# events.csv, with why in `lost`, and to metrics.csv the count lost since the previous aggregation
+# a run some of whose dispatches may never be aggregated (lost, discarded, rejected: `sim.outcomes`)
+# adds a row per such dispatch to events.csv, with why in `lost`; its metrics.csv adds the accounting
+# columns that apply to it (`outcomes.accounting_columns`)
 LOSS_EVENT_COLUMNS = ("lost",)
-LOSS_METRICS_COLUMNS = ("dropped",)
 EVENTS_COLUMNS = (
     "round",
     "client",
@@ -157,7 +157,8 @@ class Aggregation:
     global_train_loss: float | None = None  # L(θ_v) on the partition's training samples, when evaluated
     gradient_norm_squared: float | None = None  # ‖∇L(θ_v)‖² on the same samples (Theorem 1's quantity)
     phases: Sequence[tuple[float, float, float]] = ()  # each job's (download, compute, upload) seconds, with links
-    losses: Sequence[dict] = ()  # events.csv's rows of the dispatches lost since the previous aggregation
+    losses: Sequence[dict] = ()  # events.csv's rows of the dispatches set aside since the previous aggregation
+    accounting: dict[str, int] = field(default_factory=dict)  # metrics.csv's accounting cells, where logged
 
     @property
     def train_loss(self) -> float:
@@ -185,7 +186,7 @@ class Aggregation:
             "global_train_loss": self.global_train_loss,
             "gradient_norm_squared": self.gradient_norm_squared,
             "train_loss_as_coded": self.train_loss_as_coded,
-            "dropped": len(self.losses),
+            **self.accounting,
         }
 
     def event_rows(self) -> list[dict]:
@@ -219,13 +220,14 @@ class RunLogs:
         start_round: int,
         as_coded: bool = False,
         phases: bool = False,
+        accounting: tuple[str, ...] = (),
         losses: bool = False,
     ):
         """`as_coded`: metrics.csv also holds AS_CODED_COLUMNS (`Strategy.logs_reference_loss`);
-        `phases`: events.csv also holds PHASE_COLUMNS (the clients have links); `losses`: both logs
-        hold the LOSS columns (dispatches can be lost)."""
+        `phases`: events.csv also holds PHASE_COLUMNS (the clients have links); `accounting`: metrics.csv's
+        accounting columns; `losses`: events.csv holds LOSS_EVENT_COLUMNS (dispatches can be set aside)."""
         resumed = resumed or {}
-        columns = METRICS_COLUMNS + (AS_CODED_COLUMNS if as_coded else ()) + (LOSS_METRICS_COLUMNS if losses else ())
+        columns = METRICS_COLUMNS + (AS_CODED_COLUMNS if as_coded else ()) + accounting
         self.metrics = CsvLog(out / METRICS, columns, resumed.get(METRICS))
         events = EVENTS_COLUMNS + (PHASE_COLUMNS if phases else ()) + (LOSS_EVENT_COLUMNS if losses else ())
         self.events = CsvLog(out / EVENTS, events, resumed.get(EVENTS))

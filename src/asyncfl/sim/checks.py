@@ -9,8 +9,9 @@ import torch
 
 from asyncfl.data.dataset import Dataset
 from asyncfl.data.partition import Partition
-from asyncfl.fl.strategies import make_strategy
+from asyncfl.fl.strategies import Strategy, make_strategy
 from asyncfl.models import model_name_has_batchnorm
+from asyncfl.sim.client_system import ClientSystem
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
 from asyncfl.training.runtime import trainer_name
@@ -63,4 +64,20 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
             "precision bf16 with the vectorised trainer needs a model without BatchNorm (vmap's "
             "batch-norm rule cannot mix bf16 activations with fp32 statistics); use trainer: plain "
             "or precision fp32/tf32"
+        )
+
+
+def check_deadline(strategy: Strategy, system: ClientSystem, sizes: np.ndarray) -> None:
+    """A round deadline that too few clients can meet would abandon every round: refused, with the
+    fastest clients' times, before anything runs."""
+    deadline = strategy.round_deadline
+    if deadline is None:
+        return
+    durations = sorted(system.median_phases(c, int(n)).total for c, n in enumerate(sizes))
+    needed = strategy.min_reports
+    if durations[needed - 1] > deadline:
+        raise InputError(
+            f"round_deadline = {deadline!r} virtual seconds is shorter than the dispatches of all but "
+            f"{sum(d <= deadline for d in durations)} clients (the fastest takes {durations[0]:.4g} s), and a round "
+            f"needs {needed} reports (min_report_fraction of J); raise round_deadline above {durations[needed - 1]:.4g}"
         )

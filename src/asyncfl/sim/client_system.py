@@ -9,7 +9,7 @@ of virtual time; jitter (lognormal, median 1) has its own stream per (client, di
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -59,15 +59,20 @@ class ClientSystem:
             Links.draw(config, speed, model_bytes),
         )
 
-    def phases(self, client: int, n_samples: int, dispatch_index: int) -> "Phases":
-        """The virtual seconds of this client's `dispatch_index`-th dispatch, phase by phase."""
+    def median_phases(self, client: int, n_samples: int) -> "Phases":
+        """The phases of a dispatch of this client at the jitter's median (exactly, without jitter)."""
         compute = self.local_epochs * n_samples * self.seconds_per_sample / self.speed[client]
-        if self.jitter_sigma > 0:
-            rng = np.random.default_rng([self.seed, random_streams.JITTER, client, dispatch_index])
-            compute *= rng.lognormal(0.0, self.jitter_sigma)
         links = self.links
         down, up = (links.download(client), links.upload(client)) if links else (0.0, 0.0)
         return Phases(down, float(compute), up, float(self.latency[client]))
+
+    def phases(self, client: int, n_samples: int, dispatch_index: int) -> "Phases":
+        """The virtual seconds of this client's `dispatch_index`-th dispatch, phase by phase."""
+        median = self.median_phases(client, n_samples)
+        if self.jitter_sigma == 0:
+            return median
+        rng = np.random.default_rng([self.seed, random_streams.JITTER, client, dispatch_index])
+        return replace(median, compute=median.compute * rng.lognormal(0.0, self.jitter_sigma))
 
     def duration(self, client: int, n_samples: int, dispatch_index: int) -> float:
         """Virtual seconds from dispatch to arrival for this client's `dispatch_index`-th dispatch."""

@@ -11,7 +11,7 @@ from asyncfl.data.partition import Partition
 from asyncfl.fl.strategies import Strategy, make_strategy
 from asyncfl.models import ModelState, build_model
 from asyncfl.runs.record import run_identity
-from asyncfl.sim.checks import check_run
+from asyncfl.sim.checks import check_deadline, check_run
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.network import state_bytes
 from asyncfl.sim.state import Job
@@ -88,6 +88,8 @@ def prepare_run(
     images = normalize(dataset.train_images.to(device), dataset.info)
     labels = dataset.train_labels.to(device)
     trainer = trainer or trainer_class(config.trainer, device)(model, images, labels, LocalSettings.of(config))
+    strategy, system = make_strategy(config), ClientSystem.draw(config, partition.num_clients, state_bytes(model))
+    check_deadline(strategy, system, partition.sizes)
     return RunContext(
         config,
         run_identity(config, dataset.info.name, partition_sha256),
@@ -98,9 +100,9 @@ def prepare_run(
         images,
         labels,
         trainer,
-        make_strategy(config),
+        strategy,
         partition.sizes,
         [torch.from_numpy(partition.client_indices(c)).to(device) for c in range(partition.num_clients)],
-        ClientSystem.draw(config, partition.num_clients, state_bytes(model)),
+        system,
         World.of(config, partition.num_clients),
     )

@@ -16,8 +16,9 @@ from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalResult
 
 # The server's own events in the inbox, beside arrivals keyed (time, client, dispatch): they sort before
-# an arrival at the same time, and a client coming online before a check-in
-WAKE, CHECK_IN = -2, -1
+# an arrival at the same time, and a client coming online before a check-in; a round's deadline sorts
+# after every arrival at its time, which is in time
+WAKE, CHECK_IN, DEADLINE = -2, -1, 1 << 62
 
 
 class Dispatcher:
@@ -89,8 +90,7 @@ class Dispatcher:
 
     def dispatch(self, client: int) -> None:
         state = self.state
-        aggregated = int(state.dispatch_counts.sum()) - len(state.outstanding) - len(self.buffer) - state.dropped
-        job = next_job(self.context, state, client, aggregated)
+        job = next_job(self.context, state, client, state.aggregated(len(self.buffer)))
         if self.context.strategy.clients_load_global_model and not job.lost:
             state.start_models.setdefault(job.version, state.global_model)
         self.state.outstanding[job.key] = job
@@ -110,6 +110,15 @@ class Dispatcher:
         await sleep_until(job.arrival_time)
         self.inbox.put_nowait((job.key, job))
 
+    def start_round(self, count: int) -> None:
+        """Dispatch `count` clients as `request` does; under a round deadline, a new round begins now
+        and ends at the deadline at the latest."""
+        self.request(count)
+        deadline = self.context.strategy.round_deadline
+        if deadline is not None:
+            self.state.deadline_at = self.state.now + deadline
+            self.later((self.state.deadline_at, DEADLINE, 0))
+
     def start(self) -> None:
         """The events a fresh or resumed run begins with: its clients in flight, the first dispatches or
         the next check-in, and a wake-up where dispatches wait for a client to come online."""
@@ -118,8 +127,10 @@ class Dispatcher:
             self.spawn(job)
         if checkins is not None:
             self.later((checkins.time(state.checkins), CHECK_IN, state.checkins))
-        elif state.version == 0 and not state.outstanding and not state.dropped:
-            self.request(self.context.strategy.initial_clients)
+        elif state.dispatched == 0:
+            self.start_round(self.context.strategy.initial_clients)
+        elif state.deadline_at is not None:  # a resumed run's open round
+            self.later((state.deadline_at, DEADLINE, 0))
         if state.waiting:
             self.wake_when_online()
 

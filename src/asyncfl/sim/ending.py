@@ -3,6 +3,7 @@ model.pt and run.json, written through `runs` (docs/outputs.md "Run folders").""
 
 import hashlib
 import math
+import sys
 from pathlib import Path
 
 import torch
@@ -13,6 +14,7 @@ from asyncfl.runs.checkpoint import save_torch
 from asyncfl.runs.provenance import run_environment
 from asyncfl.runs.record import utc_now, write_run_record
 from asyncfl.sim.context import RunContext
+from asyncfl.sim.outcomes import starved_clients
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
@@ -42,9 +44,10 @@ def check_finite_model(state: ModelState, version: int, out: Path) -> None:
         )
 
 
-def stop_condition(config: TrainConfig, version: int, now: float, norm: float, updates: int) -> str:
+def stop_condition(config: TrainConfig, version: int, now: float, norm: float, updates: int, dispatched: int) -> str:
     """Why the run ends after the aggregation that made `version` ("" while it goes on). The budgets
-    (`max_virtual_time`, `max_updates`) let runs of different algorithms stop at equal cost."""
+    (`max_virtual_time`, `max_updates` aggregated, `max_dispatches` of work, aggregated or not) let runs of
+    different algorithms stop at equal cost."""
     if version >= config.rounds:
         return "rounds"
     if config.kappa > 0 and norm <= config.kappa:
@@ -53,7 +56,21 @@ def stop_condition(config: TrainConfig, version: int, now: float, norm: float, u
         return "max_virtual_time"
     if config.max_updates is not None and updates >= config.max_updates:
         return "max_updates"
+    if config.max_dispatches is not None and dispatched >= config.max_dispatches:
+        return "max_dispatches"
     return ""
+
+
+def warn_of_starved(events_text: str, config: TrainConfig) -> None:
+    """A staleness cap that rejects every update of some client starves it: said on stderr, once."""
+    starved = starved_clients(events_text)
+    if starved:
+        print(
+            f"warning: client(s) {', '.join(map(str, starved))} had every update rejected as staler than "
+            f"max_staleness = {config.max_staleness}: the cap starves them (raise it, or set stale_updates: keep)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def write_outputs(

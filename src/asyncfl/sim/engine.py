@@ -25,12 +25,21 @@ from asyncfl.runs.checkpoint import load_checkpoint, save_checkpoint
 from asyncfl.runs.logs import PHASE_COLUMNS, Aggregation, RunLogs
 from asyncfl.sim.clock import run_virtual
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
-from asyncfl.sim.dispatcher import Dispatcher
-from asyncfl.sim.ending import check_finite, check_finite_model, stop_condition, write_outputs
+from asyncfl.sim.dispatcher import DEADLINE, Dispatcher
+from asyncfl.sim.ending import check_finite, check_finite_model, stop_condition, warn_of_starved, write_outputs
 from asyncfl.sim.invariants import SelfCheck
+from asyncfl.sim.outcomes import (
+    ABANDONED,
+    DISCARDED,
+    REJECTED,
+    Unaggregated,
+    accounting_columns,
+    check_abandoned,
+    will_be_discarded,
+)
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.layout import CHECKPOINT
+from asyncfl.spec.layout import CHECKPOINT, EVENTS
 from asyncfl.training.evaluation import evaluate, training_gradient
 from asyncfl.training.interface import LocalResult, Trainer
 
@@ -56,20 +65,56 @@ class Simulation:
         self.state = SimulationState.fresh(model_state, config.seed, partition.num_clients, own_models)
         # Not checkpointed: derived, or empty at every checkpoint.
         self.buffer: list[tuple[Job, LocalResult]] = []
-        self.drops: list[Job] = []  # lost since the last aggregation, which logs them
+        self.unaggregated = Unaggregated()  # set aside since the last aggregation, which logs them
+        self.abandoned_in_a_row = 0
         self.stop_reason = ""
         self.started = time.perf_counter()
         # derived from the state where the run starts or resumes (`run`)
         self.check: SelfCheck
         self.dispatcher: Dispatcher
 
+    @property
+    def open_loop(self) -> bool:
+        """Clients check in by themselves (Poisson arrivals): the server never dispatches to replace one."""
+        return self.context.world.checkins is not None
+
+    def set_aside(self, jobs: list[Job], fate: str, staleness: int | None = None) -> None:
+        """Dispatches that will never be aggregated (`outcomes`): counted, and logged by the next aggregation."""
+        for job in jobs:
+            self.unaggregated.add(self.state, job, fate, staleness)
+        self.check.on_unaggregated(len(jobs))
+
+    def discard(self, fate: str) -> None:
+        """Close the round on its dispatches still out: their clients are free, their results ignored."""
+        jobs = list(self.state.outstanding.values())
+        for job in jobs:
+            del self.state.outstanding[job.key]
+            self.dispatcher.in_flight[job.client] -= 1
+        self.state.waiting = 0  # its dispatches still waiting for an online client are not made
+        self.set_aside(jobs, fate)
+
     def lose(self, job: Job) -> None:
         """A dispatch whose result never arrives: its work is lost, its slot frees and is filled (in a
-        closed loop), and the next aggregation's logs record it."""
-        self.state.dropped += 1
-        self.drops.append(job)
-        self.check.on_loss()
-        self.dispatcher.request(1 if self.context.world.checkins is None else 0)
+        closed loop, where the strategy wants it), and the next aggregation's logs record it."""
+        self.set_aside([job], job.lost)
+        in_round = len(self.buffer) + len(self.state.outstanding) + self.state.waiting
+        self.dispatcher.request(0 if self.open_loop else self.strategy.clients_after_loss(in_round))
+
+    def take(self, job: Job) -> bool:
+        """Take an update that arrived, or reject it as too stale; True when the round is complete."""
+        staleness = job.versions_behind(self.state.version)
+        if self.strategy.over_cap(staleness) and self.strategy.drops_stale:
+            self.set_aside([job], REJECTED, staleness)
+            self.dispatcher.request(0 if self.open_loop else 1)
+            return False
+        self.unaggregated.kept_over_cap += self.strategy.over_cap(staleness)
+        result = local_result(self.context, self.state, job, len(self.buffer))
+        check_finite(result, job, self.state.version, self.out)
+        self.buffer.append((job, result))
+        if len(self.buffer) < self.strategy.arrivals_per_round:
+            self.dispatcher.request(0 if self.open_loop else self.strategy.clients_after_arrival(False))
+            return False
+        return True
 
     async def serve(self, logs: RunLogs) -> None:
         state, dispatcher = self.state, self.dispatcher
@@ -78,7 +123,12 @@ class Simulation:
             while True:
                 key, job = await dispatcher.inbox.get()
                 if job is None:
-                    dispatcher.on_server_event(key)
+                    if key[1] != DEADLINE:
+                        dispatcher.on_server_event(key)
+                    elif key[0] == state.deadline_at and self.on_deadline(logs):  # else its round closed earlier
+                        return
+                    continue
+                if job.key not in state.outstanding:  # discarded when its round closed
                     continue
                 self.check.on_arrival(job, self.context.system, int(self.context.sizes[job.client]))
                 state.now = job.arrival_time
@@ -86,26 +136,40 @@ class Simulation:
                 dispatcher.in_flight[job.client] -= 1
                 if job.lost:
                     self.lose(job)
-                    continue
-                result = local_result(self.context, state, job)
-                check_finite(result, job, state.version, self.out)
-                self.buffer.append((job, result))
-                aggregated = len(self.buffer) == self.strategy.arrivals_per_round
-                if aggregated and self.aggregate(logs):
+                elif self.take(job) and (self.aggregate(logs) or self.next_round(logs)):
                     return
-                open_loop = self.context.world.checkins is not None
-                dispatcher.request(0 if open_loop else self.strategy.clients_after_arrival(aggregated))
-                if aggregated and state.version % self.config.checkpoint_every == 0:
-                    snapshot = dataclasses.replace(state, wall_seconds=self.elapsed())
-                    save_checkpoint(
-                        self.out / CHECKPOINT, self.context.identity, snapshot.payload(logs.settled_texts())
-                    )
         finally:
             await dispatcher.stop()
+
+    def on_deadline(self, logs: RunLogs) -> bool:
+        """The open synchronous round's deadline: aggregate what arrived, or abandon the round below the
+        reports it needs (it cost the time, the model is unchanged); True when the run is over."""
+        self.state.now = self.state.deadline_at or self.state.now
+        if len(self.buffer) < self.strategy.min_reports:
+            self.discard(ABANDONED)
+            self.set_aside([job for job, _ in self.buffer], ABANDONED)
+            self.buffer.clear()
+            self.unaggregated.abandoned_rounds += 1
+            self.abandoned_in_a_row += 1
+            check_abandoned(self.abandoned_in_a_row, self.config)
+        elif self.aggregate(logs):
+            return True
+        return self.next_round(logs)
+
+    def next_round(self, logs: RunLogs) -> bool:
+        """After a round: the next dispatches, and a checkpoint when one is due (False: the run goes on)."""
+        self.dispatcher.start_round(0 if self.open_loop else self.strategy.clients_after_arrival(True))
+        if self.state.version % self.config.checkpoint_every == 0 and not self.abandoned_in_a_row:
+            snapshot = dataclasses.replace(self.state, wall_seconds=self.elapsed())
+            save_checkpoint(self.out / CHECKPOINT, self.context.identity, snapshot.payload(logs.settled_texts()))
+        return False
 
     def aggregate(self, logs: RunLogs) -> bool:
         """Fold the buffered updates into the global model; log the round; True when the run is over."""
         config, state = self.config, self.state
+        if self.strategy.closes_rounds:
+            self.discard(DISCARDED)
+        self.abandoned_in_a_row = 0
         jobs, results = [job for job, _ in self.buffer], [result for _, result in self.buffer]
         old, starts = state.global_model, [start_of(self.context, state, job) for job in jobs]
         updates = server_updates(self.context, state.version, jobs, results, starts)
@@ -115,17 +179,24 @@ class Simulation:
         sizes = [update.size for update in updates]
         record = aggregation_record(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
         record.phases = logged_phases(self.context, jobs)
-        record.losses = [loss_row(self.context, state.version + 1, job) for job in self.drops]
-        self.drops.clear()
+        record.losses = [loss_row(self.context, state.version + 1, *item) for item in self.unaggregated.jobs]
+        record.accounting = self.unaggregated.counts(self.accounting, state.dispatched)
+        self.unaggregated.clear()
         state.advance(new, self.buffer if not self.strategy.clients_load_global_model else [])
         self.buffer.clear()
         self.check.on_aggregation(state.version, coefficients, len(self.buffer), len(state.outstanding))
-        arrived = int(state.dispatch_counts.sum()) - len(state.outstanding) - state.dropped  # all aggregated
-        self.stop_reason = stop_condition(config, state.version, state.now, norm, arrived)
+        arrived = state.aggregated(0)
+        self.stop_reason = stop_condition(config, state.version, state.now, norm, arrived, state.dispatched)
         if evaluation_due(config, state.version, arrived - len(jobs), arrived) or self.stop_reason:
             evaluate_global(self.context, new, record)
         logs.record(record, self.elapsed())
         return bool(self.stop_reason)
+
+    @property
+    def accounting(self) -> tuple[str, ...]:
+        """metrics.csv's accounting columns (`outcomes.accounting_columns`)."""
+        caps = self.config.max_staleness is not None
+        return accounting_columns(self.strategy, caps, self.context.world.loses_dispatches)
 
     def elapsed(self) -> float:
         """Wall-clock seconds of the whole run so far, resumes included."""
@@ -149,13 +220,16 @@ class Simulation:
             self.state.version,
             self.strategy.logs_reference_loss,
             self.context.system.links is not None,
-            self.context.world.loses_dispatches,
+            self.accounting,
+            bool({"dropped", "discarded", "rejected"} & set(self.accounting)),
         )
         try:
             run_virtual(self.serve(logs), start=self.state.now)
             texts = logs.settled_texts()
         finally:
             logs.close()
+        if self.strategy.drops_stale:
+            warn_of_starved(texts[EVENTS], self.config)
         return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts)
 
 
@@ -213,33 +287,40 @@ def start_of(context: RunContext, state: SimulationState, job: Job) -> ModelStat
     return state.client_models[job.client]
 
 
-def loss_row(context: RunContext, round_: int, job: Job) -> dict:
-    """events.csv's row of a lost dispatch, logged with the round it would have joined: no staleness,
-    coefficient, epochs or loss, since its result never reached the server."""
+def loss_row(context: RunContext, round_: int, job: Job, fate: str, staleness: int | None) -> dict:
+    """events.csv's row of a dispatch set aside (`outcomes`), logged with the round it would have joined:
+    no coefficient, epochs or loss, since its result never joined the model; the staleness of a
+    rejected update."""
     row = {
         "round": round_,
         "client": job.client,
         "dispatch_version": job.version,
         "dispatch_time": job.dispatch_time,
         "arrival_time": job.arrival_time,
-        "staleness": None,
+        "staleness": staleness,
         "coefficient": None,
         "lr": job.lrs[0],
         "epochs_run": None,
         "n_samples": int(context.sizes[job.client]),
         "train_loss": None,
-        "lost": job.lost,
+        "lost": fate,
     }
     phases = logged_phases(context, [job])
     return row | (dict(zip(PHASE_COLUMNS, phases[0], strict=True)) if phases else {})
 
 
-def local_result(context: RunContext, state: SimulationState, job: Job) -> LocalResult:
+def local_result(context: RunContext, state: SimulationState, job: Job, buffered: int) -> LocalResult:
     """The job's local update; trains every outstanding untrained job together the first time, so a
-    vectorised trainer batches the clients in flight."""
-    results = state.results
+    vectorised trainer batches the clients in flight, except those that will be lost or discarded
+    (`buffered`: results the open round already holds)."""
+    results, strategy = state.results, context.strategy
+
+    def trains(other: Job) -> bool:
+        discarded = strategy.closes_rounds and will_be_discarded(state, buffered, strategy.arrivals_per_round, other)
+        return other.key not in results and not other.lost and not discarded
+
     if job.key not in results:
-        pending = [j for j in [job, *state.outstanding.values()] if j.key not in results and not j.lost]
+        pending = [job, *filter(trains, state.outstanding.values())]
         tasks = [context.local_task(j, start_of(context, state, j)) for j in pending]
         results.update(zip((j.key for j in pending), context.trainer.train(tasks), strict=True))
     return results.pop(job.key)

@@ -34,9 +34,9 @@ class SelfCheck:
         max_in_flight: M, the clients a strategy may keep in flight (J for synchronous rounds).
         convex: the strategy's new model is a convex combination of the old one and the updates, so its
             coefficients sum to at most 1 (FedBuff's step on the mean update is not).
-        dispatched, aggregated, lost: the run's own counts of dispatches, of aggregated updates and of
-            dispatches lost (offline, failed), kept apart from the engine's state so that a job the
-            engine loses track of is noticed.
+        dispatched, aggregated, unaggregated: the run's own counts of dispatches, of aggregated updates
+            and of dispatches that will never be (lost, discarded, rejected: `outcomes`), kept apart
+            from the engine's state so that a job the engine loses track of is noticed.
         now, version: the virtual time and global version the checks last saw.
     """
 
@@ -44,16 +44,15 @@ class SelfCheck:
     convex: bool
     dispatched: int = 0
     aggregated: int = 0
-    lost: int = 0
+    unaggregated: int = 0
     now: float = 0.0
     version: int = 0
 
     @classmethod
     def of(cls, state: SimulationState, max_in_flight: int, convex: bool) -> "SelfCheck":
         """The checks of a run starting (or resuming) at `state`: at a checkpoint nothing is buffered."""
-        dispatched = int(state.dispatch_counts.sum())
-        aggregated = dispatched - len(state.outstanding) - state.dropped
-        return cls(max_in_flight, convex, dispatched, aggregated, state.dropped, state.now, state.version)
+        unaggregated = state.dropped + state.discarded + state.rejected
+        return cls(max_in_flight, convex, state.dispatched, state.aggregated(0), unaggregated, state.now, state.version)
 
     def on_dispatch(self, job: Job, in_flight: int, online: bool) -> None:
         self.dispatched += 1
@@ -63,8 +62,8 @@ class SelfCheck:
         if not online:
             violated("only online clients are dispatched", event)
 
-    def on_loss(self) -> None:
-        self.lost += 1
+    def on_unaggregated(self, count: int = 1) -> None:
+        self.unaggregated += count
 
     def on_arrival(self, job: Job, system: ClientSystem, size: int) -> None:
         event = f"the arrival of client {job.client} (dispatch {job.dispatch_index}) at t = {job.arrival_time!r}"
@@ -89,9 +88,9 @@ class SelfCheck:
         if self.convex and sum(coefficients) > 1 + TOLERANCE:
             violated(f"coefficients of a convex combination summing to at most 1 ({sum(coefficients)!r})", event)
         self.version, self.aggregated = version, self.aggregated + len(coefficients)
-        if self.dispatched != self.aggregated + buffered + in_flight + self.lost:
+        if self.dispatched != self.aggregated + buffered + in_flight + self.unaggregated:
             violated(
                 f"every dispatch accounted for ({self.dispatched} dispatched, {self.aggregated} aggregated, "
-                f"{buffered} buffered, {in_flight} in flight, {self.lost} lost)",
+                f"{buffered} buffered, {in_flight} in flight, {self.unaggregated} lost, discarded or rejected)",
                 event,
             )

@@ -50,6 +50,9 @@ class SimulationState:
     now: float = 0.0  # virtual time
     wall_seconds: float = 0.0  # wall-clock seconds spent before the last resume
     dropped: int = 0  # dispatches lost so far (their clients went offline, or they failed)
+    discarded: int = 0  # dispatches whose synchronous round closed without them (late, or abandoned)
+    rejected: int = 0  # asynchronous updates rejected as staler than the cap
+    deadline_at: float | None = None  # when the open synchronous round ends, under a round_deadline
     waiting: int = 0  # dispatches the server wants but has no online idle client for yet
     checkins: int = 0  # Poisson check-ins handled so far, under arrivals: poisson
     started_at: str = field(default_factory=utc_now)
@@ -60,6 +63,15 @@ class SimulationState:
     results: dict[tuple, LocalResult] = field(default_factory=dict)
     # Each client's own last model, for algorithms whose clients never load the global one
     client_models: dict[int, ModelState] = field(default_factory=dict)
+
+    @property
+    def dispatched(self) -> int:
+        return int(self.dispatch_counts.sum())
+
+    def aggregated(self, buffered: int) -> int:
+        """Client updates aggregated so far: every dispatch not buffered (`buffered`), in flight, lost,
+        discarded or rejected."""
+        return self.dispatched - buffered - len(self.outstanding) - self.dropped - self.discarded - self.rejected
 
     def advance(self, new: ModelState, own_models: list[tuple[Job, LocalResult]]) -> None:
         """The aggregation's new global model; the clients' own last models (`own_models`, for algorithms
@@ -89,6 +101,9 @@ class SimulationState:
             "now": self.now,
             "wall_seconds": self.wall_seconds,
             "dropped": self.dropped,
+            "discarded": self.discarded,
+            "rejected": self.rejected,
+            "deadline_at": self.deadline_at,
             "waiting": self.waiting,
             "checkins": self.checkins,
             "started_at": self.started_at,
@@ -116,6 +131,9 @@ class SimulationState:
                 now=checkpoint["now"],
                 wall_seconds=checkpoint["wall_seconds"],
                 dropped=checkpoint["dropped"],
+                discarded=checkpoint["discarded"],
+                rejected=checkpoint["rejected"],
+                deadline_at=checkpoint["deadline_at"],
                 waiting=checkpoint["waiting"],
                 checkins=checkpoint["checkins"],
                 started_at=checkpoint["started_at"],

@@ -154,11 +154,25 @@ class TrainConfig:
     # checkin_rate per virtual second and are dispatched while fewer than M are in flight
     arrivals: str = setting("closed", ARRIVAL_PROCESSES, read_by=ASYNCHRONOUS)
     checkin_rate: float | None = setting(None, lowest=POSITIVE, at_most=1e9, read_by=ASYNCHRONOUS)
+    # -- stragglers (project's choice, off by default: docs/design.md "Stragglers"). Synchronous rounds as
+    # production FL runs them (Bonawitz et al. 2019): dispatch ⌈J·(1 + over_selection)⌉ clients and
+    # aggregate the first J arrivals (0.3: their "130 %", FedScale's overcommitment 1.3); end a round at
+    # round_deadline virtual seconds after it starts with what arrived, or abandon it below
+    # ⌈min_report_fraction·J⌉ reports (the model unchanged). Late results are discarded.
+    over_selection: float = setting(0.0, lowest=NON_NEGATIVE, at_most=1000.0, read_by=("sync",))
+    round_deadline: float | None = setting(None, lowest=POSITIVE, at_most=1e9, read_by=("sync",))
+    min_report_fraction: float = setting(0.8, lowest=UNIT_INTERVAL, read_by=("sync",))
+    # Asynchronous updates staler than max_staleness versions (FedScale's max_staleness, FLSim's) are
+    # dropped (rejected, never aggregated) or kept with their staleness weight s(τ) and counted
+    max_staleness: int | None = setting(None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
+    stale_updates: str = setting("drop", ("drop", "keep"), read_by=ASYNCHRONOUS)
     # -- when the run ends, and its checkpoints
     # stop at the first aggregation at or after this time
     max_virtual_time: float | None = setting(None, lowest=POSITIVE)
     # stop at the first aggregation at or after this many client updates
     max_updates: int | None = setting(None, lowest=POSITIVE, at_most=100_000_000)
+    # stop at the first aggregation at or after this many dispatches (client work: aggregated or not)
+    max_dispatches: int | None = setting(None, lowest=POSITIVE, at_most=100_000_000)
     checkpoint_every: int = setting(10, lowest=POSITIVE)  # rounds between checkpoints
     # -- the machine: results do not depend on these beyond the numerics' documented rounding
     device: str = setting("auto", DEVICES)  # auto | cpu | cuda
@@ -241,6 +255,10 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
         raise InputError(f"{source}: eval_every and eval_every_updates are both set; keep one")
     if (config.availability == "trace") != (config.availability_trace is not None):
         raise InputError(f"{source}: availability: trace and availability_trace (the CSV's path) go together")
+    defaults = {item.name: item.default for item in dataclasses.fields(TrainConfig)}
+    for key, needs in (("min_report_fraction", "round_deadline"), ("stale_updates", "max_staleness")):
+        if getattr(config, key) != defaults[key] and getattr(config, needs) is None:
+            raise InputError(f"{source}: {key} applies only with {needs} set; set {needs} or remove {key}")
     if (config.arrivals == "poisson") != (config.checkin_rate is not None):
         raise InputError(f"{source}: arrivals: poisson and checkin_rate (check-ins per virtual second) go together")
     for item in dataclasses.fields(TrainConfig):  # a setting the algorithm ignores would mislead: refused
