@@ -13,7 +13,7 @@ from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.network import Links, state_bytes
 from asyncfl.spec.config import make_config
-from engine_cases import contiguous_partition, tiny_dataset
+from engine_cases import Recording, contiguous_partition, tiny_dataset
 
 SIZES = [4, 8, 12, 8]
 FIXED = dict(speed_distribution="constant", latency_distribution="constant", latency_median=0.5)
@@ -83,8 +83,6 @@ def test_the_learning_rate_delay_counts_the_transfers():
 
 
 def test_a_run_with_links_resumes_to_the_same_bytes(tmp_path):
-    from test_engine import Recording
-
     whole = run(tmp_path / "whole", **FIXED, **LINKS, checkpoint_every=1)
     whole.run()
     crashed = run(tmp_path / "resumed", **FIXED, **LINKS, checkpoint_every=1)

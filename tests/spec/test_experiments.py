@@ -62,6 +62,12 @@ def test_a_budget_applies_to_the_comparison_runs_only():
     assert sweep["eval_every"] == experiment["train"]["eval_every"] and "eval_every_updates" not in sweep
 
 
+def test_a_work_budget_stops_the_comparison_runs_at_a_dispatch_count():
+    experiment = {**QUICK["experiments"]["digits_cnn"], "budget": {"dispatches": 200}}
+    compared = run_settings(experiment, "sync", 5, 5)
+    assert compared["max_dispatches"] == 200 and "max_updates" not in compared and compared["rounds"] > 200
+
+
 def test_a_budget_and_the_same_train_setting_are_refused():
     def edit(e, c):
         e["train"]["max_updates"] = 10

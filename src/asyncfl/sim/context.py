@@ -14,6 +14,7 @@ from asyncfl.runs.record import run_identity
 from asyncfl.sim.checks import check_deadline, check_run
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.network import state_bytes
+from asyncfl.sim.outcomes import accounting_columns
 from asyncfl.sim.state import Job
 from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
@@ -45,6 +46,12 @@ class RunContext:
     def all_indices(self) -> torch.Tensor:
         """Every training sample of the partition: the data of L(θ) = Σ_c (n_c/n)·L_c(θ)."""
         return torch.cat(self.client_indices)
+
+    @property
+    def accounting_columns(self) -> tuple[str, ...]:
+        """metrics.csv's accounting columns (`outcomes.accounting_columns`)."""
+        caps = self.config.max_staleness is not None
+        return accounting_columns(self.strategy, caps, self.world.loses_dispatches)
 
     @property
     def parameter_names(self) -> list[str]:

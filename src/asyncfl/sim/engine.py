@@ -29,11 +29,9 @@ from asyncfl.sim.dispatcher import DEADLINE, Dispatcher
 from asyncfl.sim.ending import check_finite, check_finite_model, stop_condition, warn_of_starved, write_outputs
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.outcomes import (
-    ABANDONED,
     DISCARDED,
     REJECTED,
     Unaggregated,
-    accounting_columns,
     check_abandoned,
     will_be_discarded,
 )
@@ -65,54 +63,34 @@ class Simulation:
         self.state = SimulationState.fresh(model_state, config.seed, partition.num_clients, own_models)
         # Not checkpointed: derived, or empty at every checkpoint.
         self.buffer: list[tuple[Job, LocalResult]] = []
-        self.unaggregated = Unaggregated()  # set aside since the last aggregation, which logs them
         self.abandoned_in_a_row = 0
         self.stop_reason = ""
         self.started = time.perf_counter()
         # derived from the state where the run starts or resumes (`run`)
         self.check: SelfCheck
         self.dispatcher: Dispatcher
-
-    @property
-    def open_loop(self) -> bool:
-        """Clients check in by themselves (Poisson arrivals): the server never dispatches to replace one."""
-        return self.context.world.checkins is not None
-
-    def set_aside(self, jobs: list[Job], fate: str, staleness: int | None = None) -> None:
-        """Dispatches that will never be aggregated (`outcomes`): counted, and logged by the next aggregation."""
-        for job in jobs:
-            self.unaggregated.add(self.state, job, fate, staleness)
-        self.check.on_unaggregated(len(jobs))
-
-    def discard(self, fate: str) -> None:
-        """Close the round on its dispatches still out: their clients are free, their results ignored."""
-        jobs = list(self.state.outstanding.values())
-        for job in jobs:
-            del self.state.outstanding[job.key]
-            self.dispatcher.in_flight[job.client] -= 1
-        self.state.waiting = 0  # its dispatches still waiting for an online client are not made
-        self.set_aside(jobs, fate)
+        self.unaggregated: Unaggregated  # set aside since the last aggregation, which logs them
 
     def lose(self, job: Job) -> None:
         """A dispatch whose result never arrives: its work is lost, its slot frees and is filled (in a
         closed loop, where the strategy wants it), and the next aggregation's logs record it."""
-        self.set_aside([job], job.lost)
+        self.unaggregated.set_aside([job], job.lost)
         in_round = len(self.buffer) + len(self.state.outstanding) + self.state.waiting
-        self.dispatcher.request(0 if self.open_loop else self.strategy.clients_after_loss(in_round))
+        self.dispatcher.request(0 if self.context.world.open_loop else self.strategy.clients_after_loss(in_round))
 
     def take(self, job: Job) -> bool:
         """Take an update that arrived, or reject it as too stale; True when the round is complete."""
-        staleness = job.versions_behind(self.state.version)
+        staleness, open_loop = job.versions_behind(self.state.version), self.context.world.open_loop
         if self.strategy.over_cap(staleness) and self.strategy.drops_stale:
-            self.set_aside([job], REJECTED, staleness)
-            self.dispatcher.request(0 if self.open_loop else 1)
+            self.unaggregated.set_aside([job], REJECTED, staleness)
+            self.dispatcher.request(0 if open_loop else 1)
             return False
         self.unaggregated.kept_over_cap += self.strategy.over_cap(staleness)
-        result = local_result(self.context, self.state, job, len(self.buffer))
+        result = local_result(self.context, self.state, job, len(self.buffer) + 1)
         check_finite(result, job, self.state.version, self.out)
         self.buffer.append((job, result))
         if len(self.buffer) < self.strategy.arrivals_per_round:
-            self.dispatcher.request(0 if self.open_loop else self.strategy.clients_after_arrival(False))
+            self.dispatcher.request(0 if open_loop else self.strategy.clients_after_arrival(False))
             return False
         return True
 
@@ -146,10 +124,8 @@ class Simulation:
         reports it needs (it cost the time, the model is unchanged); True when the run is over."""
         self.state.now = self.state.deadline_at or self.state.now
         if len(self.buffer) < self.strategy.min_reports:
-            self.discard(ABANDONED)
-            self.set_aside([job for job, _ in self.buffer], ABANDONED)
+            self.unaggregated.abandon([job for job, _ in self.buffer])
             self.buffer.clear()
-            self.unaggregated.abandoned_rounds += 1
             self.abandoned_in_a_row += 1
             check_abandoned(self.abandoned_in_a_row, self.config)
         elif self.aggregate(logs):
@@ -158,7 +134,7 @@ class Simulation:
 
     def next_round(self, logs: RunLogs) -> bool:
         """After a round: the next dispatches, and a checkpoint when one is due (False: the run goes on)."""
-        self.dispatcher.start_round(0 if self.open_loop else self.strategy.clients_after_arrival(True))
+        self.dispatcher.start_round(0 if self.context.world.open_loop else self.strategy.clients_after_arrival(True))
         if self.state.version % self.config.checkpoint_every == 0 and not self.abandoned_in_a_row:
             snapshot = dataclasses.replace(self.state, wall_seconds=self.elapsed())
             save_checkpoint(self.out / CHECKPOINT, self.context.identity, snapshot.payload(logs.settled_texts()))
@@ -168,7 +144,7 @@ class Simulation:
         """Fold the buffered updates into the global model; log the round; True when the run is over."""
         config, state = self.config, self.state
         if self.strategy.closes_rounds:
-            self.discard(DISCARDED)
+            self.unaggregated.discard(DISCARDED)
         self.abandoned_in_a_row = 0
         jobs, results = [job for job, _ in self.buffer], [result for _, result in self.buffer]
         old, starts = state.global_model, [start_of(self.context, state, job) for job in jobs]
@@ -180,7 +156,7 @@ class Simulation:
         record = aggregation_record(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
         record.phases = logged_phases(self.context, jobs)
         record.losses = [loss_row(self.context, state.version + 1, *item) for item in self.unaggregated.jobs]
-        record.accounting = self.unaggregated.counts(self.accounting, state.dispatched)
+        record.accounting = self.unaggregated.counts(self.context.accounting_columns, state.dispatched)
         self.unaggregated.clear()
         state.advance(new, self.buffer if not self.strategy.clients_load_global_model else [])
         self.buffer.clear()
@@ -191,12 +167,6 @@ class Simulation:
             evaluate_global(self.context, new, record)
         logs.record(record, self.elapsed())
         return bool(self.stop_reason)
-
-    @property
-    def accounting(self) -> tuple[str, ...]:
-        """metrics.csv's accounting columns (`outcomes.accounting_columns`)."""
-        caps = self.config.max_staleness is not None
-        return accounting_columns(self.strategy, caps, self.context.world.loses_dispatches)
 
     def elapsed(self) -> float:
         """Wall-clock seconds of the whole run so far, resumes included."""
@@ -213,16 +183,8 @@ class Simulation:
         self.started = time.perf_counter()
         self.check = SelfCheck.of(self.state, self.strategy.initial_clients, self.strategy.convex)
         self.dispatcher = Dispatcher(self.context, self.state, self.buffer, self.check)
-        logs = RunLogs(
-            self.out,
-            resumed[1] if resumed else None,
-            self.config.rounds,
-            self.state.version,
-            self.strategy.logs_reference_loss,
-            self.context.system.links is not None,
-            self.accounting,
-            bool({"dropped", "discarded", "rejected"} & set(self.accounting)),
-        )
+        self.unaggregated = Unaggregated(self.state, self.check, self.dispatcher.in_flight)
+        logs = open_logs(self.context, self.out, resumed[1] if resumed else None, self.state.version)
         try:
             run_virtual(self.serve(logs), start=self.state.now)
             texts = logs.settled_texts()
@@ -231,6 +193,21 @@ class Simulation:
         if self.strategy.drops_stale:
             warn_of_starved(texts[EVENTS], self.config)
         return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts)
+
+
+def open_logs(context: RunContext, out: Path, resumed: dict[str, str] | None, version: int) -> RunLogs:
+    """The run's logs, afresh or as a checkpoint held them, with the columns its settings call for."""
+    accounting = context.accounting_columns
+    return RunLogs(
+        out,
+        resumed,
+        context.config.rounds,
+        version,
+        context.strategy.logs_reference_loss,
+        context.system.links is not None,
+        accounting,
+        bool({"dropped", "discarded", "rejected"} & set(accounting)),
+    )
 
 
 def logged_phases(context: RunContext, jobs: list[Job]) -> list[tuple[float, float, float]]:
@@ -312,7 +289,7 @@ def loss_row(context: RunContext, round_: int, job: Job, fate: str, staleness: i
 def local_result(context: RunContext, state: SimulationState, job: Job, buffered: int) -> LocalResult:
     """The job's local update; trains every outstanding untrained job together the first time, so a
     vectorised trainer batches the clients in flight, except those that will be lost or discarded
-    (`buffered`: results the open round already holds)."""
+    (`buffered`: results the open round holds, this job's included)."""
     results, strategy = state.results, context.strategy
 
     def trains(other: Job) -> bool:

@@ -13,7 +13,10 @@ import csv
 import io
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from asyncfl.fl.strategies import Strategy
+from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.sim.world import FAILED, OFFLINE
 from asyncfl.spec.config import TrainConfig
@@ -36,7 +39,8 @@ STARVED_AFTER = 3
 
 @dataclass
 class Unaggregated:
-    """The dispatches that did not join the model since the last aggregation, which logs them.
+    """The dispatches that did not join the model since the last aggregation, which logs them, set
+    aside in the run's state, its self-check and its count of jobs in flight per client.
 
     Attributes:
         jobs: each with its fate and, for a rejected update, its staleness τ.
@@ -44,20 +48,42 @@ class Unaggregated:
         kept_over_cap: asynchronous updates staler than the cap that were aggregated (`stale_updates: keep`).
     """
 
+    state: SimulationState
+    check: SelfCheck
+    in_flight: np.ndarray
     jobs: list[tuple[Job, str, int | None]] = field(default_factory=list)
     abandoned_rounds: int = 0
     kept_over_cap: int = 0
 
-    def add(self, state: SimulationState, job: Job, fate: str, staleness: int | None = None) -> None:
-        """Record a dispatch that will not be aggregated, and count it in the run's state."""
-        self.jobs.append((job, fate, staleness))
-        state.results.pop(job.key, None)  # trained before its fate was known: never used
-        if fate in (OFFLINE, FAILED):
-            state.dropped += 1
-        elif fate == REJECTED:
-            state.rejected += 1
-        else:
-            state.discarded += 1
+    def set_aside(self, jobs: list[Job], fate: str, staleness: int | None = None) -> None:
+        """Dispatches that will never be aggregated: counted in the state and the self-check, logged later."""
+        state = self.state
+        for job in jobs:
+            self.jobs.append((job, fate, staleness))
+            state.results.pop(job.key, None)  # trained before its fate was known: never used
+            if fate in (OFFLINE, FAILED):
+                state.dropped += 1
+            elif fate == REJECTED:
+                state.rejected += 1
+            else:
+                state.discarded += 1
+        self.check.on_unaggregated(len(jobs))
+
+    def discard(self, fate: str) -> None:
+        """Close the round on its dispatches still out: their clients are free, their results ignored,
+        and its dispatches still waiting for an online client are not made."""
+        jobs = list(self.state.outstanding.values())
+        for job in jobs:
+            del self.state.outstanding[job.key]
+            self.in_flight[job.client] -= 1
+        self.state.waiting = 0
+        self.set_aside(jobs, fate)
+
+    def abandon(self, arrived: list[Job]) -> None:
+        """A round that missed its reports: every dispatch of it, `arrived` or not, discarded."""
+        self.discard(ABANDONED)
+        self.set_aside(arrived, ABANDONED)
+        self.abandoned_rounds += 1
 
     def counts(self, columns: tuple[str, ...], dispatched: int) -> dict[str, int]:
         """metrics.csv's accounting cells of the round being logged (`columns`: the run's own)."""

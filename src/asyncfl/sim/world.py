@@ -35,6 +35,11 @@ class World:
         """Whether a dispatch can be lost: then the logs record losses (events.csv `lost`, metrics.csv `dropped`)."""
         return self.availability is not None or self.config.failure_probability > 0
 
+    @property
+    def open_loop(self) -> bool:
+        """Clients check in by themselves (Poisson arrivals): the server never dispatches to replace one."""
+        return self.checkins is not None
+
     def is_online(self, client: int, t: float) -> bool:
         return self.availability is None or self.availability.is_online(client, t)
 

@@ -134,7 +134,7 @@ def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int)
             )
 
 
-BUDGET_KEYS = {"updates": "max_updates", "virtual_time": "max_virtual_time"}
+BUDGET_KEYS = {"updates": "max_updates", "dispatches": "max_dispatches", "virtual_time": "max_virtual_time"}
 ROUNDS_CAP = 100_000_000  # under a virtual-time budget the budget, not the rounds, ends a run
 
 
