@@ -1,5 +1,6 @@
 """A tiny dataset and partitions shared by the engine, check and theory tests (not a test module)."""
 
+import csv
 import dataclasses
 from pathlib import Path
 
@@ -44,3 +45,8 @@ def recorded_simulation(out: Path, sizes: list[int], fail_on_call=None, **settin
     recording = Recording(simulation.context.trainer, fail_on_call)
     simulation.context = dataclasses.replace(simulation.context, trainer=recording)
     return simulation, recording
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path) as stream:
+        return list(csv.DictReader(stream))

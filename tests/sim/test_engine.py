@@ -19,7 +19,7 @@ from asyncfl.sim.engine import Simulation
 from asyncfl.spec.config import make_config
 from asyncfl.spec.random_streams import client_init_seed
 from conftest import started, wait_for
-from engine_cases import contiguous_partition, recorded_simulation, tiny_dataset
+from engine_cases import contiguous_partition, read_csv, recorded_simulation, tiny_dataset
 
 FIXED_CLIENTS = dict(
     speed_distribution="constant",
@@ -28,11 +28,6 @@ FIXED_CLIENTS = dict(
     seconds_per_sample=0.25,
     local_epochs=1,
 )
-
-
-def read_csv(path: Path) -> list[dict]:
-    with open(path) as stream:
-        return list(csv.DictReader(stream))
 
 
 def run(tmp_path: Path, sizes=(4, 8, 12), name="run", **settings) -> tuple[list[dict], list[dict], dict]:

@@ -1,7 +1,6 @@
 """Stragglers: synchronous over-selection and deadlines, the asynchronous staleness cap, and the
 accounting of every dispatch that never joins the model (docs/design.md "Stragglers")."""
 
-import csv
 import hashlib
 from collections import defaultdict
 from pathlib import Path
@@ -12,7 +11,7 @@ from asyncfl.sim import engine
 from asyncfl.sim.engine import Simulation
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
-from engine_cases import contiguous_partition, recorded_simulation, tiny_dataset
+from engine_cases import contiguous_partition, read_csv, recorded_simulation, tiny_dataset
 
 SIZES = [4, 8, 12, 16, 20, 24]
 # Hand-computable durations: one epoch of n samples at 0.01 s each, plus a constant 1 s latency
@@ -24,11 +23,6 @@ FIXED = dict(
     local_epochs=1,
     batch_size=4,
 )
-
-
-def read_csv(path: Path) -> list[dict]:
-    with open(path) as stream:
-        return list(csv.DictReader(stream))
 
 
 def simulate(out: Path, sizes=SIZES, **settings) -> Simulation:

@@ -110,6 +110,10 @@ class Dispatcher:
         await sleep_until(job.arrival_time)
         self.inbox.put_nowait((job.key, job))
 
+    def closed_loop(self, count: int) -> int:
+        """`count` replacement dispatches in a closed loop; none where clients check in by themselves."""
+        return 0 if self.context.world.open_loop else count
+
     def start_round(self, count: int) -> None:
         """Dispatch `count` clients as `request` does; under a round deadline, a new round begins now
         and ends at the deadline at the latest."""

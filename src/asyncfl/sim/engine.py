@@ -76,21 +76,21 @@ class Simulation:
         closed loop, where the strategy wants it), and the next aggregation's logs record it."""
         self.unaggregated.set_aside([job], job.lost)
         in_round = len(self.buffer) + len(self.state.outstanding) + self.state.waiting
-        self.dispatcher.request(0 if self.context.world.open_loop else self.strategy.clients_after_loss(in_round))
+        self.dispatcher.request(self.dispatcher.closed_loop(self.strategy.clients_after_loss(in_round)))
 
     def take(self, job: Job) -> bool:
         """Take an update that arrived, or reject it as too stale; True when the round is complete."""
-        staleness, open_loop = job.versions_behind(self.state.version), self.context.world.open_loop
+        staleness = job.versions_behind(self.state.version)
         if self.strategy.over_cap(staleness) and self.strategy.drops_stale:
             self.unaggregated.set_aside([job], REJECTED, staleness)
-            self.dispatcher.request(0 if open_loop else 1)
+            self.dispatcher.request(self.dispatcher.closed_loop(1))
             return False
         self.unaggregated.kept_over_cap += self.strategy.over_cap(staleness)
         result = local_result(self.context, self.state, job, len(self.buffer) + 1)
         check_finite(result, job, self.state.version, self.out)
         self.buffer.append((job, result))
         if len(self.buffer) < self.strategy.arrivals_per_round:
-            self.dispatcher.request(0 if open_loop else self.strategy.clients_after_arrival(False))
+            self.dispatcher.request(self.dispatcher.closed_loop(self.strategy.clients_after_arrival(False)))
             return False
         return True
 
@@ -134,7 +134,7 @@ class Simulation:
 
     def next_round(self, logs: RunLogs) -> bool:
         """After a round: the next dispatches, and a checkpoint when one is due (False: the run goes on)."""
-        self.dispatcher.start_round(0 if self.context.world.open_loop else self.strategy.clients_after_arrival(True))
+        self.dispatcher.start_round(self.dispatcher.closed_loop(self.strategy.clients_after_arrival(True)))
         if self.state.version % self.config.checkpoint_every == 0 and not self.abandoned_in_a_row:
             snapshot = dataclasses.replace(self.state, wall_seconds=self.elapsed())
             save_checkpoint(self.out / CHECKPOINT, self.context.identity, snapshot.payload(logs.settled_texts()))
