@@ -3,20 +3,25 @@
 import argparse
 import errno
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asyncfl.data.loading import prepare_dataset
 from asyncfl.data.partition import DirichletSplit, Subset, make_partition
 from asyncfl.files import write_json
 from asyncfl.runs.archive import archive_from_configs, fetch_record
-from asyncfl.spec.config import load_config, system_model_help
+from asyncfl.spec.config import load_config, make_config, system_model_help
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import check_output
 from asyncfl.spec.layout import EMULATION_FIGURES
 from asyncfl.spec.names import ALGORITHMS, DATASETS, DEVICES, MODELS
+
+if TYPE_CHECKING:
+    from asyncfl.launch import TrainedFolder
 
 DATA_HELP = """\
 Files asyncfl looks for under --root (torchvision's layout, or the archives directly in --root):
@@ -108,19 +113,61 @@ def cmd_train(args: argparse.Namespace) -> None:
     }
     config = load_config(args.config, args.settings, overrides)
     outcome = train_run(config, args.dataset, args.root, args.partition, args.out, args.threads, args.force)
+    print(trained_line(config.algorithm, outcome, args.out))
+
+
+def trained_line(algorithm: str, outcome: "TrainedFolder", out: Path) -> str:
+    """What `asyncfl train` did to one run folder, in one or two lines."""
     summary = outcome.summary
-    if outcome.moved_to:
-        print(f"--force: the old outputs of {args.out} are in {outcome.moved_to}")
+    moved = f"--force: the old outputs of {out} are in {outcome.moved_to}\n" if outcome.moved_to else ""
     if outcome.already_finished:
-        print(
-            f"{args.out}: this run already finished ({summary['rounds_completed']} rounds) and its outputs match "
+        return moved + (
+            f"{out}: this run already finished ({summary['rounds_completed']} rounds) and its outputs match "
             "its run.json; nothing to do (--force trains it again)"
         )
-        return
-    print(
-        f"{config.algorithm}: {summary['rounds_completed']} rounds ({summary['stop_reason']}), "
-        f"virtual time {summary['virtual_time']:.1f} s, wall {summary['wall_seconds']:.1f} s → {args.out}"
+    return moved + (
+        f"{algorithm}: {summary['rounds_completed']} rounds ({summary['stop_reason']}), "
+        f"virtual time {summary['virtual_time']:.1f} s, wall {summary['wall_seconds']:.1f} s → {out}"
     )
+
+
+PLANNED_RUN_KEYS = ("partition", "out", "settings")
+
+
+def planned_runs(text: str) -> list[dict]:
+    """argparse type of `train-many --plan`: a JSON list of {"partition", "out", "settings"} objects."""
+    try:
+        plan = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    keys = set(PLANNED_RUN_KEYS)
+    if not isinstance(plan, list) or not plan or not all(isinstance(run, dict) and set(run) == keys for run in plan):
+        raise argparse.ArgumentTypeError(
+            f"expected a non-empty JSON list of objects with exactly the keys {', '.join(PLANNED_RUN_KEYS)}"
+        )
+    if not all(isinstance(run["partition"], str) and isinstance(run["out"], str) for run in plan):
+        raise argparse.ArgumentTypeError("each run's partition and out must be paths (JSON strings)")
+    if not all(isinstance(run["settings"], dict) for run in plan):
+        raise argparse.ArgumentTypeError("each run's settings must be a JSON object of asyncfl train settings")
+    return plan
+
+
+def cmd_train_many(args: argparse.Namespace) -> None:
+    """Train several runs one after another in this process: one start-up (imports, the dataset) for
+    all of them. Every run's settings are checked before the first one trains. Each run is exactly
+    what `asyncfl train` makes of it alone: the same folder, resumed the same way, the same bytes."""
+    from asyncfl.launch import train_run
+
+    outs = [run["out"] for run in args.plan]
+    if len(set(outs)) < len(outs):
+        raise InputError("--plan names one out folder twice; give every run its own folder")
+    runs = [
+        (make_config(run["settings"], f"--plan run {index} ({run['out']})"), Path(run["partition"]), Path(run["out"]))
+        for index, run in enumerate(args.plan)
+    ]
+    for config, partition, out in runs:
+        outcome = train_run(config, args.dataset, args.root, partition, out, args.threads)
+        print(trained_line(config.algorithm, outcome, out), flush=True)
 
 
 def cmd_figures(args: argparse.Namespace) -> None:
@@ -129,6 +176,38 @@ def cmd_figures(args: argparse.Namespace) -> None:
 
     written = draw_figures(args.runs, args.partition_stats, args.reference_j, args.out, args.title, args.emulation)
     print(f"{len(written)} files → {args.out}")
+
+
+def cmd_stragglers(args: argparse.Namespace) -> None:
+    """Draw the straggler_claim figure of a severity sweep from its runs' CSVs."""
+    from asyncfl.analysis.stragglers import draw_straggler_claim
+
+    written = draw_straggler_claim(
+        args.runs, args.partition_stats, args.severities, args.target_accuracy, args.virtual_time, args.out, args.title
+    )
+    print(f"{len(written)} files → {args.out}")
+
+
+def fraction(text: str) -> float:
+    """argparse type: a number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    return value
+
+
+def positive(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
 
 
 def cmd_theory(args: argparse.Namespace) -> None:
@@ -229,6 +308,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.set_defaults(run=cmd_train)
 
+    many = commands.add_parser(
+        "train-many",
+        help="several training runs in one process, one after another (the workflow's severity sweeps)",
+        description="Each run as asyncfl train would make it alone; settings as in asyncfl train --settings.",
+    )
+    add_dataset_arguments(many)
+    many.add_argument(
+        "--plan",
+        type=planned_runs,
+        required=True,
+        help='JSON list of {"partition": FILE.npz, "out": run folder, "settings": {algorithm, seed, …}}',
+    )
+    many.add_argument("--threads", type=THREADS, help="CPU threads for torch (default: torch's choice)")
+    many.set_defaults(run=cmd_train_many)
+
     figures = commands.add_parser("figures", help="draw an experiment's figures (PNG and PDF) from its CSVs")
     figures.add_argument(
         "--runs", type=Path, nargs="+", required=True, help="run folders …/ALGORITHM/JN/seedS (each with its run.json)"
@@ -250,6 +344,22 @@ def build_parser() -> argparse.ArgumentParser:
         "(needs the runs it compares)",
     )
     figures.set_defaults(run=cmd_figures)
+
+    stragglers = commands.add_parser(
+        "stragglers",
+        help="the straggler_claim figure of a severity sweep (PNG, PDF and its table as CSV)",
+        description="Runs are …/SEVERITY/ALGORITHM/JN/seedS, as the workflow lays out an experiment with severities:.",
+    )
+    stragglers.add_argument("--runs", type=Path, nargs="+", required=True, help="run folders (…/SEVERITY/…)")
+    stragglers.add_argument("--severities", nargs="+", required=True, help="the severities, in the figure's order")
+    stragglers.add_argument(
+        "--partition-stats", type=Path, nargs="+", required=True, help="FILE.json of each partition"
+    )
+    stragglers.add_argument("--target-accuracy", type=fraction, required=True, help="test accuracy to reach, in (0, 1]")
+    stragglers.add_argument("--virtual-time", type=positive, required=True, help="the runs' virtual-time budget T (s)")
+    stragglers.add_argument("--title", default="", help="experiment name shown in the title")
+    stragglers.add_argument("--out", type=Path, required=True)
+    stragglers.set_defaults(run=cmd_stragglers)
 
     theory = commands.add_parser(
         "theory", help="variance of the sampled mean of client updates, with and without replacement"

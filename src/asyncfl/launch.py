@@ -5,11 +5,13 @@ very run, finished and intact, is not trained again; one that holds another run 
 `force` moves its outputs aside first. So run.json never sits beside CSVs of another run.
 """
 
+import functools
 from pathlib import Path
 from typing import NamedTuple
 
 import torch
 
+from asyncfl.data.dataset import Dataset
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
 from asyncfl.files import sha256
@@ -26,6 +28,13 @@ class TrainedFolder(NamedTuple):
     summary: dict  # run.json's content
     already_finished: bool  # the folder held this run, finished: nothing was trained
     moved_to: Path | None  # where --force moved the folder's old outputs
+
+
+@functools.cache
+def dataset_once(dataset: str, root: Path | None) -> Dataset:
+    """The dataset, loaded once per process however many runs `asyncfl train-many` trains on it (the
+    engine only reads it)."""
+    return load_dataset(dataset, root)
 
 
 def train_run(
@@ -50,5 +59,5 @@ def train_run(
         if threads:
             torch.set_num_threads(threads)  # the job's CPUs, and the same reduction order everywhere
         configure_process(config.precision)
-        data = load_dataset(dataset, root)
+        data = dataset_once(dataset, root)
         return TrainedFolder(Simulation(config, data, partition, out, partition_sha256).run(), False, moved_to)

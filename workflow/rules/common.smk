@@ -1,4 +1,5 @@
 import json
+import re
 import shlex
 import shutil
 import sys
@@ -33,9 +34,11 @@ from asyncfl.spec.layout import (
     RUN_RECORD,
     RUN_SUMMARY,
     SAMPLING_VARIANCE_FIGURE,
+    SEVERITY_RUN_FOLDER,
+    STRAGGLER_FIGURE,
     experiment_figures,
 )
-from asyncfl.spec.names import ALGORITHMS
+from asyncfl.spec.names import ALGORITHMS, base_algorithm
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
@@ -136,12 +139,57 @@ def runs(name):
     return experiment_runs(config["experiments"][name], REFERENCE_J)
 
 
+def severities(name):
+    """The straggler severities an experiment sweeps (config/README.md "Stragglers"); none: a plain one."""
+    return list(config["experiments"][name].get("severities", {}))
+
+
+SWEEPS = [name for name in config["experiments"] if severities(name)]
+
+
+def severity_run_folder(name, severity, algorithm, seed):
+    return SEVERITY_RUN_FOLDER.format(
+        experiment=name, severity=severity, algorithm=algorithm, J=REFERENCE_J, seed=seed
+    )
+
+
 def run_folders(name):
     """The experiment's run folders: only those of the config, whatever else lies beside them."""
+    if severities(name):
+        return [
+            severity_run_folder(name, severity, algorithm, seed)
+            for severity in severities(name)
+            for algorithm, _, seed in runs(name)
+        ]
     return [
         RUN_FOLDER.format(experiment=name, algorithm=algorithm, J=J, seed=seed)
         for algorithm, J, seed in runs(name)
     ]
+
+
+def severity_plan(name):
+    """For a rule: `asyncfl train-many --plan` of one severity of a sweep, as JSON: each of its runs
+    (algorithms and variants × seeds) with its partition, folder and settings."""
+    exp = config["experiments"][name]
+
+    def plan(wildcards):
+        return json.dumps(
+            [
+                {
+                    "partition": partition_file(exp, seed),
+                    "out": severity_run_folder(name, wildcards.severity, algorithm, seed),
+                    "settings": {
+                        **run_settings(exp, algorithm, J, REFERENCE_J, wildcards.severity),
+                        "algorithm": base_algorithm(algorithm),
+                        "clients_per_round": J,
+                        "seed": seed,
+                    },
+                }
+                for algorithm, J, seed in runs(name)
+            ]
+        )
+
+    return plan
 
 
 def run_files(name, files=RUN_FILES):
@@ -151,6 +199,8 @@ def run_files(name, files=RUN_FILES):
 def figures_of(name):
     """Every figure of an experiment; each figure of the paper's code as it ran where the experiment
     runs every algorithm that figure compares."""
+    if severities(name):
+        return [STRAGGLER_FIGURE]
     algorithms = set(config["experiments"][name]["algorithms"])
     emulations = [
         figure for figure in EMULATION_FIGURES if set(figure.compares) <= algorithms

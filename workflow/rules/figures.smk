@@ -46,3 +46,31 @@ for emulation in EMULATION_FIGURES:
             ASYNCFL
             + " figures --emulation {params.emulation:q} --runs {params.runs:q} --partition-stats {input.stats:q}"
             " --reference-j {params.reference_j:q} --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
+
+
+# The claim that AFL copes with stragglers better than synchronous FL, measured by an experiment that
+# sweeps straggler severity (asyncfl.analysis.stragglers; README "Theory checks").
+rule straggler_claim:
+    input:
+        runs=lambda wildcards: run_files(wildcards.experiment, RUN_SUMMARY),
+        stats=get_partition_stats,
+    output:
+        figure_png(STRAGGLER_FIGURE),
+        figure_pdf(STRAGGLER_FIGURE),
+        table=FIGURE.format(experiment="{experiment}", name=STRAGGLER_FIGURE.name)
+        + ".csv",
+    log:
+        "logs/figures/{experiment}_straggler_claim.log",
+    conda:
+        torch_env
+    params:
+        out=subpath(output[0], parent=True),
+        runs=lambda wildcards: run_folders(wildcards.experiment),
+        severities=lambda wildcards: severities(wildcards.experiment),
+        target=lambda wildcards: experiment(wildcards)["target_accuracy"],
+        budget=lambda wildcards: experiment(wildcards)["budget"]["virtual_time"],
+    shell:
+        ASYNCFL
+        + " stragglers --runs {params.runs:q} --severities {params.severities:q} --partition-stats {input.stats:q}"
+        " --target-accuracy {params.target:q} --virtual-time {params.budget:q} --title={wildcards.experiment:q}"
+        " --out {params.out:q} > {log:q} 2>&1"

@@ -33,3 +33,49 @@ rule train:
         + " train --dataset {params.dataset:q} --root {params.root:q} --partition {input.partition:q}"
         " --algorithm {wildcards.algorithm:q} --clients-per-round {wildcards.J:q} --seed {wildcards.seed:q}"
         " --settings {params.settings:q} --threads {threads:q} --out {params.out:q} > {log:q} 2>&1"
+
+
+# A severity sweep trains many small runs: one job per severity trains all of its runs (algorithms and
+# variants × seeds) in one process, `asyncfl train-many`, each run exactly as `asyncfl train` alone
+# would. A job that is killed leaves each unfinished run's checkpoint; runs it had finished train again.
+for sweep in SWEEPS:
+
+    rule:
+        name:
+            f"train_{sweep.replace('-', '_')}"
+        input:
+            data=prepared_marker(config["experiments"][sweep]["dataset"]),
+            partitions=[
+                partition_file(config["experiments"][sweep], seed)
+                for seed in config["experiments"][sweep]["seeds"]
+            ],
+            trace=config["experiments"][sweep].get("train", {}).get(
+                "availability_trace", []
+            ),
+        output:
+            [
+                f"{severity_run_folder(sweep, '{severity}', algorithm, seed)}/{file}"
+                for algorithm, _, seed in runs(sweep)
+                for file in RUN_FILES
+            ],
+        wildcard_constraints:
+            severity="|".join(map(re.escape, severities(sweep))),
+        log:
+            f"logs/train/{sweep}/{{severity}}.log",
+        benchmark:
+            f"benchmarks/train/{sweep}/{{severity}}.tsv"
+        conda:
+            torch_env
+        threads: config["resources"]["train"]["threads"]
+        resources:
+            gpu=config["resources"]["train"]["gpu"],
+            mem_mb=config["resources"]["train"]["mem_mb"],
+            runtime=config["resources"]["train"]["runtime"],
+        params:
+            dataset=config["experiments"][sweep]["dataset"],
+            root=data_root(config["experiments"][sweep]["dataset"]),
+            plan=severity_plan(sweep),
+        shell:
+            ASYNCFL
+            + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {params.plan:q}"
+            " --threads {threads:q} > {log:q} 2>&1"

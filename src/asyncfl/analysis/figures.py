@@ -56,6 +56,7 @@ from asyncfl.spec.layout import (  # noqa: E402
     Figure,
     experiment_figures,
 )
+from asyncfl.spec.names import base_algorithm  # noqa: E402
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 
@@ -99,7 +100,7 @@ def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
             continue
         record = verify_run_files(run, RUN_LOGS)
         key = (match["algorithm"], int(match["J"]), int(match["seed"]))
-        check_run_identity(run, record, algorithm=key[0], clients_per_round=key[1], seed=key[2])
+        check_run_identity(run, record, algorithm=base_algorithm(key[0]), clients_per_round=key[1], seed=key[2])
         if record.get("partition_sha256") not in partitions:
             raise InputError(
                 f"{run} was trained on a partition none of --partition-stats describes (its run.json's "

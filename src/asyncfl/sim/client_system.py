@@ -8,6 +8,7 @@ dispatch of client c costs  duration = I·n_c·seconds_per_sample / speed_c · j
 of virtual time; jitter (lognormal, median 1) has its own stream per (client, dispatch).
 """
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -47,6 +48,7 @@ class ClientSystem:
     def draw(cls, config: TrainConfig, num_clients: int, model_bytes: int = 0) -> "ClientSystem":
         rng = np.random.default_rng([config.seed, random_streams.SYSTEM])
         speed = draw(rng, config.speed_distribution, 1.0, config.speed_sigma, num_clients)
+        speed = slowed(speed, config.seed, config.slow_fraction, config.slow_factor)
         latency = draw(rng, config.latency_distribution, config.latency_median, config.latency_sigma, num_clients)
         return cls(
             speed,
@@ -112,3 +114,16 @@ if tuple(DISTRIBUTION_DRAWS) != DISTRIBUTIONS:  # the config's choices are exact
 
 def draw(rng: np.random.Generator, distribution: str, median: float, sigma: float, size: int) -> np.ndarray:
     return DISTRIBUTION_DRAWS[distribution](rng, median, sigma, size)
+
+
+def slowed(speed: np.ndarray, seed: int, fraction: float, factor: float) -> np.ndarray:
+    """`speed` with ⌈fraction·C⌉ clients, drawn from their own stream, `factor` times slower: the heavy
+    tail of straggler studies, on top of any spread. The count is rounded to 9 decimals first (0.3 of
+    10 clients is 3, not 4). Without slow clients the speeds are returned untouched, bit for bit."""
+    count = math.ceil(round(fraction * len(speed), 9))
+    if count == 0:
+        return speed
+    slow = np.random.default_rng([seed, random_streams.SLOW_CLIENTS]).choice(len(speed), count, replace=False)
+    slower = speed.copy()
+    slower[slow] /= factor
+    return slower

@@ -319,8 +319,11 @@ def server_updates(
 
 
 def evaluate_global(context: RunContext, state: ModelState, record: Aggregation) -> None:
-    """The global model's test loss and accuracy, and its training loss and squared gradient norm."""
+    """The global model's test loss and accuracy, and (unless the config turns it off) its training loss
+    and squared gradient norm."""
     record.test_loss, record.test_accuracy = evaluate(context.model, state, context.test_images, context.test_labels)
+    if not context.config.eval_gradient:
+        return
     record.global_train_loss, record.gradient_norm_squared = training_gradient(
         context.model, state, context.train_images, context.train_labels, context.all_indices
     )

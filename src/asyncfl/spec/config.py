@@ -125,6 +125,9 @@ class TrainConfig:
     # algorithms whose rounds cost different updates are evaluated at the same update counts (the
     # workflow sets it for the runs that compare algorithms: eval_every × reference_J)
     eval_every_updates: int | None = setting(None, lowest=POSITIVE, at_most=100_000_000)
+    # each evaluation also computes the global model's full training loss and ‖∇L‖² (the gradient_norm
+    # figure; most of an evaluation's cost on small test sets); false: the test metrics only
+    eval_gradient: bool = True
     replacement: bool = False  # sample clients with replacement (paper: without)
     # -- the clients' system (project's choice: the paper gives no delay model)
     speed_distribution: str = setting("lognormal", DISTRIBUTIONS)  # per-client compute speed, median 1
@@ -135,6 +138,10 @@ class TrainConfig:
     # virtual compute seconds per sample-epoch at speed 1
     seconds_per_sample: float = setting(0.001, lowest=NON_NEGATIVE, at_most=1e6)
     jitter_sigma: float = setting(0.0, lowest=NON_NEGATIVE, at_most=10.0)  # per-dispatch lognormal jitter
+    # a heavy tail: ⌈slow_fraction·C⌉ clients, drawn at random (their own stream), compute slow_factor
+    # times slower than their drawn speed (off by default; 10×: "a few clients 10× slower")
+    slow_fraction: float = setting(0.0, lowest=NON_NEGATIVE, at_most=1.0)
+    slow_factor: float = setting(10.0, lowest=POSITIVE, at_most=1e6)
     # -- the clients' links (project's choice, off by default: docs/design.md "The clients' world"):
     # downlink bandwidth in Mbit/s, the median over clients (null: transfers take no time)
     bandwidth_median: float | None = setting(None, lowest=POSITIVE, at_most=1e9)
@@ -259,6 +266,8 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     for key, needs in (("min_report_fraction", "round_deadline"), ("stale_updates", "max_staleness")):
         if getattr(config, key) != defaults[key] and getattr(config, needs) is None:
             raise InputError(f"{source}: {key} applies only with {needs} set; set {needs} or remove {key}")
+    if config.slow_factor != defaults["slow_factor"] and config.slow_fraction == 0:
+        raise InputError(f"{source}: slow_factor applies only with slow_fraction > 0; set slow_fraction or remove it")
     if (config.arrivals == "poisson") != (config.checkin_rate is not None):
         raise InputError(f"{source}: arrivals: poisson and checkin_rate (check-ins per virtual second) go together")
     for item in dataclasses.fields(TrainConfig):  # a setting the algorithm ignores would mislead: refused

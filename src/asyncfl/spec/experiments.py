@@ -24,7 +24,7 @@ from asyncfl.spec.config import (
     updates_per_round,
 )
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import ALGORITHMS, DATASETS, MODELS
+from asyncfl.spec.names import ALGORITHMS, DATASETS, MODELS, VARIANT_SUFFIX, base_algorithm
 
 # Keys of `train:` that the workflow sets itself, per experiment or per job
 # (docs/cluster.md "Changing the experiments").
@@ -79,8 +79,10 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
     check_partition_keys(key, experiment)
     check_choice(f"{key}.dataset", experiment["dataset"], DATASETS)
     check_choice(f"{key}.model", experiment["model"], MODELS)
+    check_variants(key, experiment)
     for algorithm in experiment["algorithms"]:
-        check_choice(f"{key}.algorithms", algorithm, ALGORITHMS)
+        if algorithm not in experiment.get("variants", {}):
+            check_choice(f"{key}.algorithms", algorithm, ALGORITHMS)
     participation = experiment["participation"]
     if reference_j not in participation:
         raise InputError(
@@ -93,27 +95,84 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
             f"use J ≤ {experiment['clients']} or more clients"
         )
     train = experiment.get("train", {})
-    for owned, fix in WORKFLOW_OWNED.items():
-        if owned in train:
-            raise InputError(f"{key}.train.{owned} is set by the workflow, not under train:; {fix}")
+    check_owned(f"{key}.train", train)
     for budget_key in experiment.get("budget", {}):
         if BUDGET_KEYS[budget_key] in train:
             raise InputError(f"{key}.train.{BUDGET_KEYS[budget_key]} and {key}.budget.{budget_key} both set; keep one")
+    check_severities(key, experiment, reference_j)
+    algorithms = [base_algorithm(name) for name in experiment["algorithms"]]
     for setting in train:
-        if not any(applies(setting, algorithm) for algorithm in experiment["algorithms"]):
+        if not any(applies(setting, algorithm) for algorithm in algorithms):
             readers = ", ".join(SETTING_READERS[setting])
             raise InputError(
                 f"{key}.train.{setting}: no algorithm of this experiment reads it (only {readers}); remove it"
             )
-    for algorithm, j in sorted({(a, j) for a, j, _ in experiment_runs(experiment, reference_j)}):  # seeds alike
-        settings = {
-            **run_settings(experiment, algorithm, j, reference_j),
-            "algorithm": algorithm,
-            "clients_per_round": j,
-        }
-        config = make_config(settings, f"{key}.train")
-        check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, f"{key}.train")
+    for name, j in sorted({(a, j) for a, j, _ in experiment_runs(experiment, reference_j)}):  # seeds alike
+        for severity in experiment.get("severities") or [None]:
+            settings = {
+                **run_settings(experiment, name, j, reference_j, severity),
+                "algorithm": base_algorithm(name),
+                "clients_per_round": j,
+            }
+            source = f"{key}.variants.{name}" if name in experiment.get("variants", {}) else f"{key}.train"
+            config = make_config(settings, source if severity is None else f"{source} (severity {severity})")
+            check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, source)
     check_budget_divides(key, experiment, reference_j)
+
+
+VARIANT = re.compile(rf"(?P<algorithm>[a-z_]+)-{VARIANT_SUFFIX}")
+
+
+def check_variants(key: str, experiment: dict[str, Any]) -> None:
+    """Variants (`ALGORITHM-SUFFIX: {settings}`) are named after an algorithm, listed under algorithms,
+    set no key the workflow owns, and belong to experiments that sweep straggler severity: the other
+    experiments' figures know the algorithms only."""
+    variants = experiment.get("variants", {})
+    if variants and "severities" not in experiment:
+        raise InputError(
+            f"{key}.variants: variants run in experiments with severities: only; remove them or add severities"
+        )
+    for name, settings in variants.items():
+        match = VARIANT.fullmatch(name)
+        if not match or match["algorithm"] not in ALGORITHMS:
+            raise InputError(
+                f"{key}.variants.{name}: a variant's name is an algorithm, a dash and a suffix of a–z, 0–9 or _ "
+                f"(e.g. sync-deadline); algorithms: {', '.join(ALGORITHMS)}"
+            )
+        if name not in experiment["algorithms"]:
+            raise InputError(f"{key}.variants.{name} is not listed under {key}.algorithms; list it or remove it")
+        check_owned(f"{key}.variants.{name}", settings)
+
+
+def check_owned(key: str, settings: dict[str, Any]) -> None:
+    for owned, fix in WORKFLOW_OWNED.items():
+        if owned in settings:
+            raise InputError(f"{key}.{owned} is set by the workflow, not here; {fix}")
+
+
+def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> None:
+    """An experiment that sweeps straggler severity compares its algorithms at reference_J, at an equal
+    virtual-time budget (the claim is about time), against a target accuracy."""
+    severities = experiment.get("severities")
+    if severities is None:
+        if "target_accuracy" in experiment:
+            raise InputError(f"{key}.target_accuracy applies to experiments with severities: only; remove it")
+        return
+    for name, settings in severities.items():
+        if not NAME.fullmatch(name) or len(name) > MAX_NAME:
+            raise InputError(f"{key}.severities.{name[:80]!r}: a severity's name is a folder: letters, digits, _ or -")
+        check_owned(f"{key}.severities.{name}", settings)
+    if experiment["participation"] != [reference_j]:
+        raise InputError(
+            f"{key}.participation must be [{reference_j}] (reference_J): a severity sweep compares algorithms at one J"
+        )
+    if "virtual_time" not in experiment.get("budget", {}):
+        raise InputError(
+            f"{key}.budget.virtual_time is missing: a severity sweep compares its runs at an equal virtual time; "
+            "set it (e.g. budget: {virtual_time: 120})"
+        )
+    if "target_accuracy" not in experiment:
+        raise InputError(f"{key}.target_accuracy is missing: the test accuracy whose time the sweep measures; set it")
 
 
 def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int) -> None:
@@ -125,7 +184,7 @@ def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int)
         return
     for algorithm in experiment["algorithms"]:
         buffer_size = run_settings(experiment, algorithm, reference_j, reference_j).get("buffer_size")
-        size = updates_per_round(algorithm, reference_j, buffer_size)
+        size = updates_per_round(base_algorithm(algorithm), reference_j, buffer_size)
         if updates % size:
             raise InputError(
                 f"{key}.budget.updates = {updates} is not a multiple of {algorithm}'s {size} updates per round, "
@@ -146,10 +205,13 @@ def experiment_runs(experiment: dict[str, Any], reference_j: int) -> Iterator[tu
                 yield algorithm, j, seed
 
 
-def run_settings(experiment: dict[str, Any], algorithm: str, j: int, reference_j: int) -> dict[str, Any]:
+def run_settings(
+    experiment: dict[str, Any], algorithm: str, j: int, reference_j: int, severity: str | None = None
+) -> dict[str, Any]:
     """The `asyncfl train` settings of one run of an experiment (besides algorithm, J and seed): the
-    experiment's `train:` settings that `algorithm` reads (a setting under `train:` applies to the
-    algorithms that read it; `asyncfl train` refuses one its algorithm ignores).
+    experiment's `train:` settings and those of the `severity` that `algorithm` reads (a setting applies
+    to the algorithms that read it; `asyncfl train` refuses one its algorithm ignores), then those of
+    the variant `algorithm` names, if it names one (`ALGORITHM-SUFFIX`: each read by its algorithm).
 
     The runs at reference_J are the ones that compare algorithms: under the experiment's `budget`
     they all stop at the same client updates and/or virtual time, whatever a round costs each
@@ -157,7 +219,9 @@ def run_settings(experiment: dict[str, Any], algorithm: str, j: int, reference_j
     updates: for the algorithms whose round is reference_J updates, exactly every `eval_every`
     rounds, as before). The AFL sweep over J keeps `rounds` and `eval_every`, as in the paper's figure.
     """
-    train = {key: value for key, value in experiment.get("train", {}).items() if applies(key, algorithm)}
+    shared = {**experiment.get("train", {}), **(experiment["severities"][severity] if severity else {})}
+    train = {key: value for key, value in shared.items() if applies(key, base_algorithm(algorithm))}
+    train.update(experiment.get("variants", {}).get(algorithm, {}))
     settings = {**train, "model": experiment["model"], "rounds": experiment["rounds"]}
     budget = experiment.get("budget", {})
     if budget and j == reference_j:

@@ -15,10 +15,13 @@ PREPARED = "prepared.json"
 # string as the output pattern with these wildcards
 PARTITION = "results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}"  # + .npz or .json
 RUN_FOLDER = "results/{experiment}/runs/{algorithm}/J{J}/seed{seed}"
+# A run of an experiment that sweeps straggler severity (its `severities:`): one folder per severity
+SEVERITY_RUN_FOLDER = "results/{experiment}/severities/{severity}/{algorithm}/J{J}/seed{seed}"
 FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a figure's table)
 ARCHIVE_DIR = "results/archive"
 # A run folder's tail, as RUN_FOLDER ends, for commands given run folders by hand: {algorithm}/J{J}/seed{seed}
-RUN_DIR = re.compile(r"(?P<algorithm>[a-z][a-z_]*)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
+# (an algorithm, or a variant of one: ALGORITHM-SUFFIX, `names.base_algorithm`)
+RUN_DIR = re.compile(r"(?P<algorithm>[a-z][a-z_]*(?:-[a-z0-9_]+)?)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
 # The files of a run folder (docs/outputs.md "Run folders"), named here only
 METRICS, EVENTS, TIMINGS = "metrics.csv", "events.csv", "timings.csv"
 MODEL, RUN_RECORD, CHECKPOINT = "model.pt", "run.json", "checkpoint.pt"
@@ -121,6 +124,15 @@ AS_PUBLISHED_FIGURE = Figure(
     panels=3,
     height=3.6,
     compares=("afl", "sync", "afl_as_coded", "sync_as_coded"),
+)
+# The one figure of an experiment that sweeps straggler severity (`severities:`), from all its runs,
+# with the table of its numbers (CSV)
+STRAGGLER_FIGURE = Figure(
+    "straggler_claim",
+    "Stragglers: time to the target accuracy, and accuracy at the budget, by severity",
+    "straggler_claim",
+    panels=2,
+    height=3.8,
 )
 # The figures of the paper's code as it ran beside the algorithms as described, each by its own rule
 EMULATION_FIGURES = (AS_CODED_FIGURE, AS_PUBLISHED_FIGURE)

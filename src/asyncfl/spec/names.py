@@ -25,6 +25,16 @@ UPDATES_PER_ROUND = {
     "afl_as_coded": "J",
     "sync_as_coded": "J",
 }
+# A variant of an algorithm is a run name `ALGORITHM-SUFFIX` with its own settings (an experiment's
+# `variants:`, e.g. sync-deadline): the algorithm is what its name says before the dash.
+VARIANT_SUFFIX = "[a-z0-9_]+"
+
+
+def base_algorithm(run_name: str) -> str:
+    """The algorithm a run name stands for: the name itself, or a variant's algorithm (sync-deadline: sync)."""
+    return run_name.split("-", 1)[0]
+
+
 # The asynchronous algorithms: M clients in flight, staleness τ ≥ 0 weighted by s(τ)
 ASYNCHRONOUS = ("afl", "fedasync", "fedbuff")
 if set(UPDATES_PER_ROUND) != set(ALGORITHMS):  # a new algorithm states its round size here, or fails at import

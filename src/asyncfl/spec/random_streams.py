@@ -18,6 +18,7 @@ NETWORK = 6  # each client's link bandwidth, drawn once per run (`network.Links`
 AVAILABILITY = 7  # each client's online and offline periods, keyed by client (`availability.Availability`)
 FAILURE = 8  # whether one (client, dispatch) fails (`availability.dispatch_fails`)
 CHECKINS = 9  # the times clients check in, under arrivals: poisson (`arrivals.CheckIns`)
+SLOW_CLIENTS = 10  # which clients are the heavy tail's slow ones (`client_system.slowed`)
 
 
 def client_init_seed(seed: int, client: int) -> int:

@@ -1,0 +1,188 @@
+"""The `straggler_claim` figure: the paper's claim that AFL copes with stragglers better than synchronous
+FL, measured (README "Theory checks", docs/theory.md "Stragglers").
+
+An experiment with `severities:` trains every algorithm (and every variant, such as synchronous FL with a
+round deadline) at each straggler severity, paired seeds, to one virtual-time budget T. Per run, two
+numbers: the virtual time at which the global model first reached the target test accuracy (no time where
+it never did by T: the figure marks those runs instead of dropping them), and the test accuracy of the last
+evaluation at or before T. Both are read from metrics.csv alone, after the run folders are checked.
+"""
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+
+from asyncfl.analysis.figures import load_partitions, load_runs, save_figure  # noqa: E402
+from asyncfl.analysis.panels import ALGORITHM_COLOURS  # noqa: E402
+from asyncfl.files import atomic_path  # noqa: E402
+from asyncfl.spec.errors import InputError  # noqa: E402
+from asyncfl.spec.layout import STRAGGLER_FIGURE  # noqa: E402
+from asyncfl.spec.names import ALGORITHMS, base_algorithm  # noqa: E402
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+VARIANT_LINES = ("-", "--", ":", "-.")  # an algorithm's own runs solid, its variants dashed, dotted, …
+
+
+def severity_of(run: Path) -> str:
+    """The severity a run belongs to: the folder above ALGORITHM/JN/seedS (`layout.SEVERITY_RUN_FOLDER`)."""
+    return Path(run).resolve().parents[2].name
+
+
+def claim_table(runs: Sequence[Path], partition_stats: list[Path], severities: list[str], target: float,
+                budget: float) -> pd.DataFrame:  # fmt: skip
+    """One row per run: severity, algorithm (a run name: an algorithm or a variant), seed, the virtual
+    time it first reached `target` test accuracy by `budget` (NaN: never), and its accuracy at `budget`."""
+    _, partitions = load_partitions(partition_stats)
+    rows = []
+    for severity in severities:
+        group = [run for run in runs if severity_of(run) == severity]
+        if not group:
+            raise InputError(f"no run of severity {severity!r} among --runs; give every severity's runs")
+        loaded = load_runs(group, partitions)
+        for (name, _, seed), (folder, record) in loaded.records.items():
+            recorded = record["config"].get("max_virtual_time")
+            if recorded != budget:
+                raise InputError(
+                    f"{folder} ran to a virtual-time budget of {recorded}, not --virtual-time {budget}: the claim "
+                    "compares runs at one budget; give runs of one experiment"
+                )
+            evaluated = loaded.metrics[(loaded.metrics.algorithm == name) & (loaded.metrics.seed == seed)]
+            evaluated = evaluated.dropna(subset=["test_accuracy"])
+            in_budget = evaluated[evaluated.virtual_time <= budget]
+            reached = in_budget[in_budget.test_accuracy >= target]
+            rows.append(
+                {
+                    "severity": severity,
+                    "algorithm": name,
+                    "seed": seed,
+                    "time_to_target": reached.virtual_time.min() if len(reached) else math.nan,
+                    "accuracy_at_budget": in_budget.test_accuracy.iloc[-1] if len(in_budget) else math.nan,
+                }
+            )
+    unknown = {severity_of(run) for run in runs} - set(severities)
+    if unknown:
+        raise InputError(f"runs of severities {sorted(unknown)} are not among --severities; list them or drop them")
+    return pd.DataFrame(rows)
+
+
+def run_names(table: pd.DataFrame) -> list[str]:
+    """The run names in the figures' one order: by algorithm (`names.ALGORITHMS`), each before its variants."""
+    order = list(ALGORITHMS)
+    return sorted(set(table.algorithm), key=lambda name: (order.index(base_algorithm(name)), name))
+
+
+def display_name(name: str) -> str:
+    base = base_algorithm(name)
+    return ALGORITHMS[base] + (f": {name.split('-', 1)[1].replace('_', ' ')}" if name != base else "")
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (severity, run name): seeds, seeds that reached the target, the mean and sd of their times,
+    and the mean and sd of the accuracy at the budget."""
+    grouped = table.groupby(["severity", "algorithm"], sort=False)
+    return grouped.agg(
+        seeds=("seed", "size"),
+        reached=("time_to_target", "count"),
+        time_mean=("time_to_target", "mean"),
+        time_sd=("time_to_target", "std"),
+        accuracy_mean=("accuracy_at_budget", "mean"),
+        accuracy_sd=("accuracy_at_budget", "std"),
+    ).reset_index()
+
+
+def verdict(means: pd.DataFrame, severities: list[str]) -> str:
+    """The claim checked in words: per severity, AFL's mean time to the target against the fastest
+    synchronous run's (a run has a time only where every seed reached the target), and which came first."""
+    lines, afl_first = [], 0
+    for severity in severities:
+        rows = means[means.severity == severity]
+        complete = rows[rows.reached == rows.seeds]
+        afl = rows[rows.algorithm == "afl"]
+        sync = complete[complete.algorithm.map(base_algorithm) == "sync"]
+        afl_time = complete[complete.algorithm == "afl"].time_mean
+        if len(afl_time):
+            afl_text = f"AFL {afl_time.iloc[0]:.0f} s"
+        else:
+            afl_text = (
+                f"AFL {afl.reached.sum() if len(afl) else 0:.0f} of {afl.seeds.sum() if len(afl) else 0:.0f} seeds"
+            )
+        best = sync.loc[sync.time_mean.idxmin()] if len(sync) else None
+        sync_text = f"{best.algorithm} {best.time_mean:.0f} s" if best is not None else "no sync run on every seed"
+        if len(afl_time) and (best is None or afl_time.iloc[0] < best.time_mean):
+            first, afl_first = "AFL first", afl_first + 1
+        else:
+            first = "sync first" if best is not None else "neither on every seed"
+        lines.append(f"{severity}: {afl_text}, fastest sync: {sync_text} → {first}")
+    return "\n".join([*lines, f"AFL reached the target first at {afl_first} of {len(severities)} severities"])
+
+
+def draw_claim(axes: Sequence[Axes], means: pd.DataFrame, severities: list[str], target: float, budget: float) -> None:
+    """Left: time to the target by severity (mean ± 1 sd of the seeds that reached it; × on the budget
+    line where none did; k/n where only k of n did). Right: accuracy at the budget (mean ± 1 sd)."""
+    names = run_names(means)
+    variants_seen: dict[str, int] = {}
+    width = 0.5 / max(len(names), 1)
+    for index, name in enumerate(names):
+        base = base_algorithm(name)
+        line = VARIANT_LINES[variants_seen.setdefault(base, 0) % len(VARIANT_LINES)]
+        variants_seen[base] += 1
+        style = {"color": ALGORITHM_COLOURS[base], "marker": MARKERS[index % len(MARKERS)], "ms": 3.5, "lw": 1}
+        rows = means[means.algorithm == name].set_index("severity").reindex(severities)
+        x = np.arange(len(severities)) + (index - (len(names) - 1) / 2) * width
+        axes[0].errorbar(x, rows.time_mean, yerr=rows.time_sd.fillna(0), ls=line, label=display_name(name), **style)
+        never = rows.reached == 0
+        axes[0].plot(x[never], [budget] * int(never.sum()), ls="none", **{**style, "marker": "x", "ms": 5})
+        for position, (reached, seeds, time) in zip(x, rows[["reached", "seeds", "time_mean"]].values, strict=True):
+            if 0 < reached < seeds:
+                axes[0].annotate(f"{reached:.0f}/{seeds:.0f}", (position, time), fontsize=4, xytext=(2, 2),
+                                 textcoords="offset points")  # fmt: skip
+        axes[1].errorbar(x, rows.accuracy_mean, yerr=rows.accuracy_sd.fillna(0), ls=line, **style)
+    axes[0].axhline(budget, color="grey", ls=":", lw=1, label=f"the budget T = {budget:g} s (×: no seed reached it)")
+    axes[0].set(ylabel=f"Virtual time to {target:.0%} test accuracy (s)", ylim=(0, budget * 1.08))
+    axes[1].axhline(target, color="grey", ls="--", lw=0.8, label=f"the target, {target:.0%}")
+    axes[1].set(ylabel=f"Test accuracy at T = {budget:g} s\n(last evaluation at or before T)")
+    for ax in axes:
+        ax.set_xticks(range(len(severities)), severities, fontsize="x-small")
+        ax.set_xlabel("Straggler severity (the experiment's severities:)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    handles += axes[1].get_legend_handles_labels()[0]
+    labels += axes[1].get_legend_handles_labels()[1]
+    axes[0].figure.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncols=2,
+        fontsize="x-small",
+        frameon=False,
+        title=f"Mean virtual time to {target:.0%} (every seed reached it):\n{verdict(means, severities)}",
+        title_fontsize="x-small",
+    )
+
+
+def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], severities: list[str], target: float,
+                         budget: float, out: Path, title: str) -> list[Path]:  # fmt: skip
+    """The figure as PNG and PDF, and its numbers, one row per run, as straggler_claim.csv."""
+    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
+    if len(set(severities)) < len(severities):
+        raise InputError("--severities names one severity twice; name each once")
+    table = claim_table(runs, partition_stats, severities, target, budget)
+    means = summary(table)
+    figure = STRAGGLER_FIGURE
+    stem = Path(out) / figure.name
+    written = save_figure(
+        lambda axes: draw_claim(axes, means, severities, target, budget), figure, figure.height,
+        f"{title}: {figure.title}", stem,
+    )  # fmt: skip
+    with atomic_path(stem.with_suffix(".csv")) as tmp:
+        table.to_csv(tmp, index=False)
+    plt.close("all")
+    return [*written, stem.with_suffix(".csv")]
