@@ -258,3 +258,51 @@ def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
     assert len(err.strip().splitlines()) == 1, err
     assert main(train_argv(partition, out, 30)) == 0
     assert outputs(out) == lone_run
+
+
+def test_train_many_makes_each_run_as_asyncfl_train_alone(partition, lone_run, tmp_path, capsys):
+    """Packed runs share a process (and its loaded dataset), never their numbers: each folder holds the
+    bytes `asyncfl train` writes alone, whichever runs precede it; a finished one is not trained again."""
+    settings = {**json.loads(SETTINGS), "algorithm": "afl", "clients_per_round": 3, "rounds": 30,
+                "local_epochs": 2, "seed": 0}  # fmt: skip
+    other = {**settings, "algorithm": "sync", "rounds": 5}
+    plan = [
+        {"partition": str(partition), "out": str(tmp_path / "sync"), "settings": other},
+        {"partition": str(partition), "out": str(tmp_path / "afl"), "settings": settings},
+    ]
+    argv = ["train-many", "--dataset", "digits", "--plan", json.dumps(plan)]
+    assert main(argv) == 0
+    assert outputs(tmp_path / "afl") == lone_run
+    alone = tmp_path / "sync-alone"
+    assert main(["train", "--dataset", "digits", "--partition", str(partition), "--settings", json.dumps(other),
+                 "--out", str(alone)]) == 0  # fmt: skip
+    assert outputs(tmp_path / "sync") == outputs(alone)
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert capsys.readouterr().out.count("already finished") == 2
+
+
+@pytest.mark.parametrize(
+    "plan,message",
+    [
+        ("[]", "non-empty JSON list"),
+        ('[{"partition": "p.npz", "out": "o"}]', "exactly the keys partition, out, settings"),
+        ('[{"partition": "p.npz", "out": "o", "settings": []}]', "settings must be a JSON object"),
+        ('[{"partition": 1, "out": "o", "settings": {}}]', "must be paths"),
+    ],
+)
+def test_a_malformed_plan_is_one_line(plan, message, capsys):
+    with pytest.raises(SystemExit):
+        main(["train-many", "--dataset", "digits", "--plan", plan])
+    assert message in capsys.readouterr().err
+
+
+def test_every_planned_run_is_checked_before_any_trains(partition, tmp_path, capsys):
+    good = {"partition": str(partition), "out": str(tmp_path / "good"), "settings": {"rounds": 1}}
+    bad = {"partition": str(partition), "out": str(tmp_path / "bad"), "settings": {"gama0": 0.1}}
+    assert main(["train-many", "--dataset", "digits", "--plan", json.dumps([good, bad])]) == 1
+    assert f"--plan run 1 ({tmp_path / 'bad'}): unknown key 'gama0'" in capsys.readouterr().err
+    assert not (tmp_path / "good").exists()
+    twice = json.dumps([good, {**good, "settings": {"rounds": 2}}])
+    assert main(["train-many", "--dataset", "digits", "--plan", twice]) == 1
+    assert "names one out folder twice" in capsys.readouterr().err

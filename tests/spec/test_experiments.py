@@ -115,3 +115,47 @@ def test_two_config_files_with_one_base_name_are_refused():
     check_config_files(["config/config.yaml", "./config/config.yaml", ".test/config/quick.yaml"])
     with pytest.raises(InputError, match="have one base name, config.yaml"):
         check_config_files(["config/config.yaml", "mine/config.yaml"])
+
+
+def sweep_edited(edit) -> dict:
+    config = copy.deepcopy(QUICK)
+    edit(config["experiments"]["digits_stragglers"])
+    return config
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda e: e["variants"].update({"sync_deadline": {}}), "variants.sync_deadline: a variant's name is"),
+        (lambda e: e["variants"].update({"fedavg-x": {}}), "variants.fedavg-x: a variant's name is"),
+        (lambda e: e["variants"].update({"sync-late": {}}), "variants.sync-late is not listed under"),
+        (lambda e: e["algorithms"].append("sync-late"), "digits_stragglers.algorithms: unknown name 'sync-late'"),
+        (lambda e: e["variants"]["sync-deadline"].update(max_staleness=3), "variants.sync-deadline.*max_staleness"),
+        (lambda e: e["variants"]["sync-deadline"].update(seed=3), "variants.sync-deadline.seed is set by the work"),
+        (lambda e: e["severities"]["sigma1"].update(rounds=3), "severities.sigma1.rounds is set by the workflow"),
+        (lambda e: e["severities"]["sigma1"].update(speed_sigma=-1), "severity sigma1.*speed_sigma must be"),
+        (lambda e: e["severities"].update({"a/b": {}}), "severities.'a/b': a severity's name is a folder"),
+        (lambda e: e.update(participation=[3, 5]), "participation must be \\[5\\]"),
+        (lambda e: e.update(budget={"updates": 50}), "budget.virtual_time is missing"),
+        (lambda e: e.pop("target_accuracy"), "target_accuracy is missing"),
+        (lambda e: e.pop("severities"), "variants run in experiments with severities: only"),
+    ],
+)
+def test_sweep_mistakes_name_the_key(edit, message):
+    with pytest.raises(InputError, match=message):
+        check_workflow_config(sweep_edited(edit))
+
+
+def test_a_target_without_severities_is_refused():
+    with pytest.raises(InputError, match="digits_cnn.target_accuracy applies to experiments with severities"):
+        check_workflow_config(edited(lambda e, c: e.update(target_accuracy=0.5)))
+
+
+def test_a_run_of_a_sweep_has_its_severitys_and_its_variants_settings():
+    """Experiment-wide settings, then the severity's (each where its algorithm reads it), then the variant's."""
+    sweep = {**QUICK["experiments"]["digits_stragglers"], "train": {"gamma0": 0.01, "max_staleness": 4}}
+    variant = run_settings(sweep, "sync-deadline", 5, 5, "heavy_tail")
+    assert variant["round_deadline"] == 4.0 and variant["slow_fraction"] == 0.2 and variant["speed_sigma"] == 0.0
+    assert "max_staleness" not in variant and variant["max_virtual_time"] == 60
+    plain = run_settings(sweep, "afl", 5, 5, "sigma1")
+    assert plain["speed_sigma"] == 1.0 and plain["max_staleness"] == 4 and "round_deadline" not in plain

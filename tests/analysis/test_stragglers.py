@@ -1,0 +1,95 @@
+"""The straggler_claim figure from real runs laid out as the workflow lays out a severity sweep."""
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from asyncfl.analysis.stragglers import claim_table, draw_straggler_claim, summary, verdict
+from asyncfl.cli import main
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import SEVERITY_RUN_FOLDER
+
+BUDGET = 12.0
+SEVERITIES = {"even": {"speed_sigma": 0.0}, "tail": {"speed_sigma": 0.0, "slow_fraction": 0.3}}
+ALGORITHMS = {"afl": {}, "sync": {}, "sync-over": {"over_selection": 0.5}}
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> tuple[Path, list[Path], Path]:
+    """Two severities × AFL, sync and a sync variant × one seed, trained by `asyncfl train-many`."""
+    root = tmp_path_factory.mktemp("sweep")
+    partition = root / "part.npz"
+    argv = ["partition", "--dataset", "digits", "--clients", "8", "--alpha", "0.5", "--seed", "0", "--out", str(partition)]
+    assert main(argv) == 0
+    plan, runs = [], []
+    for severity, system in SEVERITIES.items():
+        for name, variant in ALGORITHMS.items():
+            out = root / SEVERITY_RUN_FOLDER.format(experiment="x", severity=severity, algorithm=name, J=3, seed=0)
+            settings = {"algorithm": name.split("-")[0], "clients_per_round": 3, "seed": 0, "local_epochs": 1,
+                        "batch_size": 16, "gamma0": 0.01, "rounds": 10_000, "max_virtual_time": BUDGET,
+                        "eval_every_updates": 3, "eval_gradient": False, **system, **variant}  # fmt: skip
+            plan.append({"partition": str(partition), "out": str(out), "settings": settings})
+            runs.append(out)
+    assert main(["train-many", "--dataset", "digits", "--plan", json.dumps(plan)]) == 0
+    return root, runs, partition.with_suffix(".json")
+
+
+def evaluations(run: Path) -> list[tuple[float, float]]:
+    rows = csv.DictReader((run / "metrics.csv").read_text().splitlines())
+    return [(float(row["virtual_time"]), float(row["test_accuracy"])) for row in rows if row["test_accuracy"]]
+
+
+def test_the_table_is_each_runs_first_time_at_the_target_and_its_accuracy_at_the_budget(sweep):
+    _, runs, stats = sweep
+    target = 0.15
+    table = claim_table(runs, [stats], list(SEVERITIES), target, BUDGET)
+    assert len(table) == len(runs)
+    for run in runs:
+        severity, name = run.parents[2].name, run.parents[1].name
+        (row,) = table[(table.severity == severity) & (table.algorithm == name)].itertuples()
+        in_budget = [(time, accuracy) for time, accuracy in evaluations(run) if time <= BUDGET]
+        assert evaluations(run)[-1][0] >= BUDGET > in_budget[-1][0]  # the run went on to the budget
+        assert row.accuracy_at_budget == in_budget[-1][1]
+        reached = [time for time, accuracy in in_budget if accuracy >= target]
+        assert (row.time_to_target == reached[0]) if reached else math.isnan(row.time_to_target)
+
+
+def test_a_target_no_run_reaches_is_marked_not_dropped(sweep, tmp_path):
+    _, runs, stats = sweep
+    written = draw_straggler_claim(runs, [stats], list(SEVERITIES), 1.0, BUDGET, tmp_path, "x")
+    assert [path.name for path in written] == ["straggler_claim.png", "straggler_claim.pdf", "straggler_claim.csv"]
+    assert all(path.stat().st_size > 1000 for path in written[:2])
+    table = pd.read_csv(tmp_path / "straggler_claim.csv")
+    assert len(table) == len(runs) and table.time_to_target.isna().all()  # every run is in it, without a time
+    assert "neither on every seed" in verdict(summary(table), list(SEVERITIES))
+
+
+def test_runs_of_another_budget_or_severity_are_refused(sweep):
+    _, runs, stats = sweep
+    with pytest.raises(InputError, match="ran to a virtual-time budget of 12.0, not --virtual-time 20.0"):
+        claim_table(runs, [stats], list(SEVERITIES), 0.5, 20.0)
+    with pytest.raises(InputError, match="no run of severity 'steep' among --runs"):
+        claim_table(runs, [stats], [*SEVERITIES, "steep"], 0.5, BUDGET)
+    with pytest.raises(InputError, match=r"runs of severities \['tail'\] are not among --severities"):
+        claim_table(runs, [stats], ["even"], 0.5, BUDGET)
+
+
+def test_the_verdict_compares_afl_with_the_fastest_synchronous_run_that_every_seed_finished():
+    table = pd.DataFrame(
+        [
+            ("even", "afl", 0, 10.0), ("even", "afl", 1, 14.0), ("even", "sync", 0, 8.0), ("even", "sync", 1, 10.0),
+            ("tail", "afl", 0, 20.0), ("tail", "afl", 1, 22.0), ("tail", "sync", 0, 30.0), ("tail", "sync", 1, None),
+            ("tail", "sync-over", 0, 25.0), ("tail", "sync-over", 1, 27.0),
+        ],
+        columns=["severity", "algorithm", "seed", "time_to_target"],
+    ).assign(accuracy_at_budget=0.5)  # fmt: skip
+    lines = verdict(summary(table), ["even", "tail"]).splitlines()
+    assert lines == [
+        "even: AFL 12 s, fastest sync: sync 9 s → sync first",
+        "tail: AFL 21 s, fastest sync: sync-over 26 s → AFL first",  # sync missed the target on seed 1
+        "AFL reached the target first at 1 of 2 severities",
+    ]
