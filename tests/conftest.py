@@ -19,6 +19,20 @@ ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.envi
 REQUIRE_ALL = os.environ.get("ASYNCFL_REQUIRE_ALL") == "1"
 
 
+# Where the workflow writes each run's metrics.csv, relative to its working directory: the runs of the
+# plain experiments and those of the severity sweeps
+RUN_METRICS_GLOBS = ("results/*/runs/*/*/*/metrics.csv", "results/*/severities/*/*/*/*/metrics.csv")
+
+
+def figure_names(config: dict, experiment: str) -> list[str]:
+    """The figures the workflow draws of every experiment of `config`, as the layout names them."""
+    from asyncfl.spec.layout import STRAGGLER_FIGURE, experiment_figures
+
+    if config["experiments"][experiment].get("severities"):
+        return [STRAGGLER_FIGURE.name]
+    return [figure.name for figure in experiment_figures(config["reference_J"])]
+
+
 def skip_unless(condition: bool, reason: str) -> None:
     """Skip when `condition` is false, or fail under ASYNCFL_REQUIRE_ALL=1 (CI)."""
     if condition:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.spec.layout import RUN_OUTPUTS, experiment_figures
-from conftest import ENV, QUICK_CONFIG, REPO, skip_unless, snakemake, started, wait_for
+from asyncfl.spec.layout import RUN_OUTPUTS
+from conftest import ENV, QUICK_CONFIG, REPO, RUN_METRICS_GLOBS, figure_names, skip_unless, snakemake, started, wait_for
 
 pytestmark = pytest.mark.slurm
 
@@ -57,9 +57,11 @@ def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
     config.write_text(yaml.safe_dump(quick))
     result = snakemake(*SLURM_PROFILE, "--configfile", str(config), workdir=tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    runs = sorted(p.relative_to(tmp_path) for p in tmp_path.glob("results/*/runs/*/*/*/metrics.csv"))
+    runs = sorted(p.relative_to(tmp_path) for pattern in RUN_METRICS_GLOBS for p in tmp_path.glob(pattern))
     local_seed0 = sorted(
-        p.relative_to(quick_local_run) for p in quick_local_run.glob("results/*/runs/*/*/seed0/metrics.csv")
+        p.relative_to(quick_local_run)
+        for pattern in RUN_METRICS_GLOBS
+        for p in quick_local_run.glob(pattern.replace("/*/metrics.csv", "/seed0/metrics.csv"))
     )
     assert runs == local_seed0 and {run.parts[1] for run in runs} == set(quick["experiments"])
     for metrics in runs:
@@ -67,8 +69,8 @@ def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
             local, on_slurm = quick_local_run / metrics.parent / name, tmp_path / metrics.parent / name
             assert local.read_bytes() == on_slurm.read_bytes(), f"{metrics.parent}/{name}"
     for experiment in quick["experiments"]:
-        for figure in experiment_figures(quick["reference_J"]):
-            assert (tmp_path / f"results/figures/{experiment}/{figure.name}.png").is_file()
+        for figure in figure_names(quick, experiment):
+            assert (tmp_path / f"results/figures/{experiment}/{figure}.png").is_file()
     assert (tmp_path / "results/archive/asyncfl-results.tar.gz").is_file()
 
 

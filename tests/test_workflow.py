@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.spec.layout import experiment_figures
-from conftest import ENV, QUICK_CONFIG, REPO, snakemake
+from conftest import ENV, QUICK_CONFIG, REPO, figure_names, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -30,11 +29,16 @@ def test_paper_config_plans_every_training_run():
     result = snakemake("-n")
     assert result.returncode == 0, result.stderr
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    sweeps = {name: exp for name, exp in config["experiments"].items() if "severities" in exp}
     expected = sum(
         len(exp["seeds"]) * sum(len(exp["participation"]) if a == "afl" else 1 for a in exp["algorithms"])
-        for exp in config["experiments"].values()
+        for name, exp in config["experiments"].items()
+        if name not in sweeps
     )
     counts = job_counts(result.stdout)
+    # the straggler sweeps of MNIST and CIFAR-10: one job per severity, each training 6 algorithms × 3 seeds
+    assert {name: counts[f"train_{name}"] for name in sweeps} == {"mnist_stragglers": 5, "cifar10_stragglers": 5}
+    assert counts["straggler_claim"] == 2
     # MNIST: (AFL at J = 3..8 + sync, FedAsync, FedBuff, AFL and sync as coded at J = 5) × 3 seeds; CIFAR-10
     # without the as-coded ones; both staleness-aware variants and MNIST's FedProx one × (AFL, FedAsync,
     # FedBuff at J = 5) × 3 seeds; MNIST in the clients' world × (AFL, sync, FedAsync, FedBuff): 33 + 27 + 3 × 9 + 12
@@ -106,9 +110,9 @@ def test_quick_config_end_to_end(quick_local_run):
     tmp_path, config = quick_local_run, str(QUICK_CONFIG)
     quick = yaml.safe_load((QUICK_CONFIG).read_text())
     for name in quick["experiments"]:
-        for figure in experiment_figures(quick["reference_J"]):
+        for figure in figure_names(quick, name):
             for ext in ("png", "pdf"):
-                assert (tmp_path / f"results/figures/{name}/{figure.name}.{ext}").stat().st_size > 1000
+                assert (tmp_path / f"results/figures/{name}/{figure}.{ext}").stat().st_size > 1000
     archive = tmp_path / "results/archive"
     tarball = archive / "asyncfl-results.tar.gz"
     sums = dict(reversed(line.split("  ")) for line in (archive / "SHA256SUMS").read_text().splitlines())
@@ -117,7 +121,9 @@ def test_quick_config_end_to_end(quick_local_run):
         assert all(member.mtime == 0 and member.uid == 0 for member in tar.getmembers())
         assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
     assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
-    assert sum(n.endswith("run.json") for n in sums) == 23  # digits_cnn: 14 runs, digits_resnet20: 5, digits_world: 4
+    # digits_cnn: 14 runs, digits_resnet20: 5, digits_world: 4, digits_stragglers: 3 severities × 6 × 2 seeds
+    assert sum(n.endswith("run.json") for n in sums) == 23 + 36
+    assert "results/figures/digits_stragglers/straggler_claim.png" in sums
     world = (tmp_path / "results/digits_world/runs/sync/J5/seed0/events.csv").read_text()
     assert ",offline\n" in world and "upload_seconds" in world  # the world experiment's runs lose dispatches
     for emulation in ("as_coded_vs_described", "afl_vs_sync_as_published"):

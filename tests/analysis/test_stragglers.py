@@ -23,7 +23,8 @@ def sweep(tmp_path_factory) -> tuple[Path, list[Path], Path]:
     """Two severities × AFL, sync and a sync variant × one seed, trained by `asyncfl train-many`."""
     root = tmp_path_factory.mktemp("sweep")
     partition = root / "part.npz"
-    argv = ["partition", "--dataset", "digits", "--clients", "8", "--alpha", "0.5", "--seed", "0", "--out", str(partition)]
+    argv = ["partition", "--dataset", "digits", "--clients", "8", "--alpha", "0.5", "--seed", "0",
+            "--out", str(partition)]  # fmt: skip
     assert main(argv) == 0
     plan, runs = [], []
     for severity, system in SEVERITIES.items():

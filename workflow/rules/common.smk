@@ -149,7 +149,11 @@ SWEEPS = [name for name in config["experiments"] if severities(name)]
 
 def severity_run_folder(name, severity, algorithm, seed):
     return SEVERITY_RUN_FOLDER.format(
-        experiment=name, severity=severity, algorithm=algorithm, J=REFERENCE_J, seed=seed
+        experiment=name,
+        severity=severity,
+        algorithm=algorithm,
+        J=REFERENCE_J,
+        seed=seed,
     )
 
 
@@ -167,6 +171,11 @@ def run_folders(name):
     ]
 
 
+def sweep_data_root(name):
+    """For a rule: the data folder of a sweep's dataset (a function, as Snakemake's lint asks of paths)."""
+    return lambda wildcards: data_root(config["experiments"][name]["dataset"])
+
+
 def severity_plan(name):
     """For a rule: `asyncfl train-many --plan` of one severity of a sweep, as JSON: each of its runs
     (algorithms and variants × seeds) with its partition, folder and settings."""
@@ -177,9 +186,13 @@ def severity_plan(name):
             [
                 {
                     "partition": partition_file(exp, seed),
-                    "out": severity_run_folder(name, wildcards.severity, algorithm, seed),
+                    "out": severity_run_folder(
+                        name, wildcards.severity, algorithm, seed
+                    ),
                     "settings": {
-                        **run_settings(exp, algorithm, J, REFERENCE_J, wildcards.severity),
+                        **run_settings(
+                            exp, algorithm, J, REFERENCE_J, wildcards.severity
+                        ),
                         "algorithm": base_algorithm(algorithm),
                         "clients_per_round": J,
                         "seed": seed,

@@ -49,21 +49,21 @@ for sweep in SWEEPS:
                 partition_file(config["experiments"][sweep], seed)
                 for seed in config["experiments"][sweep]["seeds"]
             ],
-            trace=config["experiments"][sweep].get("train", {}).get(
-                "availability_trace", []
-            ),
+            trace=config["experiments"][sweep]
+            .get("train", {})
+            .get("availability_trace", []),
         output:
             [
                 f"{severity_run_folder(sweep, '{severity}', algorithm, seed)}/{file}"
                 for algorithm, _, seed in runs(sweep)
                 for file in RUN_FILES
             ],
-        wildcard_constraints:
-            severity="|".join(map(re.escape, severities(sweep))),
         log:
             f"logs/train/{sweep}/{{severity}}.log",
         benchmark:
             f"benchmarks/train/{sweep}/{{severity}}.tsv"
+        wildcard_constraints:
+            severity="|".join(map(re.escape, severities(sweep))),
         conda:
             torch_env
         threads: config["resources"]["train"]["threads"]
@@ -73,7 +73,7 @@ for sweep in SWEEPS:
             runtime=config["resources"]["train"]["runtime"],
         params:
             dataset=config["experiments"][sweep]["dataset"],
-            root=data_root(config["experiments"][sweep]["dataset"]),
+            root=sweep_data_root(sweep),
             plan=severity_plan(sweep),
         shell:
             ASYNCFL

@@ -16,7 +16,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from asyncfl.data.dataset import Dataset
+from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
 from asyncfl.fl.aggregation import update_norm
 from asyncfl.fl.strategies import Update
@@ -56,11 +56,7 @@ class Simulation:
     ):
         self.context = prepare_run(config, dataset, partition, partition_sha256, trainer)
         self.config, self.out, self.strategy = config, Path(out), self.context.strategy
-        model_state = {k: v.detach().clone() for k, v in self.context.model.state_dict().items()}
-        own_models = None
-        if not self.strategy.clients_load_global_model:
-            own_models = client_initial_states(config, dataset.info, self.context.device, partition.num_clients)
-        self.state = SimulationState.fresh(model_state, config.seed, partition.num_clients, own_models)
+        self.state = fresh_state(self.context, dataset.info, partition.num_clients)
         # Not checkpointed: derived, or empty at every checkpoint.
         self.buffer: list[tuple[Job, LocalResult]] = []
         self.abandoned_in_a_row = 0
@@ -146,24 +142,17 @@ class Simulation:
         if self.strategy.closes_rounds:
             self.unaggregated.discard(DISCARDED)
         self.abandoned_in_a_row = 0
-        jobs, results = [job for job, _ in self.buffer], [result for _, result in self.buffer]
-        old, starts = state.global_model, [start_of(self.context, state, job) for job in jobs]
-        updates = server_updates(self.context, state.version, jobs, results, starts)
-        new, coefficients = self.strategy.aggregate(old, updates)
-        check_finite_model(new, state.version, self.out)
-        norm = update_norm(new, old, self.context.parameter_names)
-        sizes = [update.size for update in updates]
-        record = aggregation_record(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
-        record.phases = logged_phases(self.context, jobs)
-        record.losses = [loss_row(self.context, state.version + 1, *item) for item in self.unaggregated.jobs]
-        record.accounting = self.unaggregated.counts(self.context.accounting_columns, state.dispatched)
+        new, record, coefficients = folded_round(self.context, state, self.buffer, self.unaggregated, self.out)
         self.unaggregated.clear()
         state.advance(new, self.buffer if not self.strategy.clients_load_global_model else [])
+        folded = len(self.buffer)
         self.buffer.clear()
         self.check.on_aggregation(state.version, coefficients, len(self.buffer), len(state.outstanding))
         arrived = state.aggregated(0)
-        self.stop_reason = stop_condition(config, state.version, state.now, norm, arrived, state.dispatched)
-        if evaluation_due(config, state.version, arrived - len(jobs), arrived) or self.stop_reason:
+        self.stop_reason = stop_condition(
+            config, state.version, state.now, record.update_norm, arrived, state.dispatched
+        )
+        if evaluation_due(config, state.version, arrived - folded, arrived) or self.stop_reason:
             evaluate_global(self.context, new, record)
         logs.record(record, self.elapsed())
         return bool(self.stop_reason)
@@ -175,11 +164,8 @@ class Simulation:
     def run(self) -> dict:
         """Run (or resume) to the end; write model.pt and run.json; return run.json's content."""
         self.out.mkdir(parents=True, exist_ok=True)
-        checkpoint = load_checkpoint(self.out / CHECKPOINT, self.context.identity, self.context.device)
-        resumed = SimulationState.from_payload(checkpoint, str(self.out / CHECKPOINT)) if checkpoint else None
-        if resumed:
-            self.state = resumed[0]
-            print(f"resuming {self.out} from its checkpoint at round {self.state.version}", flush=True)
+        resumed = resumed_state(self.context, self.out)
+        self.state = resumed[0] if resumed else self.state
         self.started = time.perf_counter()
         self.check = SelfCheck.of(self.state, self.strategy.initial_clients, self.strategy.convex)
         self.dispatcher = Dispatcher(self.context, self.state, self.buffer, self.check)
@@ -193,6 +179,48 @@ class Simulation:
         if self.strategy.drops_stale:
             warn_of_starved(texts[EVENTS], self.config)
         return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts)
+
+
+def resumed_state(context: RunContext, out: Path) -> tuple[SimulationState, dict[str, str]] | None:
+    """The state and the logs' text saved by the run folder's checkpoint, checked; None without one."""
+    checkpoint = load_checkpoint(out / CHECKPOINT, context.identity, context.device)
+    resumed = SimulationState.from_payload(checkpoint, str(out / CHECKPOINT)) if checkpoint else None
+    if resumed:
+        print(f"resuming {out} from its checkpoint at round {resumed[0].version}", flush=True)
+    return resumed
+
+
+def fresh_state(context: RunContext, info: DatasetInfo, num_clients: int) -> SimulationState:
+    """The state of a run that starts afresh: the initial global model, and each client's own initial
+    model where the strategy's clients keep their own."""
+    model_state = {k: v.detach().clone() for k, v in context.model.state_dict().items()}
+    own_models = None
+    if not context.strategy.clients_load_global_model:
+        own_models = client_initial_states(context.config, info, context.device, num_clients)
+    return SimulationState.fresh(model_state, context.config.seed, num_clients, own_models)
+
+
+def folded_round(
+    context: RunContext,
+    state: SimulationState,
+    buffer: list[tuple[Job, LocalResult]],
+    unaggregated: Unaggregated,
+    out: Path,
+) -> tuple[ModelState, Aggregation, list[float]]:
+    """The buffered updates folded into a new global model, with the round's record (the dispatches
+    set aside since the last aggregation included) and the aggregation's coefficients."""
+    jobs, results = [job for job, _ in buffer], [result for _, result in buffer]
+    old, starts = state.global_model, [start_of(context, state, job) for job in jobs]
+    updates = server_updates(context, state.version, jobs, results, starts)
+    new, coefficients = context.strategy.aggregate(old, updates)
+    check_finite_model(new, state.version, out)
+    norm = update_norm(new, old, context.parameter_names)
+    sizes = [update.size for update in updates]
+    record = aggregation_record(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
+    record.phases = logged_phases(context, jobs)
+    record.losses = [loss_row(context, state.version + 1, *item) for item in unaggregated.jobs]
+    record.accounting = unaggregated.counts(context.accounting_columns, state.dispatched)
+    return new, record, coefficients
 
 
 def open_logs(context: RunContext, out: Path, resumed: dict[str, str] | None, version: int) -> RunLogs:
