@@ -74,9 +74,11 @@ def test_sweep_counts_client_updates_under_budgets():
     """config.yaml by hand: MNIST, per seed, AFL J = 3, 4, 6, 7, 8 at 1,000 rounds (28,000) + J = 5 at
     its 5,000-update budget, sync, FedAsync, FedBuff, AFL and sync as coded 5,000 each = 58,000; the
     staleness and FedProx variants 15,000 each, the clients' world one 20,000; × 3 seeds = 324,000.
-    CIFAR-10: 200 rounds: 5,600 + 4 × 1,000 = 9,600, variant 3,000; × 3 = 37,800."""
+    CIFAR-10: 200 rounds: 5,600 + 4 × 1,000 = 9,600, variant 3,000; × 3 = 37,800. The straggler sweeps,
+    6 algorithms × 3 seeds × 5 severities, each run ⌈5 clients × T / one dispatch⌉: MNIST ⌈5 × 12,000 /
+    (10 × 6,000 × 0.001 + 1)⌉ = 984, CIFAR-10 ⌈5 × 10,000 / (10 × 5,000 × 0.001 + 1)⌉ = 981."""
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    assert sweep_updates(config) == {"cnn": 324_000, "resnet20": 37_800}
+    assert sweep_updates(config) == {"cnn": 324_000 + 90 * 984, "resnet20": 37_800 + 90 * 981}
 
 
 def test_paper_round_runs_the_real_engine(tmp_path):

@@ -7,6 +7,7 @@ client (MNIST) and `resnet20` on 3×32×32 with 5,000 (CIFAR-10). Each trainer r
 round (warm-up) excluded. --quick shrinks the clients (not the shapes) and says so in every row.
 """
 
+import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +16,10 @@ import numpy as np
 import torch
 
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
-from asyncfl.spec.config import read_yaml
+from asyncfl.spec.config import make_config, read_yaml
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import experiment_runs, run_settings
+from asyncfl.spec.names import ASYNCHRONOUS, base_algorithm
 
 CLIENTS, PER_ROUND, EPOCHS = 10, 5, 10
 
@@ -66,14 +68,32 @@ def load_sweep(path: Path) -> dict[str, int]:
 
 
 def sweep_updates(config: dict) -> dict[str, int]:
-    """Client updates the sweep trains, per model: budgets at reference_J, rounds × J elsewhere."""
+    """Client updates the sweep trains, per model: budgets at reference_J, rounds × J elsewhere, and
+    the estimate of `run_updates` for the runs of a severity sweep, at every severity."""
     totals: dict[str, int] = {}
+    reference_j = config["reference_J"]
     for experiment in config["experiments"].values():
-        for algorithm, j, _ in experiment_runs(experiment, config["reference_J"]):
-            settings = run_settings(experiment, algorithm, j, config["reference_J"])
-            updates = settings.get("max_updates") or settings["rounds"] * j
-            totals[experiment["model"]] = totals.get(experiment["model"], 0) + updates
+        for severity in experiment.get("severities") or [None]:
+            for algorithm, j, _ in experiment_runs(experiment, reference_j):
+                settings = run_settings(experiment, algorithm, j, reference_j, severity)
+                updates = run_updates(settings, base_algorithm(algorithm), j, experiment["clients"])
+                totals[experiment["model"]] = totals.get(experiment["model"], 0) + updates
     return totals
+
+
+def run_updates(settings: dict, algorithm: str, j: int, clients: int) -> int:
+    """Client updates one run trains: its update budget, or rounds × J. Under a virtual-time budget
+    alone, an upper estimate: the clients it keeps training (J; M for the asynchronous algorithms;
+    over-selected and rejected dispatches are not trained) × T over one dispatch of a client of the
+    paper's average size at speed 1 (stragglers only lower it)."""
+    if settings.get("max_updates") or "max_virtual_time" not in settings:
+        return settings.get("max_updates") or settings["rounds"] * j
+    config = make_config({**settings, "algorithm": algorithm, "clients_per_round": j})
+    (shape,) = [shape for shape in PAPER_SHAPES if shape.model == config.model]
+    samples = shape.samples * CLIENTS / clients
+    dispatch = config.local_epochs * samples * config.seconds_per_sample + config.latency_median
+    in_flight = config.concurrency_or_default if algorithm in ASYNCHRONOUS else j
+    return math.ceil(in_flight * settings["max_virtual_time"] / dispatch)
 
 
 def paper_round_bench(device: torch.device, quick: bool, trainers: tuple[str, ...], sweep: Path) -> dict:
