@@ -49,6 +49,7 @@ def test_the_table_is_each_runs_first_time_at_the_target_and_its_accuracy_at_the
     target = 0.15
     table = claim_table(runs, [stats], list(SEVERITIES), target, BUDGET)
     assert len(table) == len(runs)
+    assert table.equals(claim_table(runs[::-1], [stats], list(SEVERITIES), target, BUDGET))  # one order
     for run in runs:
         severity, name = run.parents[2].name, run.parents[1].name
         (row,) = table[(table.severity == severity) & (table.algorithm == name)].itertuples()
@@ -77,6 +78,9 @@ def test_runs_of_another_budget_or_severity_are_refused(sweep):
         claim_table(runs, [stats], [*SEVERITIES, "steep"], 0.5, BUDGET)
     with pytest.raises(InputError, match=r"runs of severities \['tail'\] are not among --severities"):
         claim_table(runs, [stats], ["even"], 0.5, BUDGET)
+    without_afl = [run for run in runs if run.parents[1].name != "afl"]
+    with pytest.raises(InputError, match="no AFL run of severity 'even' among --runs"):
+        claim_table(without_afl, [stats], list(SEVERITIES), 0.5, BUDGET)
 
 
 def test_the_verdict_compares_afl_with_the_fastest_synchronous_run_that_every_seed_finished():

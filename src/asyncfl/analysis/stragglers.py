@@ -15,7 +15,6 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
@@ -48,6 +47,8 @@ def claim_table(runs: Sequence[Path], partition_stats: list[Path], severities: l
         if not group:
             raise InputError(f"no run of severity {severity!r} among --runs; give every severity's runs")
         loaded = load_runs(group, partitions)
+        if not any(name == "afl" for name, _, _ in loaded.records):
+            raise InputError(f"no AFL run of severity {severity!r} among --runs; the claim is about AFL: add one")
         for (name, _, seed), (folder, record) in loaded.records.items():
             recorded = record["config"].get("max_virtual_time")
             if recorded != budget:
@@ -71,7 +72,10 @@ def claim_table(runs: Sequence[Path], partition_stats: list[Path], severities: l
     unknown = {severity_of(run) for run in runs} - set(severities)
     if unknown:
         raise InputError(f"runs of severities {sorted(unknown)} are not among --severities; list them or drop them")
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)  # in one order whatever the order of --runs: severities', names', seeds'
+    order = {name: index for index, name in enumerate(run_names(table))}
+    keys = [table.severity.map(severities.index), table.algorithm.map(order), table.seed]
+    return table.iloc[np.lexsort(keys[::-1])].reset_index(drop=True)
 
 
 def run_names(table: pd.DataFrame) -> list[str]:
@@ -106,18 +110,13 @@ def verdict(means: pd.DataFrame, severities: list[str]) -> str:
     for severity in severities:
         rows = means[means.severity == severity]
         complete = rows[rows.reached == rows.seeds]
-        afl = rows[rows.algorithm == "afl"]
         sync = complete[complete.algorithm.map(base_algorithm) == "sync"]
-        afl_time = complete[complete.algorithm == "afl"].time_mean
-        if len(afl_time):
-            afl_text = f"AFL {afl_time.iloc[0]:.0f} s"
-        else:
-            afl_text = (
-                f"AFL {afl.reached.sum() if len(afl) else 0:.0f} of {afl.seeds.sum() if len(afl) else 0:.0f} seeds"
-            )
+        afl = rows[rows.algorithm == "afl"].iloc[0]  # every severity has AFL's runs (`claim_table`)
+        afl_complete = afl.reached == afl.seeds
+        afl_text = f"AFL {afl.time_mean:.0f} s" if afl_complete else f"AFL {afl.reached:.0f} of {afl.seeds:.0f} seeds"
         best = sync.loc[sync.time_mean.idxmin()] if len(sync) else None
         sync_text = f"{best.algorithm} {best.time_mean:.0f} s" if best is not None else "no sync run on every seed"
-        if len(afl_time) and (best is None or afl_time.iloc[0] < best.time_mean):
+        if afl_complete and (best is None or afl.time_mean < best.time_mean):
             first, afl_first = "AFL first", afl_first + 1
         else:
             first = "sync first" if best is not None else "neither on every seed"
@@ -184,5 +183,4 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], severiti
     )  # fmt: skip
     with atomic_path(stem.with_suffix(".csv")) as tmp:
         table.to_csv(tmp, index=False)
-    plt.close("all")
     return [*written, stem.with_suffix(".csv")]
