@@ -26,6 +26,18 @@ def contiguous_partition(sizes: list[int]) -> Partition:
     return Partition(np.arange(offsets[-1], dtype=np.int64), offsets, "tiny")
 
 
+def fixed_clients(latency: float, seconds_per_sample: float) -> dict:
+    """Settings under which a dispatch takes exactly I·n·seconds_per_sample + latency: every client at
+    speed 1 with the same latency, so durations can be computed by hand (one local epoch)."""
+    return dict(
+        speed_distribution="constant",
+        latency_distribution="constant",
+        latency_median=latency,
+        seconds_per_sample=seconds_per_sample,
+        local_epochs=1,
+    )
+
+
 class Recording:
     """The run's own trainer, with every task it was given and the result it returned kept."""
 

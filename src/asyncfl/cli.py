@@ -188,26 +188,23 @@ def cmd_stragglers(args: argparse.Namespace) -> None:
     print(f"{len(written)} files → {args.out}")
 
 
-def fraction(text: str) -> float:
-    """argparse type: a number in (0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
-    return value
+def bounded(rule: str, holds: Callable[[float], bool]) -> Callable[[str], float]:
+    """argparse type: a number for which `holds` is true, `rule` saying which in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not holds(value):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
+        return value
+
+    return parse
 
 
-def positive(text: str) -> float:
-    """argparse type: a finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
+FRACTION = bounded("a number in (0, 1]", lambda value: 0 < value <= 1)
+POSITIVE = bounded("a finite number > 0", lambda value: math.isfinite(value) and value > 0)
 
 
 def cmd_theory(args: argparse.Namespace) -> None:
@@ -355,8 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
     stragglers.add_argument(
         "--partition-stats", type=Path, nargs="+", required=True, help="FILE.json of each partition"
     )
-    stragglers.add_argument("--target-accuracy", type=fraction, required=True, help="test accuracy to reach, in (0, 1]")
-    stragglers.add_argument("--virtual-time", type=positive, required=True, help="the runs' virtual-time budget T (s)")
+    stragglers.add_argument("--target-accuracy", type=FRACTION, required=True, help="test accuracy to reach, in (0, 1]")
+    stragglers.add_argument("--virtual-time", type=POSITIVE, required=True, help="the runs' virtual-time budget T (s)")
     stragglers.add_argument("--title", default="", help="experiment name shown in the title")
     stragglers.add_argument("--out", type=Path, required=True)
     stragglers.set_defaults(run=cmd_stragglers)

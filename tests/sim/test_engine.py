@@ -19,15 +19,9 @@ from asyncfl.sim.engine import Simulation
 from asyncfl.spec.config import make_config
 from asyncfl.spec.random_streams import client_init_seed
 from conftest import started, wait_for
-from engine_cases import contiguous_partition, read_csv, recorded_simulation, tiny_dataset
+from engine_cases import contiguous_partition, fixed_clients, read_csv, recorded_simulation, tiny_dataset
 
-FIXED_CLIENTS = dict(
-    speed_distribution="constant",
-    latency_distribution="constant",
-    latency_median=0.0,
-    seconds_per_sample=0.25,
-    local_epochs=1,
-)
+FIXED_CLIENTS = fixed_clients(latency=0.0, seconds_per_sample=0.25)
 
 
 def run(tmp_path: Path, sizes=(4, 8, 12), name="run", **settings) -> tuple[list[dict], list[dict], dict]:

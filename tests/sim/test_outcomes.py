@@ -11,18 +11,11 @@ from asyncfl.sim import engine
 from asyncfl.sim.engine import Simulation
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
-from engine_cases import contiguous_partition, read_csv, recorded_simulation, tiny_dataset
+from engine_cases import contiguous_partition, fixed_clients, read_csv, recorded_simulation, tiny_dataset
 
 SIZES = [4, 8, 12, 16, 20, 24]
 # Hand-computable durations: one epoch of n samples at 0.01 s each, plus a constant 1 s latency
-FIXED = dict(
-    speed_distribution="constant",
-    latency_distribution="constant",
-    latency_median=1.0,
-    seconds_per_sample=0.01,
-    local_epochs=1,
-    batch_size=4,
-)
+FIXED = {**fixed_clients(latency=1.0, seconds_per_sample=0.01), "batch_size": 4}
 
 
 def simulate(out: Path, sizes=SIZES, **settings) -> Simulation:

@@ -110,11 +110,15 @@ def get_prepared_data(wildcards):
     return prepared_marker(experiment(wildcards)["dataset"])
 
 
-def get_availability_trace(wildcards):
+def availability_trace(exp):
     """The experiment's availability trace CSV, where it has one: its runs, its theory check and its
     system timeline read it (each checks it against the SHA-256 its run recorded)."""
-    trace = experiment(wildcards).get("train", {}).get("availability_trace")
+    trace = exp.get("train", {}).get("availability_trace")
     return [trace] if trace is not None else []
+
+
+def get_availability_trace(wildcards):
+    return availability_trace(experiment(wildcards))
 
 
 def partition_file(exp, seed, suffix=".npz"):

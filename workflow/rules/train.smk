@@ -49,9 +49,7 @@ for sweep in SWEEPS:
                 partition_file(config["experiments"][sweep], seed)
                 for seed in config["experiments"][sweep]["seeds"]
             ],
-            trace=config["experiments"][sweep]
-            .get("train", {})
-            .get("availability_trace", []),
+            trace=availability_trace(config["experiments"][sweep]),
         output:
             [
                 f"{severity_run_folder(sweep, '{severity}', algorithm, seed)}/{file}"

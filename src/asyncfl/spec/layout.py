@@ -6,6 +6,8 @@ Kept free of heavy imports: the workflow imports it while it plans the DAG.
 import re
 from dataclasses import dataclass
 
+from asyncfl.spec.names import VARIANT_SUFFIX
+
 # Where `asyncfl data` and the workflow keep a dataset by default: DATA_DIR/{dataset}, with the
 # workflow's marker PREPARED in it once the files are downloaded and verified.
 DATA_DIR = "resources/data"
@@ -21,7 +23,7 @@ FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a f
 ARCHIVE_DIR = "results/archive"
 # A run folder's tail, as RUN_FOLDER ends, for commands given run folders by hand: {algorithm}/J{J}/seed{seed}
 # (an algorithm, or a variant of one: ALGORITHM-SUFFIX, `names.base_algorithm`)
-RUN_DIR = re.compile(r"(?P<algorithm>[a-z][a-z_]*(?:-[a-z0-9_]+)?)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
+RUN_DIR = re.compile(rf"(?P<algorithm>[a-z][a-z_]*(?:-{VARIANT_SUFFIX})?)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
 # The files of a run folder (docs/outputs.md "Run folders"), named here only
 METRICS, EVENTS, TIMINGS = "metrics.csv", "events.csv", "timings.csv"
 MODEL, RUN_RECORD, CHECKPOINT = "model.pt", "run.json", "checkpoint.pt"
