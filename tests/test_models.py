@@ -1,4 +1,4 @@
-"""The paper's models: sizes, shapes, log-probabilities, and that they learn."""
+"""The models (the paper's two and the MLP baseline): sizes, shapes, log-probabilities, and that they learn."""
 
 import pytest
 import torch
@@ -29,9 +29,12 @@ def test_parameter_counts():
     assert count(build_model("cnn", info(1, 28))) == 19_146  # the paper's number
     # stem 464 + stage1 14,016 + stage2 51,648 + stage3 205,696 + head 650 (projection shortcuts)
     assert count(build_model("resnet20", info(3, 32))) == 272_474
+    # McMahan et al.'s 2NN: (in + 1)·200 + 201·200 + 201·10, its input the flattened image
+    assert count(build_model("mlp", info(1, 28))) == 785 * 200 + 201 * 200 + 201 * 10 == 199_210
+    assert count(build_model("mlp", info(1, 8))) == 55_210
 
 
-@pytest.mark.parametrize("name", ["cnn", "resnet20"])
+@pytest.mark.parametrize("name", ["cnn", "resnet20", "mlp"])
 @pytest.mark.parametrize("channels,size", [(1, 8), (1, 28), (3, 32)])
 def test_log_probabilities_for_every_input_size(name, channels, size):
     torch.manual_seed(0)
@@ -49,7 +52,15 @@ def test_cnn_init_is_xavier_with_zero_bias():
     assert all(torch.all(layer.bias == 0) for layer in [*model.convs, model.head])
 
 
-@pytest.mark.parametrize("name", ["cnn", "resnet20"])
+def test_mlp_reads_images_in_their_logical_order_whatever_the_layout():
+    """channels_last stores an image's pixels channel-innermost; the MLP's flatten must not see that."""
+    torch.manual_seed(0)
+    model = build_model("mlp", info(3, 8))
+    images = torch.randn(4, 3, 8, 8)
+    assert torch.equal(model(images), model(images.contiguous(memory_format=torch.channels_last)))
+
+
+@pytest.mark.parametrize("name", ["cnn", "resnet20", "mlp"])
 def test_one_adam_step_lowers_the_loss(name):
     torch.manual_seed(0)
     model = build_model(name, info(3, 32))

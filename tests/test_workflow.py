@@ -47,6 +47,25 @@ def test_paper_config_plans_every_training_run():
     assert counts["figure_as_coded_vs_described"] == counts["figure_afl_vs_sync_as_published"] == 1
 
 
+def test_packed_seeds_train_in_one_job_per_algorithm_and_j_that_asks_for_their_runtime(tmp_path):
+    """The quick config packs digits_cnn's seeds: 7 jobs (AFL at J = 3 and 5, five algorithms at J = 5) each
+    training both seeds, for twice one run's runtime; its other experiments keep one job per run."""
+    quick = yaml.safe_load(QUICK_CONFIG.read_text())
+    assert quick["experiments"]["digits_cnn"]["pack_seeds"] and quick["experiments"]["digits_cnn"]["seeds"] == [0, 1]
+    result = snakemake("-n", "-p", "--configfile", str(QUICK_CONFIG), workdir=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    counts = job_counts(result.stdout)
+    assert counts["train_digits_cnn"] == 7 and counts["train"] == 5 + 4  # digits_resnet20 and digits_world
+    jobs = result.stdout.split("\n\n")
+    packed = [job for job in jobs if "rule train_digits_cnn:" in job and "wildcards: algorithm=fedbuff, J=5" in job]
+    assert len(packed) == 1
+    runtime = quick["resources"]["train"]["runtime"]
+    assert f"runtime={2 * runtime}" in packed[0]
+    for seed in (0, 1):
+        assert f"results/digits_cnn/runs/fedbuff/J5/seed{seed}/metrics.csv" in packed[0]
+        assert f"results/digits_cnn/runs/fedbuff/J5/seed{seed}" in packed[0].split("train-many")[1]  # in its plan
+
+
 def test_lint_is_clean():
     result = snakemake("--lint")
     assert result.returncode == 0 and "Congratulations" in result.stdout + result.stderr, result.stdout + result.stderr
@@ -121,7 +140,8 @@ def test_quick_config_end_to_end(quick_local_run):
         assert all(member.mtime == 0 and member.uid == 0 for member in tar.getmembers())
         assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
     assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
-    # digits_cnn: 14 runs, digits_resnet20: 5, digits_world: 4, digits_stragglers: 3 severities × 6 × 2 seeds
+    # digits_cnn: 14 runs (7 jobs of 2 seeds), digits_resnet20: 5, digits_world: 4, digits_stragglers: 3
+    # severities × 6 × 2 seeds
     assert sum(n.endswith("run.json") for n in sums) == 23 + 36
     assert "results/figures/digits_stragglers/straggler_claim.png" in sums
     world = (tmp_path / "results/digits_world/runs/sync/J5/seed0/events.csv").read_text()

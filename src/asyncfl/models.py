@@ -1,4 +1,7 @@
-"""The paper's models (Section V), built from dataset metadata; both return log-probabilities."""
+"""The paper's models (Section V) and a small baseline that is not the paper's, built from dataset
+metadata; each returns log-probabilities."""
+
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -75,7 +78,35 @@ class ResNet20(nn.Module):
         return F.log_softmax(self.head(x), dim=1)
 
 
-MODELS = {"cnn": CNN, "resnet20": ResNet20}
+class MLP(nn.Module):
+    """McMahan et al. 2017's "2NN", a federated-learning baseline that is not the paper's: the image
+    flattened, two hidden layers of 200 ReLU units, linear. On 8×8 digits (55,210 parameters) a sample
+    costs a small fraction of the CNN's convolutions on a CPU, and it learns digits within a few
+    epochs: the quick pipeline's straggler sweep trains it (README "The two commands")."""
+
+    def __init__(self, in_features: int, num_classes: int, hidden: int = 200):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(width, hidden) for width in (in_features, hidden))
+        self.head = nn.Linear(hidden, num_classes)
+        for layer in [*self.layers, self.head]:
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.flatten(1)  # in the images' logical order, whatever their memory layout
+        for layer in self.layers:
+            x = F.relu(layer(x))
+        return F.log_softmax(self.head(x), dim=1)
+
+
+# A model from the dataset's channels, classes and image size (height, width); the convolutional
+# models end in a global average pool and fit any size.
+ModelFactory = Callable[[int, int, tuple[int, int]], nn.Module]
+MODELS: dict[str, ModelFactory] = {
+    "cnn": lambda channels, classes, _size: CNN(channels, classes),
+    "resnet20": lambda channels, classes, _size: ResNet20(channels, classes),
+    "mlp": lambda channels, classes, size: MLP(channels * size[0] * size[1], classes),
+}
 if set(MODELS) != set(MODEL_NAMES):  # names.MODELS and this table must list the same models
     raise ImportError(f"models {sorted(MODELS)} do not match names.MODELS {sorted(MODEL_NAMES)}")
 
@@ -88,7 +119,7 @@ def has_batchnorm(model: nn.Module) -> bool:
 def model_name_has_batchnorm(name: str) -> bool:
     """Whether the named model keeps BatchNorm statistics, found without allocating its weights."""
     with torch.device("meta"):
-        return has_batchnorm(MODELS[name](3, 10))
+        return has_batchnorm(MODELS[name](3, 10, (32, 32)))
 
 
 def build_model(name: str, info: DatasetInfo, seed: int | None = None) -> nn.Module:
@@ -98,7 +129,7 @@ def build_model(name: str, info: DatasetInfo, seed: int | None = None) -> nn.Mod
     if name not in MODELS:
         raise InputError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
     if seed is None:
-        return MODELS[name](info.channels, info.num_classes)
+        return MODELS[name](info.channels, info.num_classes, info.size)
     with torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(seed)
-        return MODELS[name](info.channels, info.num_classes)
+        return MODELS[name](info.channels, info.num_classes, info.size)

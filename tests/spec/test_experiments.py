@@ -139,6 +139,7 @@ def sweep_edited(edit) -> dict:
         (lambda e: e.update(budget={"updates": 50}), "budget.virtual_time is missing"),
         (lambda e: e.pop("target_accuracy"), "target_accuracy is missing"),
         (lambda e: e.pop("severities"), "variants run in experiments with severities: only"),
+        (lambda e: e.update(pack_seeds=True), "pack_seeds: a severity sweep already trains one job per severity"),
     ],
 )
 def test_sweep_mistakes_name_the_key(edit, message):
@@ -156,6 +157,6 @@ def test_a_run_of_a_sweep_has_its_severitys_and_its_variants_settings():
     sweep = {**QUICK["experiments"]["digits_stragglers"], "train": {"gamma0": 0.01, "max_staleness": 4}}
     variant = run_settings(sweep, "sync-deadline", 5, 5, "heavy_tail")
     assert variant["round_deadline"] == 4.0 and variant["slow_fraction"] == 0.2 and variant["speed_sigma"] == 0.0
-    assert "max_staleness" not in variant and variant["max_virtual_time"] == 60
+    assert "max_staleness" not in variant and variant["max_virtual_time"] == 30
     plain = run_settings(sweep, "afl", 5, 5, "sigma1")
     assert plain["speed_sigma"] == 1.0 and plain["max_staleness"] == 4 and "round_deadline" not in plain

@@ -149,6 +149,21 @@ def severities(name):
 
 
 SWEEPS = [name for name in config["experiments"] if severities(name)]
+# Plain experiments whose seeds one job trains, per algorithm × J (config/README.md "An experiment")
+SEED_PACKED = [
+    name
+    for name in config["experiments"]
+    if config["experiments"][name].get("pack_seeds") and not severities(name)
+]
+# The experiments of the `train` rule, one job per run; "(?!)" matches nothing
+ONE_RUN_PER_JOB = (
+    "|".join(
+        re.escape(name)
+        for name in config["experiments"]
+        if name not in SWEEPS and name not in SEED_PACKED
+    )
+    or "(?!)"
+)
 
 
 def severity_run_folder(name, severity, algorithm, seed):
@@ -175,38 +190,80 @@ def run_folders(name):
     ]
 
 
-def sweep_data_root(name):
-    """For a rule: the data folder of a sweep's dataset (a function, as Snakemake's lint asks of paths)."""
+def experiment_data_root(name):
+    """For a rule: the data folder of an experiment's dataset (a function, as Snakemake's lint asks of paths)."""
     return lambda wildcards: data_root(config["experiments"][name]["dataset"])
 
 
-def severity_plan(name):
-    """For a rule: `asyncfl train-many --plan` of one severity of a sweep, as JSON: each of its runs
-    (algorithms and variants × seeds) with its partition, folder and settings."""
+def planned_run(name, algorithm, J, seed, out, severity=None):
+    """One run of an `asyncfl train-many --plan`: its partition, folder and settings."""
     exp = config["experiments"][name]
+    return {
+        "partition": partition_file(exp, seed),
+        "out": out,
+        "settings": {
+            **run_settings(exp, algorithm, J, REFERENCE_J, severity),
+            "algorithm": base_algorithm(algorithm),
+            "clients_per_round": J,
+            "seed": seed,
+        },
+    }
+
+
+def severity_plan(name):
+    """For a rule: the plan of one severity of a sweep, as JSON: its runs (algorithms and variants ×
+    seeds)."""
 
     def plan(wildcards):
         return json.dumps(
             [
-                {
-                    "partition": partition_file(exp, seed),
-                    "out": severity_run_folder(
-                        name, wildcards.severity, algorithm, seed
-                    ),
-                    "settings": {
-                        **run_settings(
-                            exp, algorithm, J, REFERENCE_J, wildcards.severity
-                        ),
-                        "algorithm": base_algorithm(algorithm),
-                        "clients_per_round": J,
-                        "seed": seed,
-                    },
-                }
+                planned_run(
+                    name,
+                    algorithm,
+                    J,
+                    seed,
+                    severity_run_folder(name, wildcards.severity, algorithm, seed),
+                    wildcards.severity,
+                )
                 for algorithm, J, seed in runs(name)
             ]
         )
 
     return plan
+
+
+def seeds_plan(name):
+    """For a rule: the plan of one algorithm × J of an experiment with `pack_seeds`, as JSON: its run
+    of every seed."""
+
+    def plan(wildcards):
+        J = int(wildcards.J)
+        return json.dumps(
+            [
+                planned_run(name, wildcards.algorithm, J, seed, folder)
+                for seed, folder in zip(
+                    config["experiments"][name]["seeds"],
+                    packed_run_folders(name, wildcards.algorithm, J),
+                )
+            ]
+        )
+
+    return plan
+
+
+def packed_run_folders(name, algorithm, J):
+    """The run folders of one algorithm × J of an experiment, one per seed (the wildcards' patterns
+    where algorithm and J are "{algorithm}" and "{J}")."""
+    return [
+        RUN_FOLDER.format(experiment=name, algorithm=algorithm, J=J, seed=seed)
+        for seed in config["experiments"][name]["seeds"]
+    ]
+
+
+def train_runtime(runs_trained):
+    """A training job's runtime (minutes): `resources.train.runtime` is one run's; a job that trains
+    several one after another asks for that many times it."""
+    return config["resources"]["train"]["runtime"] * runs_trained
 
 
 def run_files(name, files=RUN_FILES):

@@ -16,6 +16,8 @@ rule train:
         "logs/train/{experiment}/{algorithm}_J{J}_seed{seed}.log",
     benchmark:
         "benchmarks/train/{experiment}/{algorithm}_J{J}_seed{seed}.tsv"
+    wildcard_constraints:
+        experiment=ONE_RUN_PER_JOB,
     conda:
         torch_env
     threads: config["resources"]["train"]["threads"]
@@ -38,6 +40,8 @@ rule train:
 # A severity sweep trains many small runs: one job per severity trains all of its runs (algorithms and
 # variants × seeds) in one process, `asyncfl train-many`, each run exactly as `asyncfl train` alone
 # would. A job that is killed leaves each unfinished run's checkpoint; runs it had finished train again.
+# Jobs that train several runs are the longest: they start first (priority), so that none is left to
+# run alone at the end while the other cores idle.
 for sweep in SWEEPS:
 
     rule:
@@ -62,17 +66,61 @@ for sweep in SWEEPS:
             f"benchmarks/train/{sweep}/{{severity}}.tsv"
         wildcard_constraints:
             severity="|".join(map(re.escape, severities(sweep))),
+        priority: 1
         conda:
             torch_env
         threads: config["resources"]["train"]["threads"]
         resources:
             gpu=config["resources"]["train"]["gpu"],
             mem_mb=config["resources"]["train"]["mem_mb"],
-            runtime=config["resources"]["train"]["runtime"],
+            runtime=train_runtime(len(list(runs(sweep)))),
         params:
             dataset=config["experiments"][sweep]["dataset"],
-            root=sweep_data_root(sweep),
+            root=experiment_data_root(sweep),
             plan=severity_plan(sweep),
+        shell:
+            ASYNCFL
+            + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {params.plan:q}"
+            " --threads {threads:q} > {log:q} 2>&1"
+
+
+# An experiment with `pack_seeds`: one job per algorithm × J trains its run of every seed, one after
+# another in one process (`asyncfl train-many`), each exactly as `asyncfl train` alone would; it saves a
+# process start per run (about 3 s of torch's imports on a CPU). A killed job resumes as a sweep's does.
+for packed in SEED_PACKED:
+
+    rule:
+        name:
+            f"train_{packed.replace('-', '_')}"
+        input:
+            data=prepared_marker(config["experiments"][packed]["dataset"]),
+            partitions=[
+                partition_file(config["experiments"][packed], seed)
+                for seed in config["experiments"][packed]["seeds"]
+            ],
+            trace=availability_trace(config["experiments"][packed]),
+        output:
+            [
+                f"{folder}/{file}"
+                for folder in packed_run_folders(packed, "{algorithm}", "{J}")
+                for file in RUN_FILES
+            ],
+        log:
+            f"logs/train/{packed}/{{algorithm}}_J{{J}}.log",
+        benchmark:
+            f"benchmarks/train/{packed}/{{algorithm}}_J{{J}}.tsv"
+        priority: 1
+        conda:
+            torch_env
+        threads: config["resources"]["train"]["threads"]
+        resources:
+            gpu=config["resources"]["train"]["gpu"],
+            mem_mb=config["resources"]["train"]["mem_mb"],
+            runtime=train_runtime(len(config["experiments"][packed]["seeds"])),
+        params:
+            dataset=config["experiments"][packed]["dataset"],
+            root=experiment_data_root(packed),
+            plan=seeds_plan(packed),
         shell:
             ASYNCFL
             + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {params.plan:q}"

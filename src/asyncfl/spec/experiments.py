@@ -154,6 +154,8 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     """An experiment that sweeps straggler severity compares its algorithms at reference_J, at an equal
     virtual-time budget (the claim is about time), against a target accuracy."""
     severities = experiment.get("severities")
+    if severities is not None and experiment.get("pack_seeds"):
+        raise InputError(f"{key}.pack_seeds: a severity sweep already trains one job per severity; remove it")
     if severities is None:
         if "target_accuracy" in experiment:
             raise InputError(f"{key}.target_accuracy applies to experiments with severities: only; remove it")

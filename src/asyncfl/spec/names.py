@@ -42,7 +42,7 @@ if set(UPDATES_PER_ROUND) != set(ALGORITHMS):  # a new algorithm states its roun
         f"UPDATES_PER_ROUND {sorted(UPDATES_PER_ROUND)} does not list every algorithm {sorted(ALGORITHMS)}"
     )
 DATASETS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST", "cifar10": "CIFAR-10", "digits": "digits (8×8)"}
-MODELS = {"cnn": "CNN (3 conv layers)", "resnet20": "ResNet-20"}
+MODELS = {"cnn": "CNN (3 conv layers)", "resnet20": "ResNet-20", "mlp": "MLP (2NN)"}
 OPTIMIZERS = ("adam", "sgd")
 DEVICES = ("auto", "cpu", "cuda")
 TRAINERS = ("auto", "vectorised", "plain", "graphed")
