@@ -151,7 +151,7 @@ def draw_claim(axes: Sequence[Axes], means: pd.DataFrame, severities: list[str],
     axes[1].set(ylabel=f"Test accuracy at T = {budget:g} s\n(last evaluation at or before T)")
     for ax in axes:
         ax.set_xticks(range(len(severities)), severities, fontsize="x-small")
-        ax.set_xlabel("Straggler severity (as the experiment names it)")
+        ax.set_xlabel("Straggler severity")
     handles, labels = axes[0].get_legend_handles_labels()
     handles += axes[1].get_legend_handles_labels()[0]
     labels += axes[1].get_legend_handles_labels()[1]
