@@ -37,6 +37,7 @@ def write_config(path: Path, rounds: int = 30, **train) -> Path:
     config = yaml.safe_load((QUICK_CONFIG).read_text())
     experiment = {**config["experiments"]["digits_cnn"], "algorithms": ["afl"], "participation": [5], "seeds": [0]}
     experiment.pop("budget", None)
+    experiment.pop("pack_seeds", None)  # one job per run: the `train` rule and its per-run log
     experiment["rounds"] = rounds  # the workflow's key: refused under train:
     experiment["train"] = {**experiment["train"], **train}
     config["experiments"] = {"small": experiment}
