@@ -260,6 +260,25 @@ def packed_run_folders(name, algorithm, J):
     ]
 
 
+def train_many_inputs(name):
+    """The inputs of a job that trains several runs of an experiment: its dataset, the partition of
+    every seed and its availability trace, if any."""
+    exp = config["experiments"][name]
+    return {
+        "data": prepared_marker(exp["dataset"]),
+        "partitions": [partition_file(exp, seed) for seed in exp["seeds"]],
+        "trace": availability_trace(exp),
+    }
+
+
+# The command of the jobs that train several runs one after another (`params.plan`: their runs)
+TRAIN_MANY = (
+    ASYNCFL
+    + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {params.plan:q}"
+    " --threads {threads:q} > {log:q} 2>&1"
+)
+
+
 def train_runtime(runs_trained):
     """A training job's runtime (minutes): `resources.train.runtime` is one run's; a job that trains
     several one after another asks for that many times it."""

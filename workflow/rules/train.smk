@@ -48,12 +48,7 @@ for sweep in SWEEPS:
         name:
             f"train_{sweep.replace('-', '_')}"
         input:
-            data=prepared_marker(config["experiments"][sweep]["dataset"]),
-            partitions=[
-                partition_file(config["experiments"][sweep], seed)
-                for seed in config["experiments"][sweep]["seeds"]
-            ],
-            trace=availability_trace(config["experiments"][sweep]),
+            **train_many_inputs(sweep),
         output:
             [
                 f"{severity_run_folder(sweep, '{severity}', algorithm, seed)}/{file}"
@@ -79,9 +74,7 @@ for sweep in SWEEPS:
             root=experiment_data_root(sweep),
             plan=severity_plan(sweep),
         shell:
-            ASYNCFL
-            + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {params.plan:q}"
-            " --threads {threads:q} > {log:q} 2>&1"
+            TRAIN_MANY
 
 
 # An experiment with `pack_seeds`: one job per algorithm × J trains its run of every seed, one after
@@ -93,12 +86,7 @@ for packed in SEED_PACKED:
         name:
             f"train_{packed.replace('-', '_')}"
         input:
-            data=prepared_marker(config["experiments"][packed]["dataset"]),
-            partitions=[
-                partition_file(config["experiments"][packed], seed)
-                for seed in config["experiments"][packed]["seeds"]
-            ],
-            trace=availability_trace(config["experiments"][packed]),
+            **train_many_inputs(packed),
         output:
             [
                 f"{folder}/{file}"
@@ -122,6 +110,4 @@ for packed in SEED_PACKED:
             root=experiment_data_root(packed),
             plan=seeds_plan(packed),
         shell:
-            ASYNCFL
-            + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {params.plan:q}"
-            " --threads {threads:q} > {log:q} 2>&1"
+            TRAIN_MANY
