@@ -90,3 +90,29 @@ def test_far_future_timers_are_reached_in_one_jump_each():
         return loop.time()
 
     assert run_virtual(main()) >= 1e300 and turns == [True] * 4
+
+
+def test_an_interrupt_lets_pending_tasks_unwind_on_an_open_loop():
+    """Ctrl-C can land in the loop's own code, not in a task: the tasks it leaves pending are cancelled
+    and their `finally` blocks run while the loop is still open (as asyncio.run does), not later at
+    garbage collection on a closed loop, where they print tracebacks after the one-line message."""
+    unwound = []
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    async def worker():
+        try:
+            await asyncio.sleep(100)
+        finally:
+            await asyncio.sleep(0)  # cleanup that needs the loop, as the engine's dispatcher.stop() does
+            unwound.append(True)
+
+    async def main():
+        task = asyncio.create_task(worker())
+        asyncio.get_running_loop().call_soon(interrupt)
+        await task
+
+    with pytest.raises(KeyboardInterrupt):
+        run_virtual(main())
+    assert unwound == [True]

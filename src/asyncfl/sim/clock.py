@@ -68,7 +68,22 @@ def run_virtual(main: Coroutine[Any, Any, T], start: float = 0.0) -> T:
     try:
         return loop.run_until_complete(main)
     finally:
-        loop.close()
+        try:
+            cancel_pending(loop)
+        finally:
+            loop.close()
+
+
+def cancel_pending(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the tasks an interrupted run left pending (Ctrl-C can land in the loop's own code, between
+    tasks) and let them unwind while the loop is open, as asyncio.run does: their `finally` blocks would
+    otherwise run at garbage collection, on a closed loop, and print tracebacks. A run that completed
+    leaves none, so this changes nothing of it."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 async def sleep_until(when: float) -> None:
