@@ -10,6 +10,7 @@ import torch
 
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import TRAINERS
+from asyncfl.training.gpus import held_gpu
 from asyncfl.training.graphed import GraphedTrainer
 from asyncfl.training.interface import LocalTrainer
 from asyncfl.training.numerics import Numerics
@@ -18,10 +19,11 @@ from asyncfl.training.vectorised import VectorisedTrainer
 
 
 def choose_device(name: str) -> torch.device:
-    """auto: CUDA when a device is really there (a SLURM fake GPU sets CUDA_VISIBLE_DEVICES but has none)."""
+    """auto: CUDA when a device is really there (a SLURM fake GPU sets CUDA_VISIBLE_DEVICES but has none).
+    On CUDA, the free GPU this process holds for its life (`gpus.held_gpu`)."""
     if name == "cuda" and not torch.cuda.is_available():
         raise InputError("device cuda requested but no CUDA device is available; use device: auto or cpu")
-    return torch.device("cuda" if name != "cpu" and torch.cuda.is_available() else "cpu")
+    return held_gpu() if name != "cpu" and torch.cuda.is_available() else torch.device("cpu")
 
 
 def configure_process(precision: str = "fp32") -> None:
