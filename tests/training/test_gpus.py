@@ -54,6 +54,7 @@ def start_job(tmp_path: Path) -> Iterator:
         job.wait()
 
 
+@pytest.mark.subprocess
 def test_four_jobs_on_four_gpus_take_four_devices_and_a_fifth_shares(start_job) -> None:
     claims = [start_job(FOUR)[1] for _ in range(4)]
     assert claims == [(0, 0), (1, 0), (2, 0), (3, 0)]
@@ -61,6 +62,7 @@ def test_four_jobs_on_four_gpus_take_four_devices_and_a_fifth_shares(start_job) 
     assert start_job(FOUR)[1] == (1, 1)
 
 
+@pytest.mark.subprocess
 def test_a_killed_job_frees_its_gpu_at_once(start_job) -> None:
     jobs = [start_job(FOUR)[0] for _ in range(4)]
     jobs[2].send_signal(signal.SIGKILL)  # no chance to clean up: the kernel drops its lock
@@ -68,6 +70,7 @@ def test_a_killed_job_frees_its_gpu_at_once(start_job) -> None:
     assert start_job(FOUR)[1] == (2, 0)
 
 
+@pytest.mark.subprocess
 def test_a_job_that_ends_frees_its_gpu(start_job) -> None:
     job, claim = start_job(FOUR[:1])
     assert claim == (0, 0)
@@ -75,6 +78,7 @@ def test_a_job_that_ends_frees_its_gpu(start_job) -> None:
     assert start_job(FOUR[:1])[1] == (0, 0)
 
 
+@pytest.mark.subprocess
 def test_jobs_seeing_other_gpus_do_not_contend(start_job) -> None:
     """SLURM's jobs each see their own GPU as cuda:0: the locks are the GPUs' UUIDs, not the indices."""
     assert start_job(FOUR[1:2])[1] == (0, 0)
