@@ -55,9 +55,13 @@ def open_lock_folder(folder: Path) -> None:
         if folder.stat().st_uid == os.getuid():
             folder.chmod(0o1777)
     except OSError as error:
-        raise InputError(
-            f"cannot use {folder} for GPU locks ({error.strerror}); set {LOCKS_VARIABLE} to a writable local folder"
-        ) from error
+        raise unusable_lock(folder, error) from error
+
+
+def unusable_lock(path: Path, error: OSError) -> InputError:
+    return InputError(
+        f"cannot use {path} for GPU locks ({error.strerror}); set {LOCKS_VARIABLE} to a writable local folder"
+    )
 
 
 def claim_device(identities: Sequence[str], folder: Path) -> DeviceClaim:
@@ -72,9 +76,7 @@ def claim_device(identities: Sequence[str], folder: Path) -> DeviceClaim:
             try:
                 descriptor = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
             except OSError as error:
-                raise InputError(
-                    f"cannot open GPU lock {path} ({error.strerror}); set {LOCKS_VARIABLE} to a writable local folder"
-                ) from error
+                raise unusable_lock(path, error) from error
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
