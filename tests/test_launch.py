@@ -270,7 +270,7 @@ def test_train_many_makes_each_run_as_asyncfl_train_alone(partition, lone_run, t
         {"partition": str(partition), "out": str(tmp_path / "sync"), "settings": other},
         {"partition": str(partition), "out": str(tmp_path / "afl"), "settings": settings},
     ]
-    argv = ["train-many", "--dataset", "digits", "--plan", json.dumps(plan)]
+    argv = ["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, plan)]
     assert main(argv) == 0
     assert outputs(tmp_path / "afl") == lone_run
     alone = tmp_path / "sync-alone"
@@ -291,18 +291,55 @@ def test_train_many_makes_each_run_as_asyncfl_train_alone(partition, lone_run, t
         ('[{"partition": 1, "out": "o", "settings": {}}]', "must be paths"),
     ],
 )
-def test_a_malformed_plan_is_one_line(plan, message, capsys):
+def test_a_malformed_plan_is_one_line(plan, message, capsys, tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(plan)
     with pytest.raises(SystemExit):
-        main(["train-many", "--dataset", "digits", "--plan", plan])
+        main(["train-many", "--dataset", "digits", "--plan", str(path)])
     assert message in capsys.readouterr().err
+
+
+def plan_file(folder: Path, runs: list[dict]) -> str:
+    (folder / "plan.json").write_text(json.dumps(runs))
+    return str(folder / "plan.json")
 
 
 def test_every_planned_run_is_checked_before_any_trains(partition, tmp_path, capsys):
     good = {"partition": str(partition), "out": str(tmp_path / "good"), "settings": {"rounds": 1}}
     bad = {"partition": str(partition), "out": str(tmp_path / "bad"), "settings": {"gama0": 0.1}}
-    assert main(["train-many", "--dataset", "digits", "--plan", json.dumps([good, bad])]) == 1
+    assert main(["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, [good, bad])]) == 1
     assert f"--plan run 1 ({tmp_path / 'bad'}): unknown key 'gama0'" in capsys.readouterr().err
     assert not (tmp_path / "good").exists()
-    twice = json.dumps([good, {**good, "settings": {"rounds": 2}}])
-    assert main(["train-many", "--dataset", "digits", "--plan", twice]) == 1
-    assert "names one out folder twice" in capsys.readouterr().err
+
+
+def test_a_bad_round_deadline_in_a_later_run_stops_the_job_before_any_run_trains(partition, tmp_path, capsys):
+    """A deadline no client can meet is refused as its run starts: train-many checks every run first,
+    so the runs before it are not trained (and then deleted by Snakemake for the job's failure)."""
+    good = {"partition": str(partition), "out": str(tmp_path / "good"), "settings": {"rounds": 1}}
+    late = {"algorithm": "sync", "rounds": 1, "round_deadline": 1e-6}
+    bad = {"partition": str(partition), "out": str(tmp_path / "bad"), "settings": late}
+    assert main(["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, [good, bad])]) == 1
+    err = capsys.readouterr().err
+    assert f"--plan run 1 ({tmp_path / 'bad'}): round_deadline = 1e-06 virtual seconds is shorter" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "good").exists()
+
+
+@pytest.mark.parametrize("spelling", ["tm6", "./tm6", "sub/../tm6"])
+def test_a_plan_naming_one_folder_twice_in_other_spellings_is_refused(partition, tmp_path, capsys, spelling):
+    first = {"partition": str(partition), "out": str(tmp_path / "tm6"), "settings": {"rounds": 1}}
+    second = {**first, "out": f"{tmp_path}/{spelling}", "settings": {"rounds": 2}}
+    assert main(["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, [first, second])]) == 1
+    assert f"--plan runs 0 and 1 both write to {tmp_path / 'tm6'}" in capsys.readouterr().err
+    assert not (tmp_path / "tm6").exists()
+
+
+def test_a_plan_larger_than_a_command_line_is_read_from_its_file(partition, tmp_path, capsys):
+    """A sweep of hundreds of runs made a 168 KB plan, which no command line takes ("Argument list too
+    long"): the plan is a file. Here 700 runs, the last one bad, so nothing trains."""
+    runs = [{"partition": str(partition), "out": str(tmp_path / f"run{i:03d}"), "settings": {"rounds": 1,
+             "gamma0": 0.01, "eval_every": 1}} for i in range(700)]  # fmt: skip
+    runs[-1]["settings"] = {"gama0": 0.1}
+    path = plan_file(tmp_path, runs)
+    assert os.path.getsize(path) > 128 * 1024  # more than one argument may hold (MAX_ARG_STRLEN)
+    assert main(["train-many", "--dataset", "digits", "--plan", path]) == 1
+    assert "--plan run 699" in capsys.readouterr().err

@@ -14,9 +14,9 @@ from asyncfl.data.loading import prepare_dataset
 from asyncfl.data.partition import DirichletSplit, Subset, make_partition
 from asyncfl.files import write_json
 from asyncfl.runs.archive import archive_from_configs, fetch_record
-from asyncfl.spec.config import load_config, make_config, system_model_help
+from asyncfl.spec.config import load_config, make_config, system_model_help, with_paths_from
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import check_output
+from asyncfl.spec.integrity import MAX_RECORD_BYTES, check_output, read_input
 from asyncfl.spec.layout import EMULATION_FIGURES
 from asyncfl.spec.names import ALGORITHMS, DATASETS, DEVICES, MODELS
 
@@ -135,11 +135,14 @@ PLANNED_RUN_KEYS = ("partition", "out", "settings")
 
 
 def planned_runs(text: str) -> list[dict]:
-    """argparse type of `train-many --plan`: a JSON list of {"partition", "out", "settings"} objects."""
+    """argparse type of `train-many --plan`: a JSON file of a list of {"partition", "out", "settings"}
+    objects (a file: a sweep of hundreds of runs outgrows a command-line argument)."""
     try:
-        plan = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+        plan = json.loads(read_input(Path(text), MAX_RECORD_BYTES))
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise argparse.ArgumentTypeError(f"{text} is not JSON: {error}") from None
     keys = set(PLANNED_RUN_KEYS)
     if not isinstance(plan, list) or not plan or not all(isinstance(run, dict) and set(run) == keys for run in plan):
         raise argparse.ArgumentTypeError(
@@ -156,15 +159,24 @@ def cmd_train_many(args: argparse.Namespace) -> None:
     """Train several runs one after another in this process: one start-up (imports, the dataset) for
     all of them. Every run's settings are checked before the first one trains. Each run is exactly
     what `asyncfl train` makes of it alone: the same folder, resumed the same way, the same bytes."""
-    from asyncfl.launch import train_run
+    from asyncfl.launch import check_planned_run, train_run
 
-    outs = [run["out"] for run in args.plan]
-    if len(set(outs)) < len(outs):
-        raise InputError("--plan names one out folder twice; give every run its own folder")
+    outs = [Path(run["out"]).resolve() for run in args.plan]  # r/tm6 and r/./tm6 are one folder
+    for index, out in enumerate(outs):
+        if out in outs[:index]:
+            raise InputError(
+                f"--plan runs {outs.index(out)} and {index} both write to {out}; give every run its own folder"
+            )
     runs = [
-        (make_config(run["settings"], f"--plan run {index} ({run['out']})"), Path(run["partition"]), Path(run["out"]))
+        (
+            make_config(with_paths_from(run["settings"], Path.cwd()), f"--plan run {index} ({run['out']})"),
+            Path(run["partition"]),
+            Path(run["out"]),
+        )
         for index, run in enumerate(args.plan)
     ]
+    for index, (config, partition, out) in enumerate(runs):  # before the first trains: nothing is half done
+        check_planned_run(config, args.dataset, args.root, partition, f"--plan run {index} ({out})")
     for config, partition, out in runs:
         outcome = train_run(config, args.dataset, args.root, partition, out, args.threads)
         print(trained_line(config.algorithm, outcome, out), flush=True)
@@ -315,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--plan",
         type=planned_runs,
         required=True,
-        help='JSON list of {"partition": FILE.npz, "out": run folder, "settings": {algorithm, seed, …}}',
+        help='JSON file: a list of {"partition": FILE.npz, "out": run folder, "settings": {algorithm, seed, …}}',
     )
     many.add_argument("--threads", type=THREADS, help="CPU threads for torch (default: torch's choice)")
     many.set_defaults(run=cmd_train_many)

@@ -35,7 +35,8 @@ def sweep(tmp_path_factory) -> tuple[Path, list[Path], Path]:
                         "eval_every_updates": 3, "eval_gradient": False, **system, **variant}  # fmt: skip
             plan.append({"partition": str(partition), "out": str(out), "settings": settings})
             runs.append(out)
-    assert main(["train-many", "--dataset", "digits", "--plan", json.dumps(plan)]) == 0
+    (root / "plan.json").write_text(json.dumps(plan))
+    assert main(["train-many", "--dataset", "digits", "--plan", str(root / "plan.json")]) == 0
     return root, runs, partition.with_suffix(".json")
 
 

@@ -1,6 +1,7 @@
 """The virtual clock: hours of simulated waiting cost no real time; order is deterministic."""
 
 import asyncio
+import math
 import os
 import subprocess
 import sys
@@ -116,3 +117,18 @@ def test_an_interrupt_lets_pending_tasks_unwind_on_an_open_loop():
     with pytest.raises(KeyboardInterrupt):
         run_virtual(main())
     assert unwound == [True]
+
+
+def test_a_timer_due_now_far_out_runs():
+    """Far out (3e9 s) a timer due exactly now cannot run until the clock moves one float past it, and
+    asyncio asks for no wait: the clock used to stand still and the loop spin (a world of clients that
+    come online once in 1e9 s)."""
+
+    async def twice() -> tuple[float, float]:
+        await sleep_until(3e9)
+        first = asyncio.get_running_loop().time()
+        await sleep_until(first)
+        return first, asyncio.get_running_loop().time()
+
+    first, second = run_virtual(twice())
+    assert first >= 3e9 and second == math.nextafter(first, math.inf)

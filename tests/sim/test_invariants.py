@@ -129,7 +129,7 @@ def test_a_loss_the_engine_forgets_is_caught(tmp_path, monkeypatch):
     fails(simulation(tmp_path, **WORLD), tmp_path, "every dispatch accounted for")
 
 
-def test_an_offline_loss_lies_within_its_dispatch(tmp_path, monkeypatch):
+def test_an_offline_loss_comes_before_its_upload_ends(tmp_path, monkeypatch):
     real = World.fate
     monkeypatch.setattr(World, "fate", lambda self, *args: (real(self, *args)[0] + 1.0, OFFLINE))
-    fails(simulation(tmp_path, **WORLD), tmp_path, "an offline loss within its dispatch")
+    fails(simulation(tmp_path, **WORLD), tmp_path, "an offline loss before its upload ended")

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from asyncfl.sim.arrivals import CheckIns
-from asyncfl.sim.availability import Availability, read_trace
+from asyncfl.sim.availability import Availability
 from asyncfl.sim.engine import Simulation
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
-from engine_cases import contiguous_partition, tiny_dataset
+from asyncfl.spec.traces import read_trace
+from engine_cases import contiguous_partition, fixed_clients, tiny_dataset
 
 SIZES = [4, 8, 12, 8, 6]
 BASE = {"clients_per_round": 2, "rounds": 10, "local_epochs": 1, "batch_size": 4, "seconds_per_sample": 0.05}
@@ -96,6 +97,35 @@ def test_a_trace_decides_who_is_online(tmp_path):
     assert any(int(e["client"]) == 2 for e in events)  # client 2 is used once it comes online
 
 
+@pytest.mark.parametrize("algorithm", ["sync", "sync_as_coded"])
+def test_a_synchronous_round_never_aggregates_a_client_twice(tmp_path, algorithm):
+    """Without replacement a round's clients are distinct: a lost dispatch's replacement goes to a
+    client that has not reported in the round (it used to go to any idle one, which trained again from
+    the same model and was weighted twice: 4 of 10 rounds of the quick pipeline's digits_world)."""
+    settings = {**PERIODS, "online_mean": 1.0, "failure_probability": 0.3, "rounds": 40, "clients_per_round": 3}
+    _, events, sim = run(tmp_path, algorithm=algorithm, **settings)
+    assert sim.state.dropped >= 20  # many replacements were drawn
+    aggregated: dict[str, list[int]] = {}
+    for event in events:
+        if not event["lost"]:
+            aggregated.setdefault(event["round"], []).append(int(event["client"]))
+    assert len(aggregated) == 40
+    assert all(len(set(clients)) == len(clients) == 3 for clients in aggregated.values()), aggregated
+
+
+def test_a_client_offline_during_its_latency_has_delivered_its_update(tmp_path):
+    """A dispatch is lost only when its client goes offline before the upload ends; the latency comes
+    after it. Client 0 (4 samples: 0.2 s of compute, then 1 s of latency) goes offline at 0.5 s on its
+    first dispatch (delivered at 1.2 s), and at 0.1 s on its second (lost then)."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("client,start,end\n0,0,0.5\n0,1.2,1.3\n" + "".join(f"{c},0,100\n" for c in (1, 2, 3, 4)))
+    settings = {**fixed_clients(1.0, 0.05), "concurrency": 5, "clients_per_round": 1, "rounds": 12}
+    _, events, _ = run(tmp_path / "run", availability="trace", availability_trace=str(trace), **settings)
+    first, second = [e for e in events if e["client"] == "0"][:2]
+    assert (float(first["dispatch_time"]), float(first["arrival_time"]), first["lost"]) == (0.0, 1.2, "")
+    assert (float(second["dispatch_time"]), float(second["arrival_time"]), second["lost"]) == (1.2, 1.3, "offline")
+
+
 def test_a_trace_that_ends_stops_the_run_in_one_line(tmp_path):
     trace = tmp_path / "trace.csv"
     trace.write_text("client,start,end\n0,0,1.5\n1,0,1.5\n")
@@ -151,3 +181,52 @@ def test_poisson_check_ins_dispatch_only_at_check_ins_and_never_past_m(tmp_path)
 def test_bad_world_settings_are_one_line(settings, message):
     with pytest.raises(InputError, match=message):
         make_config(settings)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"online_mean": 0.05, "offline_mean": 1.0}, r"online_mean = 0.05 s beside offline_mean = 1.0 s.*raise"),
+        ({"online_mean": 1e-3, "offline_mean": 1e9}, r"online_mean = 0.001 s beside offline_mean = 1000000000.0 s"),
+        (
+            {"online_mean": 1e-3, "offline_mean": 1.0, "max_dispatches": 20},
+            r"\(max_dispatches = 20 ends a run only at an aggregation\)",
+        ),
+    ],
+)
+def test_online_periods_shorter_than_a_dispatch_end_the_run_in_one_line(tmp_path, settings, message):
+    """Every dispatch lost (a client online for 0.05 s, a dispatch of 0.2–0.6 s of compute and ~1 s of
+    latency): the run used to go on for ever, events.csv growing by thousands of rows a second."""
+    with pytest.raises(InputError, match=f"the last 1000 dispatches were all lost.*{message}") as raised:
+        run(tmp_path, **{**PERIODS, **settings})
+    assert len(str(raised.value).splitlines()) == 1 and not (tmp_path / "run.json").exists()
+
+
+def test_poisson_check_ins_with_a_trace_that_ends_stop_in_one_line(tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("client,start,end\n0,0,1.5\n1,0,1.5\n")
+    settings = {"algorithm": "fedasync", "arrivals": "poisson", "checkin_rate": 3.0, "rounds": 50}
+    with pytest.raises(InputError, match="no client is online after virtual time") as raised:
+        run(tmp_path / "run", availability="trace", availability_trace=str(trace), **settings)
+    assert len(str(raised.value).splitlines()) == 1
+
+
+def test_skipping_turned_away_check_ins_finds_the_check_in_one_by_one_would():
+    """`first_after` is the first check-in after `after` or at or after `at`, as a walk would find it,
+    across chunks, and from any starting index."""
+    walk, skip = CheckIns(4, 50.0), CheckIns(4, 50.0)
+    times = [walk.time(k) for k in range(5000)]
+    start = 0
+    for after, at in [(0.5, np.inf), (0.5, 0.5), (3.0, 2.0), (np.inf, 40.0), (times[700], np.inf), (60.0, times[3100])]:
+        expected = next(k for k in range(start, 5000) if times[k] > after or times[k] >= at)
+        assert skip.first_after(start, after, at) == expected
+        assert skip.time(expected) == times[expected]
+        start = expected
+
+
+def test_a_high_check_in_rate_runs_and_one_past_the_bound_is_refused(tmp_path):
+    settings = {"algorithm": "fedasync", "arrivals": "poisson", "concurrency": 2, "rounds": 6}
+    _, events, sim = run(tmp_path, **settings, checkin_rate=1e4)
+    assert sim.state.checkins > 10_000 and len(events) == 6  # tens of thousands turned away, skipped over
+    with pytest.raises(InputError, match="checkin_rate must be ≤ 10000"):
+        make_config({**settings, "checkin_rate": 1e6})

@@ -15,6 +15,7 @@ from asyncfl.spec.experiments import (
     check_workflow_config,
     decimal_text,
     experiment_runs,
+    experiment_traces,
     record_command,
     run_settings,
 )
@@ -36,6 +37,7 @@ from asyncfl.spec.layout import (
     SAMPLING_VARIANCE_FIGURE,
     SEVERITY_RUN_FOLDER,
     STRAGGLER_FIGURE,
+    TRAIN_PLAN,
     experiment_figures,
 )
 from asyncfl.spec.names import ALGORITHMS, base_algorithm
@@ -111,10 +113,10 @@ def get_prepared_data(wildcards):
 
 
 def availability_trace(exp):
-    """The experiment's availability trace CSV, where it has one: its runs, its theory check and its
-    system timeline read it (each checks it against the SHA-256 its run recorded)."""
-    trace = exp.get("train", {}).get("availability_trace")
-    return [trace] if trace is not None else []
+    """The experiment's availability trace CSVs, wherever its `train:`, a severity or a variant names
+    one: its runs, its theory check and its system timeline read them (each checks its trace against
+    the SHA-256 its run recorded), so an edited trace makes them again."""
+    return experiment_traces(exp)
 
 
 def get_availability_trace(wildcards):
@@ -210,45 +212,49 @@ def planned_run(name, algorithm, J, seed, out, severity=None):
     }
 
 
-def severity_plan(name):
-    """For a rule: the plan of one severity of a sweep, as JSON: its runs (algorithms and variants ×
-    seeds)."""
-
-    def plan(wildcards):
-        return json.dumps(
-            [
-                planned_run(
-                    name,
-                    algorithm,
-                    J,
-                    seed,
-                    severity_run_folder(name, wildcards.severity, algorithm, seed),
-                    wildcards.severity,
-                )
-                for algorithm, J, seed in runs(name)
-            ]
+def severity_plan(name, severity):
+    """The plan of one severity of a sweep: its runs (algorithms and variants × seeds)."""
+    return [
+        planned_run(
+            name,
+            algorithm,
+            J,
+            seed,
+            severity_run_folder(name, severity, algorithm, seed),
+            severity,
         )
+        for algorithm, J, seed in runs(name)
+    ]
 
-    return plan
 
-
-def seeds_plan(name):
-    """For a rule: the plan of one algorithm × J of an experiment with `pack_seeds`, as JSON: its run
-    of every seed."""
-
-    def plan(wildcards):
-        J = int(wildcards.J)
-        return json.dumps(
-            [
-                planned_run(name, wildcards.algorithm, J, seed, folder)
-                for seed, folder in zip(
-                    config["experiments"][name]["seeds"],
-                    packed_run_folders(name, wildcards.algorithm, J),
-                )
-            ]
+def seeds_plan(name, algorithm, J):
+    """The plan of one algorithm × J of an experiment with `pack_seeds`: its run of every seed."""
+    return [
+        planned_run(name, algorithm, J, seed, folder)
+        for seed, folder in zip(
+            config["experiments"][name]["seeds"],
+            packed_run_folders(name, algorithm, J),
         )
+    ]
 
-    return plan
+
+PACKED_JOB = re.compile(r"(?P<algorithm>[a-z_]+)_J(?P<J>\d+)")
+
+
+def get_train_plan(wildcards):
+    """The runs of the training job `wildcards.job` of an experiment (a severity of a sweep, or
+    "ALGORITHM_JN" of one with `pack_seeds`), which `plan_training` writes to its plan file.
+    """
+    name = wildcards.experiment
+    if severities(name):
+        return severity_plan(name, wildcards.job)
+    packed = PACKED_JOB.fullmatch(wildcards.job)
+    return seeds_plan(name, packed["algorithm"], int(packed["J"]))
+
+
+def train_plan(name, job):
+    """The plan file of one job that trains several runs of an experiment (`job`: a pattern, or a name)."""
+    return TRAIN_PLAN.format(experiment=name, job=job)
 
 
 def packed_run_folders(name, algorithm, J):
@@ -271,10 +277,11 @@ def train_many_inputs(name):
     }
 
 
-# The command of the jobs that train several runs one after another (`params.plan`: their runs)
+# The command of the jobs that train several runs one after another (`input.plan`: their runs, a file,
+# since a sweep of hundreds of runs outgrows a command line)
 TRAIN_MANY = (
     ASYNCFL
-    + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {params.plan:q}"
+    + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {input.plan:q}"
     " --threads {threads:q} > {log:q} 2>&1"
 )
 

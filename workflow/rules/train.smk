@@ -49,6 +49,7 @@ for sweep in SWEEPS:
             f"train_{sweep.replace('-', '_')}"
         input:
             **train_many_inputs(sweep),
+            plan=train_plan(sweep, "{severity}"),
         output:
             [
                 f"{severity_run_folder(sweep, '{severity}', algorithm, seed)}/{file}"
@@ -72,7 +73,6 @@ for sweep in SWEEPS:
         params:
             dataset=config["experiments"][sweep]["dataset"],
             root=experiment_data_root(sweep),
-            plan=severity_plan(sweep),
         shell:
             TRAIN_MANY
 
@@ -87,6 +87,7 @@ for packed in SEED_PACKED:
             f"train_{packed.replace('-', '_')}"
         input:
             **train_many_inputs(packed),
+            plan=train_plan(packed, "{algorithm}_J{J}"),
         output:
             [
                 f"{folder}/{file}"
@@ -108,6 +109,21 @@ for packed in SEED_PACKED:
         params:
             dataset=config["experiments"][packed]["dataset"],
             root=experiment_data_root(packed),
-            plan=seeds_plan(packed),
         shell:
             TRAIN_MANY
+
+
+# The plan of a job that trains several runs (`asyncfl train-many --plan`): written from the config by
+# the workflow itself, so an edited experiment writes it again and retrains what changed.
+rule plan_training:
+    output:
+        TRAIN_PLAN,
+    log:
+        "logs/plan/{experiment}/{job}.log",
+    localrule: True
+    conda:
+        torch_env
+    params:
+        plan=get_train_plan,
+    script:
+        "../scripts/write_plan.py"

@@ -40,7 +40,7 @@ PHASE_COLOURS = {  # (label, colour) of each part of a dispatch, in the order it
 }
 WHOLE_DISPATCH = ("compute + latency (no links modelled)", PALETTE[0])
 OFFLINE_COLOUR, LOST_COLOUR = (0.82, 0.82, 0.82), PALETTE[3]
-LOST_LABEL = "dispatch lost, offline or failed (its phases faded)"
+LOST_LABEL = "dispatch lost: client offline before its upload ended, or failed (phases faded)"
 LOST_ALPHA = 0.35  # the phases of a lost dispatch, faded: work that never reached the server
 
 

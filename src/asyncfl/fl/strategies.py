@@ -131,6 +131,8 @@ class Strategy(ABC):
     # The local optimizer's state (Adam's moments) is created afresh at every dispatch (True: every epoch)
     optimizer_per_epoch = False
 
+    # Rounds of J distinct clients, each drawn at most once a round (replacements of lost dispatches included)
+    synchronous = False
     # A round closes at its aggregation: what it dispatched and has not arrived is discarded
     closes_rounds = False
     # A round ends at this many virtual seconds after its dispatches, aggregated or abandoned (None: no deadline)
@@ -251,6 +253,8 @@ class Sync(Strategy):
     """FedAvg: J clients per round, wait for all (τ = 0, so s = 1), the size-weighted mean replaces the
     model; or, with straggler handling (`SyncParameters`), over-select and/or end rounds at a deadline.
     M does not apply: a round keeps its own dispatches in flight."""
+
+    synchronous = True
 
     def __init__(self, config: TrainConfig):
         super().__init__(config)

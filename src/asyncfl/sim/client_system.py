@@ -101,6 +101,12 @@ class Phases:
         duration has the very bits it had before links existed."""
         return self.compute + self.latency + self.download + self.upload
 
+    @property
+    def uploaded(self) -> float:
+        """Dispatch to the end of the upload: the server holds the update from then on, and the latency
+        (the round trip's fixed cost) follows."""
+        return self.download + self.compute + self.upload
+
 
 # Each per-client distribution by its config name: `median` times a lognormal factor of σ `sigma`, or
 # `median` for every client

@@ -7,6 +7,7 @@ import asyncio
 
 import numpy as np
 
+from asyncfl.sim.arrivals import CheckIns
 from asyncfl.sim.availability import NEVER
 from asyncfl.sim.clock import sleep_until
 from asyncfl.sim.context import RunContext
@@ -42,10 +43,18 @@ class Dispatcher:
         self.wakeups: set[float] = set()
 
     def candidates(self) -> np.ndarray:
-        """The clients a dispatch may go to, online or not: the idle ones (all with replacement)."""
+        """The clients a dispatch may go to, online or not: all of them with replacement; otherwise the
+        idle ones, and in a synchronous round only those that have not reported in it, since a round
+        draws its clients without replacement (Algorithm 1): a lost dispatch's replacement never trains
+        a reported client again from the same model. One always remains (reported and in flight are
+        fewer than J ≤ C when a replacement is asked for); a client whose dispatch was lost may be
+        drawn again, having contributed nothing."""
         if self.context.config.replacement:
             return np.arange(len(self.context.sizes))
-        return np.flatnonzero(self.in_flight == 0)
+        idle = self.in_flight == 0
+        if self.context.strategy.synchronous:
+            idle[[job.client for job, _ in self.buffer]] = False
+        return np.flatnonzero(idle)
 
     def sample_clients(self, count: int) -> np.ndarray:
         """Uniform draw of up to `count` online clients: idle ones without replacement, any with it."""
@@ -145,13 +154,32 @@ class Dispatcher:
         self.wakeups.discard(key[0])
         checkins = self.context.world.checkins
         if key[1] == CHECK_IN and checkins is not None:
-            self.state.checkins = key[2] + 1
-            self.later((checkins.time(key[2] + 1), CHECK_IN, key[2] + 1))
-            if len(self.state.outstanding) < self.context.strategy.initial_clients:  # else turned away, as is one
-                for client in self.sample_clients(1):  # that finds no online idle client
-                    self.dispatch(int(client))
+            room = len(self.state.outstanding) < self.context.strategy.initial_clients
+            chosen = self.sample_clients(1) if room else np.zeros(0, dtype=np.int64)
+            for client in chosen:  # else turned away, as is one that finds no online idle client
+                self.dispatch(int(client))
+            following = key[2] + 1 if len(chosen) else self.next_useful_checkin(checkins, key[2] + 1)
+            self.state.checkins = following
+            self.later((checkins.time(following), CHECK_IN, following))
         else:
             self.request(0)
+
+    def next_useful_checkin(self, checkins: CheckIns, index: int) -> int:
+        """After a check-in was turned away, the first from `index` on that can be dispatched: nothing
+        changes for a check-in before the next arrival (which it precedes at an equal time) or the next
+        idle client coming online (which it follows at an equal time), so those in between, turned away
+        alike and drawing nothing, are skipped in one step. One no client will ever take ends the run."""
+        world, now = self.context.world, self.state.now
+        arrival = min((job.arrival_time for job in self.state.outstanding.values()), default=NEVER)
+        online = NEVER  # with M in flight, only an arrival frees a place
+        if len(self.state.outstanding) < self.context.strategy.initial_clients:
+            online = now if world.availability is None else world.next_online(self.candidates(), now)
+        if arrival == NEVER and online == NEVER:
+            raise InputError(
+                f"no client is online after virtual time {self.state.now!r} (an availability trace that ends?); "
+                "extend the trace, or set max_virtual_time before its end"
+            )
+        return checkins.first_after(index, arrival, online)
 
     async def stop(self) -> None:
         """Cancel every client and server event still pending."""
@@ -166,7 +194,8 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
     system = context.system
     index = int(state.dispatch_counts[client])
     state.dispatch_counts[client] += 1
-    duration = system.duration(client, int(context.sizes[client]), index)
+    phases = system.phases(client, int(context.sizes[client]), index)
+    duration = phases.total
     lrs = context.strategy.learning_rates(state.version, updates, system.delay(client, duration))
-    ends, lost = context.world.fate(client, index, state.now, state.now + duration)
+    ends, lost = context.world.fate(client, index, state.now, state.now + phases.uploaded, state.now + duration)
     return Job(client, index, state.version, state.now, ends, lrs, lost)

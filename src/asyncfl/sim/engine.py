@@ -33,6 +33,7 @@ from asyncfl.sim.outcomes import (
     REJECTED,
     Unaggregated,
     check_abandoned,
+    check_lost,
     will_be_discarded,
 )
 from asyncfl.sim.state import Job, SimulationState
@@ -60,6 +61,7 @@ class Simulation:
         # Not checkpointed: derived, or empty at every checkpoint.
         self.buffer: list[tuple[Job, LocalResult]] = []
         self.abandoned_in_a_row = 0
+        self.lost_in_a_row: list[str] = []  # fates of the dispatches lost since the last that arrived
         self.stop_reason = ""
         self.started = time.perf_counter()
         # derived from the state where the run starts or resumes (`run`)
@@ -71,6 +73,8 @@ class Simulation:
         """A dispatch whose result never arrives: its work is lost, its slot frees and is filled (in a
         closed loop, where the strategy wants it), and the next aggregation's logs record it."""
         self.unaggregated.set_aside([job], job.lost)
+        self.lost_in_a_row.append(job.lost)
+        check_lost(self.lost_in_a_row, self.config)
         in_round = len(self.buffer) + len(self.state.outstanding) + self.state.waiting
         self.dispatcher.request(self.dispatcher.closed_loop(self.strategy.clients_after_loss(in_round)))
 
@@ -110,7 +114,9 @@ class Simulation:
                 dispatcher.in_flight[job.client] -= 1
                 if job.lost:
                     self.lose(job)
-                elif self.take(job) and (self.aggregate(logs) or self.next_round(logs)):
+                    continue
+                self.lost_in_a_row.clear()
+                if self.take(job) and (self.aggregate(logs) or self.next_round(logs)):
                     return
         finally:
             await dispatcher.stop()

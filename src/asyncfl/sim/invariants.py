@@ -73,8 +73,10 @@ class SelfCheck:
         if not all(math.isfinite(value) and value >= 0 for value in vars(phases).values()):
             violated(f"every phase finite and ≥ 0 ({phases})", event)
         if job.lost == OFFLINE:  # lost when its client went offline, before its upload completed
-            if not job.dispatch_time <= job.arrival_time < job.dispatch_time + phases.total:
-                violated(f"an offline loss within its dispatch ({job.dispatch_time!r} + {phases.total!r})", event)
+            if not job.dispatch_time <= job.arrival_time < job.dispatch_time + phases.uploaded:
+                violated(
+                    f"an offline loss before its upload ended ({job.dispatch_time!r} + {phases.uploaded!r})", event
+                )
         elif job.arrival_time != job.dispatch_time + phases.total:
             violated(f"arrival = dispatch + its phases ({job.dispatch_time!r} + {phases.total!r})", event)
         self.now = job.arrival_time

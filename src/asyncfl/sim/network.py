@@ -13,8 +13,12 @@ import torch
 
 from asyncfl.spec import random_streams
 from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.errors import InputError
 
 MEGABIT = 1e6
+# A transfer longer than this (about 30 years of virtual time) is a setting's mistake, not a world: past
+# it the clock loses the precision to tell a dispatch's phases apart, or overflows to inf and never ends
+MAX_TRANSFER_SECONDS = 1e9
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,16 @@ class Links:
             rng = np.random.default_rng([config.seed, random_streams.NETWORK])
             factor = rng.lognormal(0.0, config.bandwidth_sigma, len(speed))
         down = config.bandwidth_median * MEGABIT * factor
-        return cls(down, down * config.upload_fraction, 8 * model_bytes)
+        links = cls(down, down * config.upload_fraction, 8 * model_bytes)
+        slowest = max((links.upload(c) for c in range(len(down))), default=0.0)
+        if not slowest <= MAX_TRANSFER_SECONDS:
+            raise InputError(
+                f"config: with bandwidth_median = {config.bandwidth_median!r} Mbit/s, upload_fraction = "
+                f"{config.upload_fraction!r} and bandwidth_sigma = {config.bandwidth_sigma!r}, the slowest client's "
+                f"upload of the {model_bytes}-byte model would take {slowest:.3g} virtual s (at most "
+                f"{MAX_TRANSFER_SECONDS:g}); raise bandwidth_median or upload_fraction, or lower bandwidth_sigma"
+            )
+        return links
 
     def download(self, client: int) -> float:
         return float(self.model_bits / self.down[client])

@@ -33,6 +33,9 @@ COUNT_COLUMN = {
 }
 # A run whose every round is abandoned would never end: it stops after this many in a row
 MAX_ABANDONED_IN_A_ROW = 1000
+# A run whose every dispatch is lost would never end: it stops after this many lost in a row (a world
+# where a dispatch gets through once in a thousand is a setting's mistake, not an experiment)
+MAX_LOST_IN_A_ROW = 1000
 # A client is reported as starved by the staleness cap once this many of its updates, all, were rejected
 STARVED_AFTER = 3
 
@@ -123,6 +126,30 @@ def check_abandoned(in_a_row: int, config: TrainConfig) -> None:
             f"{config.min_report_fraction} of J reports arrived within round_deadline = {config.round_deadline!r} "
             "virtual seconds; raise round_deadline or lower min_report_fraction"
         )
+
+
+def check_lost(lost: list[str], config: TrainConfig) -> None:
+    """A run whose last MAX_LOST_IN_A_ROW dispatches were all lost (`lost`: their fates) makes no
+    progress, whatever its budget: one line naming the settings that lose them."""
+    if len(lost) < MAX_LOST_IN_A_ROW:
+        return
+    offline = lost.count(OFFLINE)
+    if offline >= len(lost) - offline:
+        cause = (
+            f"their clients went offline before the upload ended (availability: {config.availability}"
+            + (
+                f", online_mean = {config.online_mean!r} s beside offline_mean = {config.offline_mean!r} s"
+                if config.availability != "trace"
+                else f", availability_trace {config.availability_trace}"
+            )
+            + "); online periods must outlast a dispatch: raise online_mean (or lengthen the trace's periods)"
+        )
+    else:
+        cause = f"they failed (failure_probability = {config.failure_probability!r}); lower failure_probability"
+    budget = ""
+    if config.max_dispatches:
+        budget = f" (max_dispatches = {config.max_dispatches} ends a run only at an aggregation)"
+    raise InputError(f"the last {len(lost)} dispatches were all lost{budget}: {offline} of them because {cause}")
 
 
 def will_be_discarded(state: SimulationState, buffered: int, round_size: int, job: Job) -> bool:

@@ -55,12 +55,16 @@ class World:
             return NEVER
         return self.availability.first_online(clients, t)
 
-    def fate(self, client: int, dispatch_index: int, dispatch_time: float, arrival_time: float) -> tuple[float, str]:
+    def fate(
+        self, client: int, dispatch_index: int, dispatch_time: float, uploaded_at: float, arrival_time: float
+    ) -> tuple[float, str]:
         """When a dispatch ends and how: at its arrival, delivered (""); when its client goes offline
-        before its upload completes (OFFLINE); or at its arrival with nothing (FAILED)."""
+        before its upload completes at `uploaded_at` (OFFLINE: a client that goes offline during the
+        latency that follows has already handed the server its update, which arrives); or at its
+        arrival with nothing (FAILED)."""
         if self.availability is not None:
             offline_at = self.availability.online_until(client, dispatch_time)
-            if offline_at < arrival_time:
+            if offline_at < uploaded_at:
                 return offline_at, OFFLINE
         if dispatch_fails(self.config, client, dispatch_index):
             return arrival_time, FAILED

@@ -2,9 +2,11 @@
 
 import dataclasses
 import math
+import os
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ class Rule:
     lowest: str = ""  # "> 0", "≥ 0" or "(0, 1]"
     at_most: float | None = None  # far beyond any real experiment: past it a run would exhaust memory,
     # overflow its virtual clock to inf or never end, instead of failing here with the key named
+    at_least: float | None = None  # likewise below: a bandwidth of 1e-300 would make a transfer last 1e305 s
 
     def check(self, key: str, value: Any, source: str) -> None:
         if value is None:
@@ -53,6 +56,8 @@ class Rule:
         if self.at_most is not None and value > self.at_most:
             limit = self.at_most if isinstance(self.at_most, int) else f"{self.at_most:g}"
             raise InputError(f"{source}: {key} must be ≤ {limit}, got {value!r}")
+        if self.at_least is not None and value < self.at_least:
+            raise InputError(f"{source}: {key} must be ≥ {self.at_least:g}, got {value!r}")
 
 
 def setting(
@@ -61,10 +66,12 @@ def setting(
     lowest: str = "",
     at_most: float | None = None,
     read_by: tuple[str, ...] = (),
+    at_least: float | None = None,
 ) -> Any:
     """A config key: its default, its `Rule` and, for a key only some algorithms read, those algorithms
     (`read_by`; empty: every algorithm), on the field itself, so a new key is one line."""
-    return field(default=default, metadata={"rule": Rule(choices, lowest, at_most), "read_by": read_by})
+    rule = Rule(choices, lowest, at_most, at_least)
+    return field(default=default, metadata={"rule": rule, "read_by": read_by})
 
 
 POSITIVE, NON_NEGATIVE, UNIT_INTERVAL = "> 0", "≥ 0", "(0, 1]"
@@ -144,23 +151,28 @@ class TrainConfig:
     slow_factor: float = setting(10.0, lowest=POSITIVE, at_most=1e6)
     # -- the clients' links (project's choice, off by default: docs/design.md "The clients' world"):
     # downlink bandwidth in Mbit/s, the median over clients (null: transfers take no time)
-    bandwidth_median: float | None = setting(None, lowest=POSITIVE, at_most=1e9)
+    # (at least 1 bit/s; a run whose slowest transfer would outlast MAX_PHASE_SECONDS is refused as it starts)
+    bandwidth_median: float | None = setting(None, lowest=POSITIVE, at_most=1e9, at_least=1e-6)
     bandwidth_sigma: float = setting(0.5, lowest=NON_NEGATIVE, at_most=10.0)  # σ of its lognormal spread
-    upload_fraction: float = setting(0.25, lowest=UNIT_INTERVAL)  # uplink = this × downlink
+    upload_fraction: float = setting(0.25, lowest=UNIT_INTERVAL, at_least=1e-6)  # uplink = this × downlink
     bandwidth_follows_speed: bool = False  # slow devices on slow links: the bandwidth factor is the speed
     # -- the clients' availability and arrivals (project's choice, off by default: docs/design.md "The
     # clients' world"): online/offline periods drawn per client (exponential or lognormal) or read from a
     # trace CSV (client,start,end online periods); a client offline before its upload completes drops the job
     availability: str = setting("always", AVAILABILITY_MODELS)
-    online_mean: float = setting(60.0, lowest=POSITIVE, at_most=1e9)  # mean online period, virtual seconds
-    offline_mean: float = setting(20.0, lowest=POSITIVE, at_most=1e9)  # mean offline period, virtual seconds
+    # mean online and offline periods, virtual seconds (at least a millisecond: periods far below a
+    # dispatch only lose every dispatch, and below the clock's resolution they cannot be told apart)
+    online_mean: float = setting(60.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
+    offline_mean: float = setting(20.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
     availability_sigma: float = setting(1.0, lowest=NON_NEGATIVE, at_most=10.0)  # σ of lognormal periods
     availability_trace: str | None = None  # the trace CSV's path, for availability: trace
     failure_probability: float = setting(0.0, lowest=NON_NEGATIVE, at_most=0.99)  # per dispatch: no result
     # closed: M clients in flight, a new dispatch per arrival; poisson: clients check in at rate
     # checkin_rate per virtual second and are dispatched while fewer than M are in flight
     arrivals: str = setting("closed", ARRIVAL_PROCESSES, read_by=ASYNCHRONOUS)
-    checkin_rate: float | None = setting(None, lowest=POSITIVE, at_most=1e9, read_by=ASYNCHRONOUS)
+    # (at most 1e4 a virtual second: far beyond a real population's, and turned-away check-ins are skipped
+    # over in chunks of draws, so a higher rate would only cost draws)
+    checkin_rate: float | None = setting(None, lowest=POSITIVE, at_most=1e4, read_by=ASYNCHRONOUS)
     # -- stragglers (project's choice, off by default: docs/design.md "Stragglers"). Synchronous rounds as
     # production FL runs them (Bonawitz et al. 2019): dispatch ⌈J·(1 + over_selection)⌉ clients and
     # aggregate the first J arrivals (0.3: their "130 %", FedScale's overcommitment 1.3); end a round at
@@ -263,11 +275,9 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     if (config.availability == "trace") != (config.availability_trace is not None):
         raise InputError(f"{source}: availability: trace and availability_trace (the CSV's path) go together")
     defaults = {item.name: item.default for item in dataclasses.fields(TrainConfig)}
-    for key, needs in (("min_report_fraction", "round_deadline"), ("stale_updates", "max_staleness")):
-        if getattr(config, key) != defaults[key] and getattr(config, needs) is None:
-            raise InputError(f"{source}: {key} applies only with {needs} set; set {needs} or remove {key}")
-    if config.slow_factor != defaults["slow_factor"] and config.slow_fraction == 0:
-        raise InputError(f"{source}: slow_factor applies only with slow_fraction > 0; set slow_fraction or remove it")
+    for key, (needs, holds) in NEEDS.items():  # a setting given where it is not read would be recorded, unused
+        if getattr(config, key) != defaults[key] and not holds(config):
+            raise InputError(f"{source}: {key} applies only with {needs}; set that or remove {key}")
     if (config.arrivals == "poisson") != (config.checkin_rate is not None):
         raise InputError(f"{source}: arrivals: poisson and checkin_rate (check-ins per virtual second) go together")
     for item in dataclasses.fields(TrainConfig):  # a setting the algorithm ignores would mislead: refused
@@ -278,6 +288,24 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
                 "remove it"
             )
     return config
+
+
+DRAWN_PERIODS = ("exponential", "lognormal")
+# Settings read only where another setting holds: given without it, refused (what it needs, and the test)
+NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
+    "min_report_fraction": ("round_deadline set", lambda c: c.round_deadline is not None),
+    "stale_updates": ("max_staleness set", lambda c: c.max_staleness is not None),
+    "slow_factor": ("slow_fraction > 0", lambda c: c.slow_fraction > 0),
+    "bandwidth_sigma": (
+        "bandwidth_median set and bandwidth_follows_speed false",
+        lambda c: c.bandwidth_median is not None and not c.bandwidth_follows_speed,
+    ),
+    "upload_fraction": ("bandwidth_median set", lambda c: c.bandwidth_median is not None),
+    "bandwidth_follows_speed": ("bandwidth_median set", lambda c: c.bandwidth_median is not None),
+    "online_mean": ("availability: exponential or lognormal", lambda c: c.availability in DRAWN_PERIODS),
+    "offline_mean": ("availability: exponential or lognormal", lambda c: c.availability in DRAWN_PERIODS),
+    "availability_sigma": ("availability: lognormal", lambda c: c.availability == "lognormal"),
+}
 
 
 def applies(key: str, algorithm: str) -> bool:
@@ -369,10 +397,24 @@ def load_config(path: Path | None, settings: dict[str, Any], overrides: dict[str
         loaded = read_yaml(path) or {}
         if not isinstance(loaded, dict):
             raise InputError(f"{path}: expected a mapping of keys to values")
-        values.update(loaded)
-    values.update(settings)
+        values.update(with_paths_from(loaded, path.parent))
+    values.update(with_paths_from(settings, Path.cwd()))
     values.update({k: v for k, v in overrides.items() if v is not None})
     return make_config(values, str(path) if path else "command line")
+
+
+PATH_KEYS = ("availability_trace",)  # settings that name a file
+
+
+def with_paths_from(values: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """`values` with each relative file path resolved where the user wrote it (a YAML file's paths
+    against its folder, the command line's against the current one), so run.json records a path that
+    reads the same file from anywhere."""
+    resolved = dict(values)
+    for key in PATH_KEYS:
+        if isinstance(resolved.get(key), str):
+            resolved[key] = os.path.abspath(folder / os.path.expanduser(resolved[key]))
+    return resolved
 
 
 def config_dict(config: TrainConfig) -> dict[str, Any]:

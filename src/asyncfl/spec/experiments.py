@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from asyncfl.spec.config import (
 )
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import ALGORITHMS, DATASETS, MODELS, VARIANT_SUFFIX, base_algorithm
+from asyncfl.spec.traces import read_trace
 
 # Keys of `train:` that the workflow sets itself, per experiment or per job
 # (docs/cluster.md "Changing the experiments").
@@ -96,10 +98,10 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
         )
     train = experiment.get("train", {})
     check_owned(f"{key}.train", train)
-    for budget_key in experiment.get("budget", {}):
-        if BUDGET_KEYS[budget_key] in train:
-            raise InputError(f"{key}.train.{BUDGET_KEYS[budget_key]} and {key}.budget.{budget_key} both set; keep one")
     check_severities(key, experiment, reference_j)
+    check_budget_owned(key, experiment)
+    for trace in experiment_traces(experiment):  # a client ≥ C, a bad row: refused before any job runs
+        read_trace(Path(trace), experiment["clients"])
     algorithms = [base_algorithm(name) for name in experiment["algorithms"]]
     for setting in train:
         if not any(applies(setting, algorithm) for algorithm in algorithms):
@@ -175,6 +177,34 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
         )
     if "target_accuracy" not in experiment:
         raise InputError(f"{key}.target_accuracy is missing: the test accuracy whose time the sweep measures; set it")
+
+
+def settings_blocks(key: str, experiment: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every block of run settings of an experiment, by its key: `train:`, each severity, each variant."""
+    yield f"{key}.train", experiment.get("train", {})
+    for kind in ("severities", "variants"):
+        for name, settings in experiment.get(kind, {}).items():
+            yield f"{key}.{kind}.{name}", settings
+
+
+def check_budget_owned(key: str, experiment: dict[str, Any]) -> None:
+    """Under a `budget:` the runs at reference_J stop, and are evaluated, as the budget says: a block
+    that sets the same stop (or its own evaluation count) would be overridden without a word."""
+    budget = experiment.get("budget", {})
+    owned = {BUDGET_KEYS[name]: f"{key}.budget.{name}" for name in budget}
+    if budget:
+        owned["eval_every_updates"] = f"{key}.budget (which evaluates every eval_every × reference_J updates)"
+    for block, settings in settings_blocks(key, experiment):
+        for setting in settings:
+            if setting in owned:
+                raise InputError(f"{block}.{setting} and {owned[setting]} both set it; keep one")
+
+
+def experiment_traces(experiment: dict[str, Any]) -> list[str]:
+    """The availability traces an experiment's runs read, wherever a block names one (`train:`, a
+    severity, a variant): each is an input of the jobs whose runs read it."""
+    blocks = settings_blocks("", experiment)
+    return sorted({str(s["availability_trace"]) for _, s in blocks if s.get("availability_trace") is not None})
 
 
 def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int) -> None:

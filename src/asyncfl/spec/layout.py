@@ -19,6 +19,8 @@ PARTITION = "results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}"  #
 RUN_FOLDER = "results/{experiment}/runs/{algorithm}/J{J}/seed{seed}"
 # A run of an experiment that sweeps straggler severity (its `severities:`): one folder per severity
 SEVERITY_RUN_FOLDER = "results/{experiment}/severities/{severity}/{algorithm}/J{J}/seed{seed}"
+# The runs one training job trains (asyncfl train-many --plan): {job} is a severity, or ALGORITHM_JN
+TRAIN_PLAN = "results/{experiment}/plans/{job}.json"
 FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a figure's table)
 ARCHIVE_DIR = "results/archive"
 # A run folder's tail, as RUN_FOLDER ends, for commands given run folders by hand: {algorithm}/J{J}/seed{seed}
