@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from asyncfl.data.loading import prepare_dataset
 from asyncfl.data.partition import DirichletSplit, Subset, make_partition
@@ -40,6 +40,24 @@ def json_mapping(text: str) -> dict:
         raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("expected a JSON object")
+    return value
+
+
+def severity_settings(text: str) -> dict[str, dict]:
+    """argparse type of `stragglers --severities`: a JSON object of settings objects, each name once."""
+
+    def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        names = [name for name, _ in pairs]
+        if len(set(names)) < len(names):
+            raise argparse.ArgumentTypeError("names one severity twice; name each once")
+        return dict(pairs)
+
+    try:
+        value = json.loads(text, object_pairs_hook=once)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(value, dict) or not value or not all(isinstance(v, dict) for v in value.values()):
+        raise argparse.ArgumentTypeError('expected a JSON object of settings objects ({"NAME": {"key": value}})')
     return value
 
 
@@ -360,7 +378,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Runs are …/SEVERITY/ALGORITHM/JN/seedS, as the workflow lays out an experiment with severities:.",
     )
     stragglers.add_argument("--runs", type=Path, nargs="+", required=True, help="run folders (…/SEVERITY/…)")
-    stragglers.add_argument("--severities", nargs="+", required=True, help="the severities, in the figure's order")
+    stragglers.add_argument(
+        "--severities",
+        type=severity_settings,
+        required=True,
+        help='JSON object: each severity\'s settings by name, in the figure\'s order ({"sigma0": {"speed_sigma": 0}})',
+    )
     stragglers.add_argument(
         "--partition-stats", type=Path, nargs="+", required=True, help="FILE.json of each partition"
     )

@@ -48,9 +48,9 @@ def evaluations(run: Path) -> list[tuple[float, float]]:
 def test_the_table_is_each_runs_first_time_at_the_target_and_its_accuracy_at_the_budget(sweep):
     _, runs, stats = sweep
     target = 0.15
-    table = claim_table(runs, [stats], list(SEVERITIES), target, BUDGET)
+    table = claim_table(runs, [stats], SEVERITIES, target, BUDGET)
     assert len(table) == len(runs)
-    assert table.equals(claim_table(runs[::-1], [stats], list(SEVERITIES), target, BUDGET))  # one order
+    assert table.equals(claim_table(runs[::-1], [stats], SEVERITIES, target, BUDGET))  # one order
     for run in runs:
         severity, name = run.parents[2].name, run.parents[1].name
         (row,) = table[(table.severity == severity) & (table.algorithm == name)].itertuples()
@@ -63,7 +63,7 @@ def test_the_table_is_each_runs_first_time_at_the_target_and_its_accuracy_at_the
 
 def test_a_target_no_run_reaches_is_marked_not_dropped(sweep, tmp_path):
     _, runs, stats = sweep
-    written = draw_straggler_claim(runs, [stats], list(SEVERITIES), 1.0, BUDGET, tmp_path, "x")
+    written = draw_straggler_claim(runs, [stats], SEVERITIES, 1.0, BUDGET, tmp_path, "x")
     assert [path.name for path in written] == ["straggler_claim.png", "straggler_claim.pdf", "straggler_claim.csv"]
     assert all(path.stat().st_size > 1000 for path in written[:2])
     table = pd.read_csv(tmp_path / "straggler_claim.csv")
@@ -74,14 +74,30 @@ def test_a_target_no_run_reaches_is_marked_not_dropped(sweep, tmp_path):
 def test_runs_of_another_budget_or_severity_are_refused(sweep):
     _, runs, stats = sweep
     with pytest.raises(InputError, match="ran to a virtual-time budget of 12.0, not --virtual-time 20.0"):
-        claim_table(runs, [stats], list(SEVERITIES), 0.5, 20.0)
+        claim_table(runs, [stats], SEVERITIES, 0.5, 20.0)
     with pytest.raises(InputError, match="no run of severity 'steep' among --runs"):
-        claim_table(runs, [stats], [*SEVERITIES, "steep"], 0.5, BUDGET)
+        claim_table(runs, [stats], {**SEVERITIES, "steep": {}}, 0.5, BUDGET)
     with pytest.raises(InputError, match=r"runs of severities \['tail'\] are not among --severities"):
-        claim_table(runs, [stats], ["even"], 0.5, BUDGET)
+        claim_table(runs, [stats], {"even": SEVERITIES["even"]}, 0.5, BUDGET)
     without_afl = [run for run in runs if run.parents[1].name != "afl"]
     with pytest.raises(InputError, match="no AFL run of severity 'even' among --runs"):
-        claim_table(without_afl, [stats], list(SEVERITIES), 0.5, BUDGET)
+        claim_table(without_afl, [stats], SEVERITIES, 0.5, BUDGET)
+
+
+def test_swapped_severity_folders_are_refused(sweep):
+    """The severity is read from the folder's name: a run whose settings are another severity's is
+    refused, not drawn under the wrong label."""
+    _, runs, stats = sweep
+    swapped = {"even": SEVERITIES["tail"], "tail": SEVERITIES["even"]}
+    with pytest.raises(InputError, match="was trained with slow_fraction = 0.0, not severity even's 0.3"):
+        claim_table(runs, [stats], swapped, 0.5, BUDGET)
+
+
+def test_a_severity_missing_a_synchronous_run_is_refused(sweep):
+    _, runs, stats = sweep
+    without = [run for run in runs if not (run.parents[1].name == "sync" and run.parents[2].name == "tail")]
+    with pytest.raises(InputError, match="no sync run of seed 0 at severity 'tail' among --runs"):
+        claim_table(without, [stats], SEVERITIES, 0.5, BUDGET)
 
 
 def test_the_verdict_compares_afl_with_the_fastest_synchronous_run_that_every_seed_finished():

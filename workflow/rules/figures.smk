@@ -66,7 +66,7 @@ rule straggler_claim:
     params:
         out=subpath(output[0], parent=True),
         runs=lambda wildcards: run_folders(wildcards.experiment),
-        severities=lambda wildcards: severities(wildcards.experiment),
+        severities=lambda wildcards: json.dumps(experiment(wildcards)["severities"]),
         target=lambda wildcards: experiment(wildcards)["target_accuracy"],
         budget=lambda wildcards: experiment(wildcards)["budget"]["virtual_time"],
     shell:

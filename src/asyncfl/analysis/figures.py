@@ -8,7 +8,7 @@ paper's "server loss" is the clients' training loss, a proxy: it is labelled so,
 global model's test metrics stand beside it.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -41,6 +41,7 @@ from asyncfl.analysis.panels import (  # noqa: E402
 from asyncfl.analysis.timeline import system_timeline  # noqa: E402
 from asyncfl.files import atomic_path, sha256  # noqa: E402
 from asyncfl.runs.record import check_run_identity, verify_run_files  # noqa: E402
+from asyncfl.spec.config import SETTING_READERS, SYSTEM_MODEL  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads  # noqa: E402
 from asyncfl.spec.layout import (  # noqa: E402
@@ -89,7 +90,8 @@ def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
     run.json against what the folder stands for and against the partitions given (`partitions`:
     statistics by their .npz's SHA-256) (docs/outputs.md "Outputs"). A folder given twice
     (overlapping globs) counts once; two folders holding one run are refused."""
-    metrics, events, records = [], [], {}
+    metrics, events = [], []
+    records: dict[tuple[str, int, int], tuple[Path, dict]] = {}
     seen: dict[tuple[str, int, int], Path] = {}  # each run's folder by what it is
     for run in runs:
         folder = Path(run).resolve()
@@ -109,6 +111,7 @@ def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
         if key in seen:
             raise InputError(f"{seen[key]} and {folder} hold the same run ({key}); give each run once")
         seen[key] = folder
+        check_one_world(run, record, records.values())
         records[key] = (Path(run), record)
         tags = {"algorithm": key[0], "J": key[1], "seed": key[2], "lr_clock": record.get("lr_clock", "round")}
         run_events = pd.read_csv(Path(run) / EVENTS)
@@ -122,6 +125,26 @@ def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
     if not metrics:
         raise InputError("no run folders given; pass them as --runs results/EXPERIMENT/runs/*/J*/seed*")
     return Runs(pd.concat(metrics, ignore_index=True), pd.concat(events, ignore_index=True), records)
+
+
+def clients_world(record: dict) -> dict:
+    """The clients' system and world a run was trained in (the settings every algorithm reads, and its
+    trace's content): runs drawn in one figure must share it, or the figure compares worlds, not algorithms."""
+    world = {key: record["config"].get(key) for key in SYSTEM_MODEL if key not in SETTING_READERS}
+    return {**world, "availability_trace": record.get("availability_trace_sha256")}
+
+
+def check_one_world(run: Path, record: dict, others: Iterable[tuple[Path, dict]]) -> None:
+    for other, other_record in others:
+        theirs, ours = clients_world(other_record), clients_world(record)
+        differ = [key for key in ours if ours[key] != theirs[key]]
+        if differ:
+            key = differ[0]
+            raise InputError(
+                f"{run} and {other} were trained in different clients' worlds ({key}: {ours[key]!r} against "
+                f"{theirs[key]!r}); a figure compares runs of one world: give runs of one experiment"
+            )
+        return  # every earlier run was checked against the first
 
 
 STATS_KEYS = ("dataset", "clients", "alpha", "seed", "class_counts", NPZ_HASH)

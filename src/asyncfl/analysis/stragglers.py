@@ -23,6 +23,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from asyncfl.analysis.figures import load_partitions, load_runs, save_figure  # noqa: E402
 from asyncfl.analysis.panels import ALGORITHM_COLOURS  # noqa: E402
 from asyncfl.files import atomic_path  # noqa: E402
+from asyncfl.spec.config import applies  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.layout import STRAGGLER_FIGURE  # noqa: E402
 from asyncfl.spec.names import ALGORITHMS, base_algorithm  # noqa: E402
@@ -36,20 +37,48 @@ def severity_of(run: Path) -> str:
     return Path(run).resolve().parents[2].name
 
 
-def claim_table(runs: Sequence[Path], partition_stats: list[Path], severities: list[str], target: float,
+def check_severity(folder: Path, record: dict, severity: str, settings: dict) -> None:
+    """A run in a severity's folder was trained with that severity's settings (those its algorithm reads):
+    swapped folders would be drawn under each other's labels."""
+    for key, value in settings.items():
+        if applies(key, record["config"]["algorithm"]) and record["config"].get(key) != value:
+            raise InputError(
+                f"{folder} was trained with {key} = {record['config'].get(key)!r}, not severity {severity}'s "
+                f"{value!r}: its folder is another severity's; train it again in its own folder"
+            )
+
+
+def check_complete(runs_by_severity: dict[str, set[tuple[str, int]]]) -> None:
+    """Every severity has the same runs (algorithms and variants × seeds): a comparison with a run missing
+    at one severity would be read as the others'."""
+    every = set().union(*runs_by_severity.values())
+    for severity, present in runs_by_severity.items():
+        if present != every:
+            name, seed = sorted(every - present)[0]
+            raise InputError(
+                f"no {name} run of seed {seed} at severity {severity!r} among --runs, though other severities have "
+                "one; give every severity the same runs"
+            )
+
+
+def claim_table(runs: Sequence[Path], partition_stats: list[Path], severities: dict[str, dict], target: float,
                 budget: float) -> pd.DataFrame:  # fmt: skip
     """One row per run: severity, algorithm (a run name: an algorithm or a variant), seed, the virtual
-    time it first reached `target` test accuracy by `budget` (NaN: never), and its accuracy at `budget`."""
+    time it first reached `target` test accuracy by `budget` (NaN: never), and its accuracy at `budget`.
+    `severities`: each severity's settings, by name, in the figure's order."""
     _, partitions = load_partitions(partition_stats)
     rows = []
-    for severity in severities:
+    present: dict[str, set[tuple[str, int]]] = {}
+    for severity, settings in severities.items():
         group = [run for run in runs if severity_of(run) == severity]
         if not group:
             raise InputError(f"no run of severity {severity!r} among --runs; give every severity's runs")
         loaded = load_runs(group, partitions)
         if not any(name == "afl" for name, _, _ in loaded.records):
             raise InputError(f"no AFL run of severity {severity!r} among --runs; the claim is about AFL: add one")
+        present[severity] = {(name, seed) for name, _, seed in loaded.records}
         for (name, _, seed), (folder, record) in loaded.records.items():
+            check_severity(folder, record, severity, settings)
             recorded = record["config"].get("max_virtual_time")
             if recorded != budget:
                 raise InputError(
@@ -72,9 +101,10 @@ def claim_table(runs: Sequence[Path], partition_stats: list[Path], severities: l
     unknown = {severity_of(run) for run in runs} - set(severities)
     if unknown:
         raise InputError(f"runs of severities {sorted(unknown)} are not among --severities; list them or drop them")
+    check_complete(present)
     table = pd.DataFrame(rows)  # in one order whatever the order of --runs: severities', names', seeds'
     order = {name: index for index, name in enumerate(run_names(table))}
-    keys = [table.severity.map(severities.index), table.algorithm.map(order), table.seed]
+    keys = [table.severity.map(list(severities).index), table.algorithm.map(order), table.seed]
     return table.iloc[np.lexsort(keys[::-1])].reset_index(drop=True)
 
 
@@ -167,14 +197,13 @@ def draw_claim(axes: Sequence[Axes], means: pd.DataFrame, severities: list[str],
     )
 
 
-def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], severities: list[str], target: float,
+def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings: dict[str, dict], target: float,
                          budget: float, out: Path, title: str) -> list[Path]:  # fmt: skip
-    """The figure as PNG and PDF, and its numbers, one row per run, as straggler_claim.csv."""
+    """The figure as PNG and PDF, and its numbers, one row per run, as straggler_claim.csv (`settings`:
+    each severity's, by name, in the figure's order)."""
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
-    if len(set(severities)) < len(severities):
-        raise InputError("--severities names one severity twice; name each once")
-    table = claim_table(runs, partition_stats, severities, target, budget)
-    means = summary(table)
+    table = claim_table(runs, partition_stats, settings, target, budget)
+    means, severities = summary(table), list(settings)
     figure = STRAGGLER_FIGURE
     stem = Path(out) / figure.name
     written = save_figure(
