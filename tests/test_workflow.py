@@ -1,6 +1,7 @@
 """The Snakemake workflow, through real snakemake: plan, lint, format, schema errors, the quick config end to end."""
 
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -63,7 +64,30 @@ def test_packed_seeds_train_in_one_job_per_algorithm_and_j_that_asks_for_their_r
     assert f"runtime={2 * runtime}" in packed[0]
     for seed in (0, 1):
         assert f"results/digits_cnn/runs/fedbuff/J5/seed{seed}/metrics.csv" in packed[0]
-        assert f"results/digits_cnn/runs/fedbuff/J5/seed{seed}" in packed[0].split("train-many")[1]  # in its plan
+    assert "--plan results/digits_cnn/plans/fedbuff_J5.json" in packed[0].split("train-many")[1]
+    assert counts["plan_training"] == 7 + 3  # and one per severity of digits_stragglers
+    plan = "results/digits_cnn/plans/fedbuff_J5.json"
+    made = snakemake(plan, "--cores", "1", "--configfile", str(QUICK_CONFIG), workdir=tmp_path)
+    assert made.returncode == 0, made.stderr[-2000:]
+    runs = json.loads((tmp_path / plan).read_text())
+    assert [run["out"] for run in runs] == [f"results/digits_cnn/runs/fedbuff/J5/seed{seed}" for seed in (0, 1)]
+    assert [run["settings"]["seed"] for run in runs] == [0, 1] and runs[0]["settings"]["algorithm"] == "fedbuff"
+
+
+def test_a_trace_under_a_variant_is_an_input_of_its_severity_jobs(tmp_path):
+    """A trace set under a variant (or a severity) is declared as an input of the jobs whose runs read
+    it, so editing it makes them again; it used to be read from `train:` only."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("client,start,end\n" + "".join(f"{c},0,1000\n" for c in range(10)))
+    config = yaml.safe_load(QUICK_CONFIG.read_text())
+    sweep = config["experiments"]["digits_stragglers"]
+    sweep["variants"]["sync-deadline"].update(availability="trace", availability_trace=str(trace))
+    config["experiments"] = {"digits_stragglers": sweep}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake("-n", "--configfile", str(tmp_path / "config.yaml"), workdir=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    jobs = [job for job in result.stdout.split("\n\n") if "rule train_digits_stragglers:" in job]
+    assert len(jobs) == 3 and all(str(trace) in job.split("output:")[0] for job in jobs)
 
 
 def test_lint_is_clean():

@@ -10,12 +10,12 @@ import torch
 import yaml
 
 from asyncfl.bench.measure import Case, bench_case, cpu_precision, engine_overhead, fast_numerics, format_table
-from asyncfl.bench.paper_round import PAPER_SHAPES, seconds_per_round, sweep_updates
+from asyncfl.bench.paper_round import PAPER_SHAPES, load_sweep, seconds_per_round, sweep_updates
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
 from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import build_model
 from asyncfl.training.numerics import Numerics
-from conftest import REPO
+from conftest import QUICK_CONFIG, REPO
 
 # the knobs' row on this CPU: bf16 only where torch runs AVX-512 kernels (bench.cpu_precision)
 KNOBS_ROW = f"plain {cpu_precision(torch.backends.cpu.get_cpu_capability())} nhwc"
@@ -64,7 +64,7 @@ def test_quick_bench_command_writes_json(tmp_path):
     assert "cnn-many-small" in result.stdout and "arrivals/s" in result.stdout
     paper = report["paper_round"]
     assert {(r["model"], r["trainer"]) for r in paper["rounds"]} == {
-        (m, t) for m in ("cnn", "resnet20") for t in ("plain", "vectorised")
+        (m, t) for m in ("cnn", "resnet20", "mlp") for t in ("plain", "vectorised")
     }
     assert all(r["extrapolated"] and r["paper_seconds_per_round"] > r["seconds_per_round"] > 0 for r in paper["rounds"])
     assert paper["sweep_device_hours"]["total"] > 0 and "device-hours" in result.stdout
@@ -106,3 +106,11 @@ def test_engine_overhead_runs_rounds_with_a_null_trainer(tmp_path, world):
     assert result["rounds"] == 2 and result["arrivals_per_second"] > 0 and result["world"] == world
     assert (tmp_path / "metrics.csv").read_text().count("\n") == 5  # header and four rounds
     assert ("upload_seconds" in (tmp_path / "events.csv").read_text()) == world
+
+
+def test_the_sweep_projection_reads_the_projects_own_configs():
+    """`--sweep .test/config/quick.yaml` failed to unpack the MLP's (missing) paper shape: every model a
+    sweep can train now has one, and every experiment, severities included, is counted."""
+    quick = load_sweep(QUICK_CONFIG)
+    assert set(quick) == {"cnn", "resnet20", "mlp"} and all(count > 0 for count in quick.values())
+    assert set(load_sweep(REPO / "config/config.yaml")) >= {"cnn", "resnet20"}

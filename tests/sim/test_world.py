@@ -144,6 +144,8 @@ def test_a_trace_that_ends_stops_the_run_in_one_line(tmp_path):
         ("client,start,end\n0,0,inf\n", "line 2: an online period needs 0 <= start < end, finite"),
         ("client,start,end\n0,0,2\n0,1,3\n", "client 0's online periods overlap or touch at 1.0"),
         ("client,start,end\n", "has no online period"),
+        ("client,start,end\n0,0,1,7\n", "line 2: '0,0,1,7' has 4 fields; the header client,start,end has 3"),
+        ("client,start,end\n0,0,1\n1,2,3,\n", "line 3: '1,2,3,' has 4 fields"),
     ],
 )
 def test_a_bad_trace_is_one_line_naming_the_row(tmp_path, text, message):
@@ -230,3 +232,12 @@ def test_a_high_check_in_rate_runs_and_one_past_the_bound_is_refused(tmp_path):
     assert sim.state.checkins > 10_000 and len(events) == 6  # tens of thousands turned away, skipped over
     with pytest.raises(InputError, match="checkin_rate must be ≤ 10000"):
         make_config({**settings, "checkin_rate": 1e6})
+
+
+def test_poisson_check_ins_whose_dispatches_never_fit_the_trace_end_in_one_line(tmp_path):
+    """Every client online 0.05 s in each second: every dispatch (0.2–0.6 s of compute) is lost."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("client,start,end\n" + "".join(f"{c},{t},{t + 0.05}\n" for c in range(5) for t in range(1000)))
+    settings = {"algorithm": "fedasync", "arrivals": "poisson", "checkin_rate": 50.0, "rounds": 5}
+    with pytest.raises(InputError, match="the last 1000 dispatches were all lost: 1000 of them .* availability_trace"):
+        run(tmp_path / "run", availability="trace", availability_trace=str(trace), **settings)

@@ -6,7 +6,13 @@ import pytest
 import yaml
 
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import WORKFLOW_OWNED, check_config_files, check_workflow_config, run_settings
+from asyncfl.spec.experiments import (
+    WORKFLOW_OWNED,
+    check_config_files,
+    check_workflow_config,
+    experiment_traces,
+    run_settings,
+)
 from conftest import QUICK_CONFIG, REPO
 
 QUICK = yaml.safe_load((QUICK_CONFIG).read_text())
@@ -140,6 +146,14 @@ def sweep_edited(edit) -> dict:
         (lambda e: e.pop("target_accuracy"), "target_accuracy is missing"),
         (lambda e: e.pop("severities"), "variants run in experiments with severities: only"),
         (lambda e: e.update(pack_seeds=True), "pack_seeds: a severity sweep already trains one job per severity"),
+        (
+            lambda e: e["severities"]["sigma1"].update(max_virtual_time=1000),
+            "severities.sigma1.max_virtual_time and experiments.digits_stragglers.budget.virtual_time both set it",
+        ),
+        (
+            lambda e: e["variants"]["sync-deadline"].update(eval_every_updates=7),
+            "variants.sync-deadline.eval_every_updates and experiments.digits_stragglers.budget .* both set it",
+        ),
     ],
 )
 def test_sweep_mistakes_name_the_key(edit, message):
@@ -160,3 +174,25 @@ def test_a_run_of_a_sweep_has_its_severitys_and_its_variants_settings():
     assert "max_staleness" not in variant and variant["max_virtual_time"] == 30
     plain = run_settings(sweep, "afl", 5, 5, "sigma1")
     assert plain["speed_sigma"] == 1.0 and plain["max_staleness"] == 4 and "round_deadline" not in plain
+
+
+def test_a_trace_under_a_variant_or_severity_is_the_experiments_and_checked_while_parsing(tmp_path):
+    """A trace read by a severity's or a variant's runs is an input of their jobs (an edit makes them
+    again), and a trace naming a client the experiment lacks fails while parsing, not in the job."""
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("client,start,end\n0,0,100\n3,0,50\n")
+    bad.write_text("client,start,end\n0,0,100\n10,0,50\n")
+
+    def with_traces(variant_trace, severity_trace):
+        def edit(e):
+            e["variants"]["sync-deadline"].update(availability="trace", availability_trace=str(variant_trace))
+            e["severities"]["sigma1"].update(availability="trace", availability_trace=str(severity_trace))
+
+        return sweep_edited(edit)
+
+    config = with_traces(good, good)
+    check_workflow_config(config)
+    assert experiment_traces(config["experiments"]["digits_stragglers"]) == [str(good)]
+    assert experiment_traces(with_traces(good, bad)["experiments"]["digits_stragglers"]) == [str(bad), str(good)]
+    with pytest.raises(InputError, match=f"availability_trace {bad}, line 3: client 10 is not one of the run's"):
+        check_workflow_config(with_traces(bad, good))

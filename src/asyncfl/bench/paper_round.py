@@ -1,8 +1,8 @@
 """`asyncfl bench`'s paper-round case: the real engine on random data of the paper's sizes, and what
 the paper sweep in config/config.yaml would cost at that speed (docs/performance.md "Speed").
 
-A paper round is AFL with C = 10, J = 5, I = 10, batch 64: `cnn` on 1×28×28 with 6,000 samples per
-client (MNIST) and `resnet20` on 3×32×32 with 5,000 (CIFAR-10). Each trainer runs a few rounds of
+A paper round is AFL with C = 10, J = 5, I = 10, batch 64: `cnn` and `mlp` on 1×28×28 with 6,000 samples
+per client (MNIST) and `resnet20` on 3×32×32 with 5,000 (CIFAR-10). Each trainer runs a few rounds of
 `Simulation` in a scratch folder; seconds per round come from the run's own timings.csv, first
 round (warm-up) excluded. --quick shrinks the clients (not the shapes) and says so in every row.
 """
@@ -19,7 +19,7 @@ from asyncfl.bench.synthetic import synthetic_data, synthetic_run
 from asyncfl.spec.config import make_config, read_yaml
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import experiment_runs, run_settings
-from asyncfl.spec.names import ASYNCHRONOUS, base_algorithm
+from asyncfl.spec.names import ASYNCHRONOUS, MODELS, base_algorithm
 
 CLIENTS, PER_ROUND, EPOCHS = 10, 5, 10
 
@@ -31,7 +31,14 @@ class PaperShape:
     samples: int  # per client, the paper's dataset split over C = 10
 
 
-PAPER_SHAPES = (PaperShape("cnn", (1, 28, 28), 6000), PaperShape("resnet20", (3, 32, 32), 5000))
+# The MLP (McMahan et al.'s 2NN, the straggler sweeps' model) on MNIST, the task it was made for
+PAPER_SHAPES = (
+    PaperShape("cnn", (1, 28, 28), 6000),
+    PaperShape("resnet20", (3, 32, 32), 5000),
+    PaperShape("mlp", (1, 28, 28), 6000),
+)
+if {shape.model for shape in PAPER_SHAPES} != set(MODELS):  # every model a sweep can train is measured
+    raise ImportError(f"paper shapes {[s.model for s in PAPER_SHAPES]} differ from the models {list(MODELS)}")
 QUICK_SAMPLES, QUICK_EPOCHS = 64, 1
 
 

@@ -1,0 +1,102 @@
+"""A run's settings: each refused in one line naming the key where it cannot work or would be ignored."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asyncfl.sim.network import Links
+from asyncfl.spec.config import NEEDS, TrainConfig, load_config, make_config
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.traces import read_trace
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"upload_fraction": 0.5}, "upload_fraction applies only with bandwidth_median set"),
+        ({"bandwidth_sigma": 1.0}, "bandwidth_sigma applies only with bandwidth_median set and"),
+        (
+            {"bandwidth_median": 5.0, "bandwidth_follows_speed": True, "bandwidth_sigma": 1.0},
+            "bandwidth_sigma applies only with bandwidth_median set and bandwidth_follows_speed false",
+        ),
+        ({"bandwidth_follows_speed": True}, "bandwidth_follows_speed applies only with bandwidth_median set"),
+        ({"online_mean": 30.0}, "online_mean applies only with availability: exponential or lognormal"),
+        ({"offline_mean": 30.0}, "offline_mean applies only with availability: exponential or lognormal"),
+        ({"availability": "exponential", "availability_sigma": 2.0}, "availability_sigma applies only with availab"),
+        ({"slow_factor": 5.0}, "slow_factor applies only with slow_fraction > 0"),
+    ],
+)  # fmt: skip
+def test_a_setting_that_applies_only_with_another_is_refused_without_it(settings, message):
+    """Accepted, it would be ignored yet recorded in run.json: another identity for the same run."""
+    with pytest.raises(InputError, match=message) as raised:
+        make_config(settings)
+    assert len(str(raised.value).splitlines()) == 1
+
+
+def test_every_dependent_setting_is_accepted_where_it_applies():
+    defaults = TrainConfig()
+    where = {
+        "min_report_fraction": {"algorithm": "sync", "round_deadline": 5.0},
+        "stale_updates": {"max_staleness": 3},
+        "slow_factor": {"slow_fraction": 0.2},
+        "bandwidth_sigma": {"bandwidth_median": 5.0},
+        "upload_fraction": {"bandwidth_median": 5.0},
+        "bandwidth_follows_speed": {"bandwidth_median": 5.0},
+        "online_mean": {"availability": "exponential"},
+        "offline_mean": {"availability": "lognormal"},
+        "availability_sigma": {"availability": "lognormal"},
+    }
+    assert set(where) == set(NEEDS)
+    other = {"stale_updates": "keep", "bandwidth_follows_speed": True, "min_report_fraction": 0.5}
+    for key, context in where.items():
+        value = other.get(key, 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5)
+        assert getattr(make_config({**context, key: value}), key) == value
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"bandwidth_median": 1e-300}, "bandwidth_median must be ≥ 1e-06, got 1e-300"),
+        ({"bandwidth_median": 5e-324}, "bandwidth_median must be ≥ 1e-06"),
+        ({"bandwidth_median": 1e-12, "upload_fraction": 1e-300}, "bandwidth_median must be ≥ 1e-06"),
+        ({"availability": "exponential", "online_mean": 1e-300}, "online_mean must be ≥ 0.001"),
+        ({"availability": "exponential", "online_mean": 1e-6, "offline_mean": 1e-6}, "online_mean must be ≥ 0.001"),
+        ({"algorithm": "fedasync", "arrivals": "poisson", "checkin_rate": 1e6}, "checkin_rate must be ≤ 10000"),
+    ],
+)
+def test_values_that_would_stall_a_run_are_refused_with_the_key(settings, message):
+    with pytest.raises(InputError, match=message):
+        make_config(settings)
+
+
+def test_links_slower_than_any_world_are_refused_as_the_run_starts():
+    """Each value within its bounds, together a transfer of 7.6e11 virtual s: the clock would lose the
+    precision to tell phases apart (1e-12 with upload_fraction 1e-300 overflowed, warned and spun)."""
+    config = make_config({"bandwidth_median": 1e-6, "upload_fraction": 1e-6})
+    with pytest.raises(InputError, match="upload of the 76000-byte model would take 7.6e\\+11 virtual s"):
+        Links.draw(config, np.ones(3), 76000)
+    assert Links.draw(make_config({"bandwidth_median": 1e-3}), np.ones(3), 76000) is not None
+
+
+def test_a_relative_trace_path_is_resolved_where_it_was_written(tmp_path, monkeypatch):
+    """In a YAML file, against the file's folder; on the command line, against the current folder; the
+    run records the resolved path, which reads the same trace from anywhere."""
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "trace.csv").write_text("client,start,end\n0,0,9\n")
+    (tmp_path / "cfg" / "run.yaml").write_text("availability: trace\navailability_trace: trace.csv\n")
+    monkeypatch.chdir(tmp_path)
+    from_file = load_config(Path("cfg/run.yaml"), {}, {})
+    assert from_file.availability_trace == str(tmp_path / "cfg" / "trace.csv")
+    settings = json.loads('{"availability": "trace", "availability_trace": "cfg/trace.csv"}')
+    assert load_config(None, settings, {}).availability_trace == str(tmp_path / "cfg" / "trace.csv")
+    assert os.path.isabs(str(from_file.availability_trace))
+
+
+def test_a_trace_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """Excel's "CSV UTF-8" starts the file with a BOM, before the header."""
+    trace = tmp_path / "trace.csv"
+    trace.write_bytes("client,start,end\n0,0,1.5\n2,1,4\n".encode("utf-8-sig"))
+    assert read_trace(trace, 3) == {0: [(0.0, 1.5)], 1: [], 2: [(1.0, 4.0)]}
