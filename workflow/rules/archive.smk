@@ -4,7 +4,7 @@ localrules:
 
 rule archive:
     input:
-        figures=all_figures(),
+        figures=PLAN.figure_files(),
         runs=[
             file
             for name in config["experiments"]

@@ -13,25 +13,28 @@ from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import (
     check_config_files,
     check_workflow_config,
-    decimal_text,
-    experiment_runs,
-    experiment_traces,
     record_command,
-    run_settings,
+)
+from asyncfl.spec.plan import (
+    ONE_RUN,
+    SEEDS,
+    SEVERITY,
+    partition_file,
+    plan_workflow,
+    prepared_marker,
 )
 from asyncfl.spec.layout import (
     ARCHIVE_DIR,
     ARCHIVE_FILES,
-    FIGURE,
-    PARTITION,
-    RUN_FOLDER,
-    EMULATION_FIGURES,
     DATA_DIR,
+    EMULATION_FIGURES,
     EVENTS,
+    FIGURE,
     METRICS,
     MODEL,
-    PREPARED,
+    PARTITION,
     RUN_FILES,
+    RUN_FOLDER,
     RUN_RECORD,
     RUN_SUMMARY,
     SAMPLING_VARIANCE_FIGURE,
@@ -40,7 +43,7 @@ from asyncfl.spec.layout import (
     TRAIN_PLAN,
     experiment_figures,
 )
-from asyncfl.spec.names import ALGORITHMS, base_algorithm
+from asyncfl.spec.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
@@ -79,6 +82,14 @@ def torch_env(wildcards):
 REFERENCE_J = config["reference_J"]
 FIGURES = experiment_figures(REFERENCE_J)
 ARCHIVE = [f"{ARCHIVE_DIR}/{name}" for name in ARCHIVE_FILES]
+# Which runs exist, the jobs that train them and each experiment's figures (asyncfl.spec.plan): the
+# functions below only look them up for the rules.
+PLAN = plan_workflow(config)
+# The experiments by the shape of their training jobs: one job per severity, per algorithm × J
+# (`pack_seeds`), or per run (the `train` rule; "(?!)" matches nothing)
+SWEEPS = PLAN.of_shape(SEVERITY)
+SEED_PACKED = PLAN.of_shape(SEEDS)
+ONE_RUN_PER_JOB = "|".join(map(re.escape, PLAN.of_shape(ONE_RUN))) or "(?!)"
 # The archive's provenance records how the workflow was started.
 record_command(sys.argv)
 
@@ -102,35 +113,16 @@ def data_root(dataset):
     return config["data"]["roots"].get(dataset, f"{DATA_DIR}/{dataset}")
 
 
-def prepared_marker(dataset):
-    """What prepare_data writes once a dataset is downloaded and verified ("{dataset}": its pattern)."""
-    return f"{DATA_DIR}/{dataset}/{PREPARED}"
-
-
 def get_prepared_data(wildcards):
     """The prepared marker of the dataset of a rule's experiment."""
     return prepared_marker(experiment(wildcards)["dataset"])
 
 
-def availability_trace(exp):
-    """The experiment's availability trace CSVs, wherever its `train:`, a severity or a variant names
-    one: its runs, its theory check and its system timeline read them (each checks its trace against
-    the SHA-256 its run recorded), so an edited trace makes them again."""
-    return experiment_traces(exp)
-
-
 def get_availability_trace(wildcards):
-    return availability_trace(experiment(wildcards))
-
-
-def partition_file(exp, seed, suffix=".npz"):
-    """Partitions depend on data, α, C and seed only, so every algorithm of one seed shares one.
-    α is written out in decimals (1e-06 as 0.000001), as the alpha wildcard expects."""
-    alpha = decimal_text(exp["alpha"])
-    pattern = PARTITION.format(
-        dataset=exp["dataset"], alpha=alpha, clients=exp["clients"], seed=seed
-    )
-    return pattern + suffix
+    """The availability traces an experiment's runs read, wherever its `train:`, a severity or a variant
+    names one: its runs, its theory check and its system timeline read them (each checks its trace
+    against the SHA-256 its run recorded), so an edited trace makes them again."""
+    return list(PLAN[wildcards.experiment].traces)
 
 
 def get_partition_stats(wildcards):
@@ -140,32 +132,9 @@ def get_partition_stats(wildcards):
     return [partition_file(exp, seed, ".json") for seed in exp["seeds"]]
 
 
-def runs(name):
-    """(algorithm, J, seed) of an experiment: AFL over the J sweep, the others at the reference J."""
-    return experiment_runs(config["experiments"][name], REFERENCE_J)
-
-
 def severities(name):
     """The straggler severities an experiment sweeps (config/README.md "Stragglers"); none: a plain one."""
-    return list(config["experiments"][name].get("severities", {}))
-
-
-SWEEPS = [name for name in config["experiments"] if severities(name)]
-# Plain experiments whose seeds one job trains, per algorithm × J (config/README.md "An experiment")
-SEED_PACKED = [
-    name
-    for name in config["experiments"]
-    if config["experiments"][name].get("pack_seeds") and not severities(name)
-]
-# The experiments of the `train` rule, one job per run; "(?!)" matches nothing
-ONE_RUN_PER_JOB = (
-    "|".join(
-        re.escape(name)
-        for name in config["experiments"]
-        if name not in SWEEPS and name not in SEED_PACKED
-    )
-    or "(?!)"
-)
+    return list(PLAN[name].severities)
 
 
 def severity_run_folder(name, severity, algorithm, seed):
@@ -180,76 +149,19 @@ def severity_run_folder(name, severity, algorithm, seed):
 
 def run_folders(name):
     """The experiment's run folders: only those of the config, whatever else lies beside them."""
-    if severities(name):
-        return [
-            severity_run_folder(name, severity, algorithm, seed)
-            for severity in severities(name)
-            for algorithm, _, seed in runs(name)
-        ]
-    return [
-        RUN_FOLDER.format(experiment=name, algorithm=algorithm, J=J, seed=seed)
-        for algorithm, J, seed in runs(name)
-    ]
+    return [run.folder for run in PLAN[name].runs]
 
 
 def experiment_data_root(name):
     """For a rule: the data folder of an experiment's dataset (a function, as Snakemake's lint asks of paths)."""
-    return lambda wildcards: data_root(config["experiments"][name]["dataset"])
-
-
-def planned_run(name, algorithm, J, seed, out, severity=None):
-    """One run of an `asyncfl train-many --plan`: its partition, folder and settings."""
-    exp = config["experiments"][name]
-    return {
-        "partition": partition_file(exp, seed),
-        "out": out,
-        "settings": {
-            **run_settings(exp, algorithm, J, REFERENCE_J, severity),
-            "algorithm": base_algorithm(algorithm),
-            "clients_per_round": J,
-            "seed": seed,
-        },
-    }
-
-
-def severity_plan(name, severity):
-    """The plan of one severity of a sweep: its runs (algorithms and variants × seeds)."""
-    return [
-        planned_run(
-            name,
-            algorithm,
-            J,
-            seed,
-            severity_run_folder(name, severity, algorithm, seed),
-            severity,
-        )
-        for algorithm, J, seed in runs(name)
-    ]
-
-
-def seeds_plan(name, algorithm, J):
-    """The plan of one algorithm × J of an experiment with `pack_seeds`: its run of every seed."""
-    return [
-        planned_run(name, algorithm, J, seed, folder)
-        for seed, folder in zip(
-            config["experiments"][name]["seeds"],
-            packed_run_folders(name, algorithm, J),
-        )
-    ]
-
-
-PACKED_JOB = re.compile(r"(?P<algorithm>[a-z_]+)_J(?P<J>\d+)")
+    return lambda wildcards: data_root(PLAN[name].dataset)
 
 
 def get_train_plan(wildcards):
     """The runs of the training job `wildcards.job` of an experiment (a severity of a sweep, or
     "ALGORITHM_JN" of one with `pack_seeds`), which `plan_training` writes to its plan file.
     """
-    name = wildcards.experiment
-    if severities(name):
-        return severity_plan(name, wildcards.job)
-    packed = PACKED_JOB.fullmatch(wildcards.job)
-    return seeds_plan(name, packed["algorithm"], int(packed["J"]))
+    return PLAN[wildcards.experiment].job(wildcards.job).plan_entries()
 
 
 def train_plan(name, job):
@@ -257,23 +169,25 @@ def train_plan(name, job):
     return TRAIN_PLAN.format(experiment=name, job=job)
 
 
-def packed_run_folders(name, algorithm, J):
-    """The run folders of one algorithm × J of an experiment, one per seed (the wildcards' patterns
-    where algorithm and J are "{algorithm}" and "{J}")."""
+def job_outputs(name, pattern):
+    """The output files of the jobs that train several runs of an experiment, `pattern` giving each
+    planned run's folder with the rule's wildcards (a job's runs differ only in those).
+    """
     return [
-        RUN_FOLDER.format(experiment=name, algorithm=algorithm, J=J, seed=seed)
-        for seed in config["experiments"][name]["seeds"]
+        f"{pattern(run)}/{file}"
+        for run in PLAN[name].jobs[0].runs
+        for file in RUN_FILES
     ]
 
 
 def train_many_inputs(name):
     """The inputs of a job that trains several runs of an experiment: its dataset, the partition of
-    every seed and its availability trace, if any."""
-    exp = config["experiments"][name]
+    every seed and its availability traces, if any."""
+    plan = PLAN[name]
     return {
-        "data": prepared_marker(exp["dataset"]),
-        "partitions": [partition_file(exp, seed) for seed in exp["seeds"]],
-        "trace": availability_trace(exp),
+        "data": prepared_marker(plan.dataset),
+        "partitions": list(plan.partitions),
+        "trace": list(plan.traces),
     }
 
 
@@ -286,26 +200,15 @@ TRAIN_MANY = (
 )
 
 
-def train_runtime(runs_trained):
+def train_runtime(name):
     """A training job's runtime (minutes): `resources.train.runtime` is one run's; a job that trains
-    several one after another asks for that many times it."""
-    return config["resources"]["train"]["runtime"] * runs_trained
+    several one after another asks for that many times it (every job of an experiment alike).
+    """
+    return PLAN[name].jobs[0].runtime
 
 
 def run_files(name, files=RUN_FILES):
     return [f"{folder}/{file}" for folder in run_folders(name) for file in files]
-
-
-def figures_of(name):
-    """Every figure of an experiment; each figure of the paper's code as it ran where the experiment
-    runs every algorithm that figure compares."""
-    if severities(name):
-        return [STRAGGLER_FIGURE]
-    algorithms = set(config["experiments"][name]["algorithms"])
-    emulations = [
-        figure for figure in EMULATION_FIGURES if set(figure.compares) <= algorithms
-    ]
-    return FIGURES + [SAMPLING_VARIANCE_FIGURE] + emulations
 
 
 def figure_png(figure):
@@ -327,28 +230,13 @@ def run_output(file):
     return f"{RUN_FOLDER}/{file}"
 
 
-def all_figures():
-    return [
-        FIGURE.format(experiment=name, name=figure.name) + f".{ext}"
-        for name in config["experiments"]
-        for figure in figures_of(name)
-        for ext in ("png", "pdf")
-    ]
-
-
 def emulation_run_folders(figure):
     """For a rule: the runs an emulation figure compares (Figure.compares), at reference_J."""
-
-    def folders(wildcards):
-        return [
-            folder
-            for folder, (algorithm, J, _) in zip(
-                run_folders(wildcards.experiment), runs(wildcards.experiment)
-            )
-            if algorithm in figure.compares and J == REFERENCE_J
-        ]
-
-    return folders
+    return lambda wildcards: [
+        run.folder
+        for run in PLAN[wildcards.experiment].runs
+        if run.name in figure.compares and run.j == REFERENCE_J
+    ]
 
 
 def emulation_run_files(figure):
@@ -368,9 +256,6 @@ def probed_run(wildcards):
 
 
 def train_settings(wildcards):
-    """The run's settings as JSON for `asyncfl train --settings` (asyncfl.spec.experiments.run_settings)."""
-    return json.dumps(
-        run_settings(
-            experiment(wildcards), wildcards.algorithm, int(wildcards.J), REFERENCE_J
-        )
-    )
+    """The run's settings as JSON for `asyncfl train --settings` (asyncfl.spec.plan.PlannedRun)."""
+    folder = RUN_FOLDER.format(**wildcards)
+    return json.dumps(PLAN[wildcards.experiment].run(folder).settings)

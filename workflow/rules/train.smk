@@ -51,11 +51,12 @@ for sweep in SWEEPS:
             **train_many_inputs(sweep),
             plan=train_plan(sweep, "{severity}"),
         output:
-            [
-                f"{severity_run_folder(sweep, '{severity}', algorithm, seed)}/{file}"
-                for algorithm, _, seed in runs(sweep)
-                for file in RUN_FILES
-            ],
+            job_outputs(
+                sweep,
+                lambda run: severity_run_folder(
+                    sweep, "{severity}", run.name, run.seed
+                ),
+            ),
         log:
             f"logs/train/{sweep}/{{severity}}.log",
         benchmark:
@@ -69,7 +70,7 @@ for sweep in SWEEPS:
         resources:
             gpu=config["resources"]["train"]["gpu"],
             mem_mb=config["resources"]["train"]["mem_mb"],
-            runtime=train_runtime(len(list(runs(sweep)))),
+            runtime=train_runtime(sweep),
         params:
             dataset=config["experiments"][sweep]["dataset"],
             root=experiment_data_root(sweep),
@@ -89,11 +90,12 @@ for packed in SEED_PACKED:
             **train_many_inputs(packed),
             plan=train_plan(packed, "{algorithm}_J{J}"),
         output:
-            [
-                f"{folder}/{file}"
-                for folder in packed_run_folders(packed, "{algorithm}", "{J}")
-                for file in RUN_FILES
-            ],
+            job_outputs(
+                packed,
+                lambda run: RUN_FOLDER.format(
+                    experiment=packed, algorithm="{algorithm}", J="{J}", seed=run.seed
+                ),
+            ),
         log:
             f"logs/train/{packed}/{{algorithm}}_J{{J}}.log",
         benchmark:
@@ -105,7 +107,7 @@ for packed in SEED_PACKED:
         resources:
             gpu=config["resources"]["train"]["gpu"],
             mem_mb=config["resources"]["train"]["mem_mb"],
-            runtime=train_runtime(len(config["experiments"][packed]["seeds"])),
+            runtime=train_runtime(packed),
         params:
             dataset=config["experiments"][packed]["dataset"],
             root=experiment_data_root(packed),

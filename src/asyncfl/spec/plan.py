@@ -1,0 +1,222 @@
+"""The workflow's plan: which runs exist, which job trains each, with what inputs, resources and
+runtime, and which figures each experiment gets (docs/development.md "The run planner").
+
+One pure function of the validated workflow config, `plan_workflow`, torch-free, so the plan is
+tested directly and Snakemake's rules only look it up (workflow/rules/common.smk). A run's settings
+are assembled here once (`experiments.run_settings`, plus algorithm, J and seed). Three shapes of
+training job:
+
+- one run per job (`train`), the default: a cluster with many GPUs trains the seeds in parallel;
+- one job per algorithm × J training every seed (`pack_seeds`);
+- one job per severity training every algorithm and variant × seed (an experiment with `severities:`).
+
+A stage whose output feeds later runs (a tuning selection) plugs in as one more job shape whose
+output file is an input of the jobs it feeds; docs/development.md says how.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from asyncfl.spec.experiments import decimal_text, experiment_runs, experiment_traces, run_settings
+from asyncfl.spec.layout import (
+    DATA_DIR,
+    EMULATION_FIGURES,
+    FIGURE,
+    PARTITION,
+    PREPARED,
+    RUN_FOLDER,
+    SAMPLING_VARIANCE_FIGURE,
+    SEVERITY_RUN_FOLDER,
+    STRAGGLER_FIGURE,
+    TRAIN_PLAN,
+    Figure,
+    experiment_figures,
+)
+from asyncfl.spec.names import base_algorithm
+
+# The jobs' shapes, by what each trains
+ONE_RUN, SEEDS, SEVERITY = "one run", "seeds", "severity"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One training run.
+
+    Attributes:
+        name: the algorithm or variant (`ALGORITHM-SUFFIX`) it runs.
+        j: J, clients per round.
+        seed: its seed.
+        severity: the straggler severity it belongs to (None: a plain experiment's run).
+        folder: its run folder.
+        partition: its partition's FILE.npz.
+        settings: its `asyncfl train --settings` (without algorithm, J and seed, which its command gives).
+    """
+
+    name: str
+    j: int
+    seed: int
+    severity: str | None
+    folder: str
+    partition: str
+    settings: dict[str, Any]
+
+    @property
+    def train_settings(self) -> dict[str, Any]:
+        """Every setting of the run, as `asyncfl train-many --plan` takes them."""
+        return {**self.settings, "algorithm": base_algorithm(self.name), "clients_per_round": self.j, "seed": self.seed}
+
+    def plan_entry(self) -> dict[str, Any]:
+        """The run as one entry of a train-many plan file."""
+        return {"partition": self.partition, "out": self.folder, "settings": self.train_settings}
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """One job that trains runs: its shape, its key (the run folder, `ALGORITHM_JN` or the severity), its
+    runs and the minutes it asks for (one run's runtime per run it trains)."""
+
+    experiment: str
+    shape: str
+    key: str
+    runs: tuple[PlannedRun, ...]
+    runtime: int
+
+    @property
+    def plan_file(self) -> str:
+        """Where a job that trains several runs finds them (`asyncfl train-many --plan`)."""
+        return TRAIN_PLAN.format(experiment=self.experiment, job=self.key)
+
+    def plan_entries(self) -> list[dict[str, Any]]:
+        return [run.plan_entry() for run in self.runs]
+
+
+@dataclass(frozen=True)
+class ExperimentPlan:
+    """An experiment's runs, the jobs that train them, its inputs and its figures."""
+
+    name: str
+    dataset: str
+    runs: tuple[PlannedRun, ...]
+    jobs: tuple[TrainingJob, ...]
+    partitions: tuple[str, ...]  # every seed's FILE.npz, in the order of the seeds
+    traces: tuple[str, ...]  # the availability traces its runs read (inputs of their jobs and figures)
+    figures: tuple[Figure, ...]
+    severities: tuple[str, ...] = ()
+
+    @property
+    def shape(self) -> str:
+        return self.jobs[0].shape
+
+    def job(self, key: str) -> TrainingJob:
+        (job,) = [job for job in self.jobs if job.key == key]
+        return job
+
+    def run(self, folder: str) -> PlannedRun:
+        (run,) = [run for run in self.runs if run.folder == folder]
+        return run
+
+
+@dataclass(frozen=True)
+class WorkflowPlan:
+    """Every experiment's plan, by name, in the config's order."""
+
+    experiments: dict[str, ExperimentPlan] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> ExperimentPlan:
+        return self.experiments[name]
+
+    def of_shape(self, shape: str) -> list[str]:
+        """The experiments whose training jobs have this shape."""
+        return [name for name, plan in self.experiments.items() if plan.shape == shape]
+
+    def figure_files(self) -> list[str]:
+        """Every figure of every experiment, PNG and PDF: the workflow's targets."""
+        return [
+            figure_path(name, figure) + f".{ext}"
+            for name, plan in self.experiments.items()
+            for figure in plan.figures
+            for ext in ("png", "pdf")
+        ]
+
+
+def figure_path(experiment: str, figure: Figure) -> str:
+    return FIGURE.format(experiment=experiment, name=figure.name)
+
+
+def prepared_marker(dataset: str) -> str:
+    """What the data rule writes once a dataset is downloaded and verified."""
+    return f"{DATA_DIR}/{dataset}/{PREPARED}"
+
+
+def partition_file(experiment: dict[str, Any], seed: int | str, suffix: str = ".npz") -> str:
+    """A seed's partition: it depends on data, α, C and seed only, so every algorithm of one seed shares
+    it; α written out in decimals (1e-06 as 0.000001), as the alpha wildcard expects."""
+    pattern = PARTITION.format(
+        dataset=experiment["dataset"], alpha=decimal_text(experiment["alpha"]), clients=experiment["clients"], seed=seed
+    )
+    return pattern + suffix
+
+
+def plan_workflow(config: dict[str, Any]) -> WorkflowPlan:
+    """The plan of a validated workflow config (`experiments.check_workflow_config`)."""
+    reference_j, runtime = config["reference_J"], config["resources"]["train"]["runtime"]
+    return WorkflowPlan(
+        {
+            name: plan_experiment(name, experiment, reference_j, runtime)
+            for name, experiment in config["experiments"].items()
+        }
+    )
+
+
+def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, runtime: int) -> ExperimentPlan:
+    severities = tuple(experiment.get("severities", {}))
+    runs = tuple(planned_runs(name, experiment, reference_j, severities))
+    if severities:
+        groups = {severity: [run for run in runs if run.severity == severity] for severity in severities}
+        shape = SEVERITY
+    elif experiment.get("pack_seeds"):
+        groups = {}
+        for run in runs:
+            groups.setdefault(f"{run.name}_J{run.j}", []).append(run)
+        shape = SEEDS
+    else:
+        groups = {run.folder: [run] for run in runs}
+        shape = ONE_RUN
+    jobs = tuple(TrainingJob(name, shape, key, tuple(group), runtime * len(group)) for key, group in groups.items())
+    return ExperimentPlan(
+        name,
+        experiment["dataset"],
+        runs,
+        jobs,
+        tuple(partition_file(experiment, seed) for seed in experiment["seeds"]),
+        tuple(experiment_traces(experiment)),
+        tuple(figures_of(experiment, reference_j)),
+        severities,
+    )
+
+
+def planned_runs(
+    name: str, experiment: dict[str, Any], reference_j: int, severities: tuple[str, ...]
+) -> Iterator[PlannedRun]:
+    """Every run of an experiment: of a sweep, severity by severity; AFL over the J sweep, the others at reference_J."""
+    for severity in severities or (None,):
+        for algorithm, j, seed in experiment_runs(experiment, reference_j):
+            if severity is None:
+                folder = RUN_FOLDER.format(experiment=name, algorithm=algorithm, J=j, seed=seed)
+            else:
+                folder = SEVERITY_RUN_FOLDER.format(
+                    experiment=name, severity=severity, algorithm=algorithm, J=j, seed=seed
+                )
+            settings = run_settings(experiment, algorithm, j, reference_j, severity)
+            yield PlannedRun(algorithm, j, seed, severity, folder, partition_file(experiment, seed), settings)
+
+
+def figures_of(experiment: dict[str, Any], reference_j: int) -> list[Figure]:
+    """An experiment's figures: a sweep's straggler claim; otherwise every figure, the sampling check, and
+    each figure of the paper's code as it ran where the experiment runs every algorithm it compares."""
+    if experiment.get("severities"):
+        return [STRAGGLER_FIGURE]
+    algorithms = set(experiment["algorithms"])
+    emulations = [figure for figure in EMULATION_FIGURES if set(figure.compares) <= algorithms]
+    return [*experiment_figures(reference_j), SAMPLING_VARIANCE_FIGURE, *emulations]

@@ -1,0 +1,67 @@
+"""The run planner, directly: which runs and jobs a config makes, their settings, inputs and runtime."""
+
+import copy
+
+import yaml
+
+from asyncfl.spec.layout import STRAGGLER_FIGURE
+from asyncfl.spec.plan import ONE_RUN, SEEDS, SEVERITY, plan_workflow
+from conftest import QUICK_CONFIG, REPO
+
+QUICK = yaml.safe_load(QUICK_CONFIG.read_text())
+
+
+def test_the_quick_config_plans_three_job_shapes():
+    plan = plan_workflow(QUICK)
+    assert plan.of_shape(SEEDS) == ["digits_cnn"] and plan.of_shape(SEVERITY) == ["digits_stragglers"]
+    assert plan.of_shape(ONE_RUN) == ["digits_resnet20", "digits_world"]
+    runtime = QUICK["resources"]["train"]["runtime"]
+    cnn = plan["digits_cnn"]
+    assert [job.key for job in cnn.jobs] == [
+        "afl_J3", "afl_J5", "sync_J5", "fedasync_J5", "fedbuff_J5", "afl_as_coded_J5", "sync_as_coded_J5"
+    ]  # fmt: skip
+    assert all(len(job.runs) == 2 and job.runtime == 2 * runtime for job in cnn.jobs)
+    assert cnn.job("fedbuff_J5").plan_file == "results/digits_cnn/plans/fedbuff_J5.json"
+    sweep = plan["digits_stragglers"]
+    assert [job.key for job in sweep.jobs] == ["sigma0", "sigma1", "heavy_tail"]
+    assert all(len(job.runs) == 12 and job.runtime == 12 * runtime for job in sweep.jobs)  # 6 runs × 2 seeds
+    assert sweep.figures == (STRAGGLER_FIGURE,)
+    world = plan["digits_world"]
+    assert [job.runtime for job in world.jobs] == [runtime] * 4
+    assert world.jobs[0].key == world.jobs[0].runs[0].folder == "results/digits_world/runs/afl/J5/seed0"
+
+
+def test_a_runs_settings_are_assembled_once_with_its_severity_and_variant():
+    run = plan_workflow(QUICK)["digits_stragglers"].run(
+        "results/digits_stragglers/severities/heavy_tail/sync-deadline/J5/seed1"
+    )
+    assert (run.name, run.j, run.seed, run.severity) == ("sync-deadline", 5, 1, "heavy_tail")
+    assert run.partition == "results/partitions/digits_alpha0.5_C10_seed1.npz"
+    assert run.settings["round_deadline"] == 4.0 and run.settings["slow_fraction"] == 0.2
+    assert run.settings["max_virtual_time"] == 30 and "algorithm" not in run.settings
+    entry = run.plan_entry()
+    assert entry["settings"] == {**run.settings, "algorithm": "sync", "clients_per_round": 5, "seed": 1}
+    assert entry["out"] == run.folder and entry["partition"] == run.partition
+
+
+def test_a_trace_under_a_variant_is_an_input_of_the_experiment():
+    config = copy.deepcopy(QUICK)
+    config["experiments"]["digits_stragglers"]["variants"]["sync-deadline"].update(
+        availability="trace", availability_trace="traces/v.csv"
+    )
+    plan = plan_workflow(config)
+    assert plan["digits_stragglers"].traces == ("traces/v.csv",) and plan["digits_cnn"].traces == ()
+    run = plan["digits_stragglers"].run("results/digits_stragglers/severities/sigma0/sync-deadline/J5/seed0")
+    assert run.settings["availability_trace"] == "traces/v.csv"
+
+
+def test_the_paper_config_plans_every_run_and_figure():
+    plan = plan_workflow(yaml.safe_load((REPO / "config/config.yaml").read_text()))
+    one_run = [job for name in plan.of_shape(ONE_RUN) for job in plan[name].jobs]
+    assert len(one_run) == 99 and all(len(job.runs) == 1 for job in one_run)
+    assert {name: len(plan[name].jobs) for name in plan.of_shape(SEVERITY)} == {
+        "mnist_stragglers": 5,
+        "cifar10_stragglers": 5,
+    }
+    assert len(plan.figure_files()) == len(set(plan.figure_files()))
+    assert all(path.endswith((".png", ".pdf")) for path in plan.figure_files())
