@@ -1,0 +1,56 @@
+"""The package's layers (docs/development.md "Code map"): a layer imports only the layers before it
+in spec → runs → data → models → fl → training → sim → launch → analysis; bench beside them may import
+any but analysis; `files.py` is shared by all; cli.py, at the top, imports every one."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+PACKAGE = REPO / "src" / "asyncfl"
+ORDER = ["spec", "files", "runs", "data", "models", "fl", "training", "sim", "launch", "analysis"]
+BESIDE = {"bench": "launch"}  # imports up to and including this layer
+TOP = {"cli", "__main__", "__init__"}
+
+
+def imported(path: Path) -> set[str]:
+    """The asyncfl modules a file imports, at any depth (functions' own imports included)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("asyncfl"):
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names if alias.name.startswith("asyncfl"))
+    return {name for name in names if name != "asyncfl"}
+
+
+def own_layer(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
+
+
+def violations(path: Path, layer: str) -> list[str]:
+    """The imports of `path` (of layer `layer`) that break the order."""
+    highest = ORDER.index(BESIDE.get(layer, layer))
+    broken = []
+    for module in sorted(imported(path)):
+        other = module.split(".")[1]  # asyncfl.LAYER[.module]
+        if other != layer and (other not in ORDER or ORDER.index(other) > highest):
+            broken.append(f"{module} ({other})")
+    return broken
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_a_layer_imports_only_the_layers_before_it(path):
+    layer = own_layer(path)
+    if layer not in TOP:
+        assert not violations(path, layer), f"{path.relative_to(PACKAGE)} ({layer}) imports {violations(path, layer)}"
+
+
+def test_an_import_against_the_order_is_found(tmp_path):
+    source = tmp_path / "module.py"
+    source.write_text("from asyncfl.spec.config import make_config\n\n\ndef f():\n    import asyncfl.sim.engine\n")
+    assert violations(source, "runs") == ["asyncfl.sim.engine (sim)"]
+    assert violations(source, "analysis") == []
