@@ -82,7 +82,8 @@ class MLP(nn.Module):
     """McMahan et al. 2017's "2NN", a federated-learning baseline that is not the paper's: the image
     flattened, two hidden layers of 200 ReLU units, linear. On 8×8 digits (55,210 parameters) a sample
     costs a small fraction of the CNN's convolutions on a CPU, and it learns digits within a few
-    epochs: the quick pipeline's straggler sweep trains it (README "The two commands")."""
+    epochs: the quick pipeline's straggler sweep trains it
+    (docs/performance.md "The quick pipeline, measured")."""
 
     def __init__(self, in_features: int, num_classes: int, hidden: int = 200):
         super().__init__()
