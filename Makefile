@@ -9,11 +9,14 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 setup: $(VENV)/.installed
 
-# torch 2.13.0 comes from the local CPU wheel here and from the cluster's index elsewhere;
-# naming both pins in one command keeps pip from pulling a CUDA torch for torchvision.
+# The torch and torchvision pins, from pyproject.toml (their one place): torch comes from the local CPU
+# wheel here and from the cluster's index elsewhere; naming both pins in one command keeps pip from
+# pulling a CUDA torch for torchvision.
+TORCH_PINS := $(shell grep -oE '"torch(vision)?==[0-9.]+"' pyproject.toml | tr -d '"')
+
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet torch==2.13.0 torchvision==0.28.0 -e '.[workflow,test]'
+	$(BIN)/python -m pip install --quiet $(TORCH_PINS) -e '.[workflow,test]'
 	touch $@
 
 run: setup

@@ -3,8 +3,9 @@
 # Never a dependency of asyncfl. Usage: peers/setup.sh [flwr pfl appfl fedlab]
 set -euo pipefail
 venvs=${PEER_VENVS:-$(dirname "$0")/.venvs}
-# torch and torchvision pinned in one command, as for asyncfl (an unpinned torchvision pulls a CUDA torch)
-torch=(torch==2.13.0 torchvision==0.28.0)
+# torch and torchvision pinned in one command, as for asyncfl (an unpinned torchvision pulls a CUDA torch),
+# the pins read from asyncfl's pyproject.toml, their one place
+mapfile -t torch < <(grep -oE '"torch(vision)?==[0-9.]+"' "$(dirname "$0")/../pyproject.toml" | tr -d '"')
 for name in "${@:-flwr pfl appfl fedlab}"; do
   for peer in $name; do
     python3 -m venv "$venvs/$peer"

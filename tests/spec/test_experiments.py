@@ -7,6 +7,7 @@ import yaml
 
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import (
+    NAME,
     WORKFLOW_OWNED,
     check_config_files,
     check_workflow_config,
@@ -196,3 +197,10 @@ def test_a_trace_under_a_variant_or_severity_is_the_experiments_and_checked_whil
     assert experiment_traces(with_traces(good, bad)["experiments"]["digits_stragglers"]) == [str(bad), str(good)]
     with pytest.raises(InputError, match=f"availability_trace {bad}, line 3: client 10 is not one of the run's"):
         check_workflow_config(with_traces(bad, good))
+
+
+def test_one_experiment_name_pattern():
+    """The schema and the workflow's wildcard take an experiment's name as `NAME` does (no leading -)."""
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    assert schema["properties"]["experiments"]["propertyNames"]["pattern"] == f"^{NAME.pattern}$"
+    assert "experiment=NAME.pattern," in (REPO / "workflow/rules/common.smk").read_text()

@@ -11,6 +11,7 @@ sys.path.insert(0, str(SRC))
 from asyncfl.spec.config import with_numbers
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import (
+    NAME,
     check_config_files,
     check_workflow_config,
     record_command,
@@ -80,6 +81,9 @@ def torch_env(wildcards):
 
 
 REFERENCE_J = config["reference_J"]
+# What every job that trains or probes a model asks for, besides its runtime
+TRAIN_THREADS = config["resources"]["train"]["threads"]
+TRAIN_RESOURCES = {key: config["resources"]["train"][key] for key in ("gpu", "mem_mb")}
 FIGURES = experiment_figures(REFERENCE_J)
 ARCHIVE = [f"{ARCHIVE_DIR}/{name}" for name in ARCHIVE_FILES]
 # Which runs exist, the jobs that train them and each experiment's figures (asyncfl.spec.plan): the
@@ -95,7 +99,7 @@ record_command(sys.argv)
 
 
 wildcard_constraints:
-    experiment=r"[A-Za-z0-9_-]+",
+    experiment=NAME.pattern,
     dataset=r"[a-z0-9-]+",
     alpha=r"[0-9.]+",
     clients=r"\d+",

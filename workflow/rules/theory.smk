@@ -21,10 +21,9 @@ rule theory:
         "logs/theory/{experiment}.log",
     conda:
         torch_env
-    threads: config["resources"]["train"]["threads"]
+    threads: TRAIN_THREADS
     resources:
-        gpu=config["resources"]["train"]["gpu"],
-        mem_mb=config["resources"]["train"]["mem_mb"],
+        **TRAIN_RESOURCES,
     params:
         dataset=lambda wildcards: experiment(wildcards)["dataset"],
         root=lambda wildcards: data_root(experiment(wildcards)["dataset"]),

@@ -20,10 +20,9 @@ rule train:
         experiment=ONE_RUN_PER_JOB,
     conda:
         torch_env
-    threads: config["resources"]["train"]["threads"]
+    threads: TRAIN_THREADS
     resources:
-        gpu=config["resources"]["train"]["gpu"],
-        mem_mb=config["resources"]["train"]["mem_mb"],
+        **TRAIN_RESOURCES,
         runtime=config["resources"]["train"]["runtime"],
     params:
         dataset=lambda wildcards: experiment(wildcards)["dataset"],
@@ -66,10 +65,9 @@ for sweep in SWEEPS:
         priority: 1
         conda:
             torch_env
-        threads: config["resources"]["train"]["threads"]
+        threads: TRAIN_THREADS
         resources:
-            gpu=config["resources"]["train"]["gpu"],
-            mem_mb=config["resources"]["train"]["mem_mb"],
+            **TRAIN_RESOURCES,
             runtime=train_runtime(sweep),
         params:
             dataset=config["experiments"][sweep]["dataset"],
@@ -103,10 +101,9 @@ for packed in SEED_PACKED:
         priority: 1
         conda:
             torch_env
-        threads: config["resources"]["train"]["threads"]
+        threads: TRAIN_THREADS
         resources:
-            gpu=config["resources"]["train"]["gpu"],
-            mem_mb=config["resources"]["train"]["mem_mb"],
+            **TRAIN_RESOURCES,
             runtime=train_runtime(packed),
         params:
             dataset=config["experiments"][packed]["dataset"],
