@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from asyncfl.sim.clock import SimulationDeadlock, run_virtual, sleep_until
+from asyncfl.sim.clock import SimulationDeadlock, VirtualTimeLoop, run_virtual, sleep_until
 
 
 def test_time_jumps_to_the_next_event():
@@ -132,3 +132,19 @@ def test_a_timer_due_now_far_out_runs():
 
     first, second = run_virtual(twice())
     assert first >= 3e9 and second == math.nextafter(first, math.inf)
+
+
+def test_the_asyncio_internals_the_clock_reads_are_there():
+    """`VirtualTimeLoop.next_timer` is the one reader of asyncio's private timer heap (`_scheduled`, its
+    head the next timer) and `_clock_resolution`: a Python whose asyncio renames them fails here, not
+    as a hang."""
+    loop = VirtualTimeLoop(5.0)
+    try:
+        assert isinstance(loop._clock_resolution, float) and loop._clock_resolution > 0
+        assert loop._scheduled == [] and loop.next_timer() is None
+        handle = loop.call_at(9.0, lambda: None)
+        loop.call_at(7.0, lambda: None)
+        assert loop._scheduled[0].when() == 7.0 and loop.next_timer() == 7.0
+        handle.cancel()
+    finally:
+        loop.close()

@@ -52,7 +52,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         """The first time at which the earliest timer runs. asyncio keeps its timers in the heap
         `_scheduled` and pops cancelled ones off its head before it selects, so the head is the timer
         the loop waits for; it runs once `when < time() + clock resolution`, a sum that rounds to
-        time() itself far out (from about 1e7 s), where the clock must go one float past `when`."""
+        time() itself far out (from about 1e7 s), where the clock must go one float past `when`. The
+        one reader of asyncio's private `_scheduled` and `_clock_resolution`: tests/sim/test_clock.py
+        fails if a Python renames them."""
         scheduled = self._scheduled  # type: ignore[attr-defined]
         if not scheduled:
             return None
