@@ -15,7 +15,7 @@ from asyncfl.data.dataset import Dataset
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
 from asyncfl.files import sha256
-from asyncfl.fl.strategies import make_strategy
+from asyncfl.fl.algorithms import make_strategy
 from asyncfl.models import build_model
 from asyncfl.runs.folder import clear_unfinished, finished_run, move_aside, owned
 from asyncfl.runs.record import run_identity

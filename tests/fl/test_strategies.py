@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aware_average
-from asyncfl.fl.strategies import STRATEGIES, Update, check_registry, make_strategy
-from asyncfl.spec.config import make_config
+from asyncfl.fl.algorithms import STRATEGIES, check_registry, make_strategy
+from asyncfl.fl.strategy import Update
+from asyncfl.spec.config import SETTING_READERS, TrainConfig, applies, make_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import UPDATES_PER_ROUND
 
@@ -122,3 +123,23 @@ def test_every_algorithm_states_its_round_size_in_the_torch_free_table():
         config = make_config({"algorithm": algorithm, "clients_per_round": 4})
         expected = {"J": 4, "K": 4, "1": 1}[UPDATES_PER_ROUND[algorithm]]
         assert make_strategy(config).arrivals_per_round == expected
+
+
+def test_each_algorithm_reads_its_own_settings_by_name():
+    """An algorithm's frozen parameters are read from the config keys of their names; a key read by one
+    algorithm alone (config `read_by`, which the light spec layer keeps so the workflow validates
+    without torch) is a field of that algorithm's parameters, and no field is a key its algorithm
+    does not read but stays at its default (the emulations inherit sync's rounds, straggler handling off)."""
+    defaults = TrainConfig()
+    for name, cls in STRATEGIES.items():
+        strategy = cls(make_config({"algorithm": name}))
+        parameters = getattr(strategy, "parameters", None)
+        fields = {item.name for item in dataclasses.fields(parameters)} if parameters else set()
+        unread = {key for key in fields if not applies(key, name)}
+        assert all(getattr(parameters, key) == getattr(defaults, key) for key in unread), (name, unread)
+        own = {key for key, readers in SETTING_READERS.items() if readers == (name,)}
+        if name in ("afl", "fedasync", "fedbuff"):
+            own |= {key for key, readers in SETTING_READERS.items() if key in ("concurrency", "max_staleness")}
+        assert own <= fields, (name, own - fields)
+    fedbuff = STRATEGIES["fedbuff"](make_config({"algorithm": "fedbuff", "clients_per_round": 4, "server_lr": 2.0}))
+    assert (fedbuff.parameters.buffer_size, fedbuff.parameters.concurrency, fedbuff.parameters.server_lr) == (4, 4, 2.0)

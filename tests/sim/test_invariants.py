@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncfl.fl.strategies import AFL, FedBuff
+from asyncfl.fl.algorithms import AFL, FedBuff
 from asyncfl.sim import dispatcher
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.engine import Simulation

@@ -9,7 +9,8 @@ import torch
 
 from asyncfl.data.dataset import Dataset
 from asyncfl.data.partition import Partition
-from asyncfl.fl.strategies import Strategy, make_strategy
+from asyncfl.fl.algorithms import make_strategy
+from asyncfl.fl.strategy import Strategy
 from asyncfl.models import model_name_has_batchnorm
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.spec.config import TrainConfig

@@ -8,7 +8,8 @@ import torch
 
 from asyncfl.data.dataset import Dataset, DatasetInfo, normalize
 from asyncfl.data.partition import Partition
-from asyncfl.fl.strategies import Strategy, make_strategy
+from asyncfl.fl.algorithms import make_strategy
+from asyncfl.fl.strategy import Strategy
 from asyncfl.models import ModelState, build_model
 from asyncfl.runs.record import run_identity
 from asyncfl.sim.checks import check_deadline, check_run

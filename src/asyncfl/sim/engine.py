@@ -19,7 +19,7 @@ from pathlib import Path
 from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
 from asyncfl.fl.aggregation import update_norm
-from asyncfl.fl.strategies import Update
+from asyncfl.fl.strategy import Update
 from asyncfl.models import ModelState
 from asyncfl.runs.checkpoint import load_checkpoint, save_checkpoint
 from asyncfl.runs.logs import PHASE_COLUMNS, Aggregation, RunLogs

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asyncfl.fl.strategies import Strategy
+from asyncfl.fl.strategy import Strategy
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.sim.world import FAILED, OFFLINE

@@ -1,0 +1,37 @@
+"""The federated algorithms, one file each, by their config names (`names.ALGORITHMS`).
+
+Adding an algorithm: one file here with its `Strategy` and its frozen `Parameters` (docs/development.md
+"Adding an algorithm"), its entry in STRATEGIES, and its name in `names.ALGORITHMS`.
+"""
+
+from asyncfl.fl.algorithms.afl import AFL
+from asyncfl.fl.algorithms.afl_as_coded import AFLAsCoded
+from asyncfl.fl.algorithms.fedasync import FedAsync
+from asyncfl.fl.algorithms.fedbuff import FedBuff
+from asyncfl.fl.algorithms.sync import Sync
+from asyncfl.fl.algorithms.sync_as_coded import SyncAsCoded
+from asyncfl.fl.strategy import Strategy
+from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.names import ALGORITHMS
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    "afl": AFL,
+    "sync": Sync,
+    "fedasync": FedAsync,
+    "fedbuff": FedBuff,
+    "afl_as_coded": AFLAsCoded,
+    "sync_as_coded": SyncAsCoded,
+}
+
+
+def make_strategy(config: TrainConfig) -> Strategy:
+    return STRATEGIES[config.algorithm](config)
+
+
+def check_registry(strategies: dict[str, type[Strategy]]) -> None:
+    """names.ALGORITHMS and the registry list the same algorithms (checked at import)."""
+    if set(strategies) != set(ALGORITHMS):
+        raise ImportError(f"strategies {sorted(strategies)} do not match names.ALGORITHMS {sorted(ALGORITHMS)}")
+
+
+check_registry(STRATEGIES)

@@ -1,0 +1,35 @@
+"""AFL, the paper's algorithm (Algorithm 1, docs/design.md "Training")."""
+
+from dataclasses import dataclass
+
+from asyncfl.fl.aggregation import staleness_aware_average
+from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, Update
+from asyncfl.models import ModelState
+from asyncfl.spec.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class AFLParameters(AsyncParameters):
+    """Attributes:
+    concurrency: M, clients kept in flight [J] (`AsyncParameters`).
+    mixing: β of θ ← (1−β)θ + β·aggregate, in (0, 1] [1.0: the paper's, the aggregate replaces θ].
+    """
+
+    mixing: float
+
+
+class AFL(AsyncStrategy):
+    """M clients in flight, aggregate every J arrivals, weights n_c·s(τ_c), mixing β (`AFLParameters`)."""
+
+    def __init__(self, config: TrainConfig):
+        super().__init__(config)
+        self.parameters: AFLParameters = AFLParameters.of(config)
+
+    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
+        return staleness_aware_average(
+            global_model,
+            [u.state for u in updates],
+            [u.size for u in updates],
+            [u.staleness_weight for u in updates],
+            self.parameters.mixing,
+        )

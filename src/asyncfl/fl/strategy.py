@@ -1,0 +1,168 @@
+"""What every federated algorithm shares, in the spirit of Flower's strategies: the engine's event loop
+is the same for every algorithm, and a strategy answers the questions in which they differ: how many
+arrivals make a round (K), how many clients start, how many are dispatched after an arrival, how the
+arrived updates combine into the next global model, and what a client starts from and trains with
+(docs/design.md "Training"). Each algorithm is one file of `fl/algorithms/`, its own settings a small
+frozen dataclass beside it, read from the config by field name and checked by the rules of the config
+keys they come from.
+"""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
+from typing import Any
+
+from asyncfl.fl.learning_rate import Schedule
+from asyncfl.fl.staleness import StalenessFunction, staleness_function
+from asyncfl.models import ModelState
+from asyncfl.spec.config import TrainConfig, check_concurrency, check_setting, updates_per_round
+
+
+@dataclass(frozen=True)
+class Update:
+    """One arrived client update, as the server aggregates it."""
+
+    state: ModelState  # the client's model after local training
+    start: ModelState  # the global model it started from
+    size: int  # n_c, the client's training samples
+    staleness_weight: float  # s(τ)
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """An algorithm's own settings: each field is the config key of that name, checked by its rule."""
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            check_setting(item.name, getattr(self, item.name), type(self).__name__)
+
+    @classmethod
+    def of(cls, config: TrainConfig, **resolved: Any) -> Any:
+        """The settings as `config` gives them, each field read from the key of its name; `resolved`:
+        those whose default depends on another setting (M defaults to J)."""
+        return cls(**{**{item.name: getattr(config, item.name) for item in fields(cls)}, **resolved})
+
+
+@dataclass(frozen=True)
+class AsyncParameters(Parameters):
+    """Attributes:
+    concurrency: M, clients kept in flight [J: the project's reading of the paper]; without
+        replacement at most the number of clients.
+    max_staleness: the staleness cap: an update more than this many versions behind is over it
+        [null: no cap; FedScale's and FLSim's `max_staleness`].
+    stale_updates: what becomes of an update over the cap: "drop" (rejected, its work lost) or "keep"
+        (aggregated with its staleness weight s(τ) like any other, and counted) ["drop"].
+    """
+
+    concurrency: int
+    max_staleness: int | None
+    stale_updates: str
+
+    def check(self, clients: int, replacement: bool) -> None:
+        check_concurrency(self.concurrency, clients, replacement, "config")
+
+    @classmethod
+    def of(cls, config: TrainConfig, **resolved: Any) -> Any:
+        return super().of(config, concurrency=config.concurrency_or_default, **resolved)
+
+
+class Strategy(ABC):
+    """What distinguishes one algorithm from another; the engine does the rest.
+
+    Every strategy holds what all algorithms share: J (`clients_per_round`), the learning-rate
+    `schedule`, the staleness function s(τ) (`staleness_weight`) and whether clients are drawn with
+    replacement; a subclass adds its own `Parameters`.
+    """
+
+    # Clients start each dispatch from the global model they are sent (False: from their own last model,
+    # the first time from their own seeded initial model, as the paper's reference code does)
+    clients_load_global_model = True
+    # metrics.csv also logs the "server loss" as the paper's reference code computed it
+    logs_reference_loss = False
+    # The new model is a convex combination of the old one and the updates (the engine's self-check)
+    convex = True
+    # The local optimizer's state (Adam's moments) is created afresh at every dispatch (True: every epoch)
+    optimizer_per_epoch = False
+
+    # Rounds of J distinct clients, each drawn at most once a round (replacements of lost dispatches included)
+    synchronous = False
+    # A round closes at its aggregation: what it dispatched and has not arrived is discarded
+    closes_rounds = False
+    # A round ends at this many virtual seconds after its dispatches, aggregated or abandoned (None: no deadline)
+    round_deadline: float | None = None
+
+    def __init__(self, config: TrainConfig):
+        self.clients_per_round = config.clients_per_round
+        self.schedule = Schedule.of(config)
+        self.staleness_weight: StalenessFunction = staleness_function(config)
+        self.replacement = config.replacement
+        self.round_size = updates_per_round(config.algorithm, config.clients_per_round, config.buffer_size)
+
+    @property
+    def lr_clock(self) -> str:
+        """What t of the learning rate counts, recorded in run.json for the figures."""
+        return self.schedule.clock
+
+    def learning_rates(self, version: int, updates: int, delay: float) -> tuple[float, ...]:
+        """γ of each local epoch of a dispatch (`Schedule.rates`)."""
+        return self.schedule.rates(version, updates, delay)
+
+    @property
+    def arrivals_per_round(self) -> int:
+        """K: arrivals the server collects before it aggregates (`names.UPDATES_PER_ROUND`)."""
+        return self.round_size
+
+    @property
+    @abstractmethod
+    def initial_clients(self) -> int:
+        """Clients dispatched at the start."""
+
+    def clients_after_arrival(self, aggregated: bool) -> int:
+        """Clients to dispatch after an arrival (and the aggregation it may complete): one replaces it."""
+        return 1
+
+    def clients_after_loss(self, in_round: int) -> int:
+        """Clients to dispatch after a lost dispatch, with `in_round` results still to come or in (one)."""
+        return 1
+
+    @property
+    def min_reports(self) -> int:
+        """Reports a round needs by its deadline (`round_deadline`; none without one)."""
+        return 1
+
+    def over_cap(self, staleness: int) -> bool:
+        """Whether an update `staleness` versions behind is over the staleness cap (none here)."""
+        return False
+
+    @property
+    def drops_stale(self) -> bool:
+        """Updates over the cap are rejected (True) or aggregated and counted."""
+        return False
+
+    def check(self, clients: int) -> None:
+        """Settings that only make sense against the number of clients: one clear line each (none here)."""
+        return
+
+    @abstractmethod
+    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
+        """The next global model and each update's coefficient in it."""
+
+
+class AsyncStrategy(Strategy):
+    """An asynchronous algorithm: M clients in flight, each arrival replaced by a new dispatch."""
+
+    parameters: AsyncParameters
+
+    @property
+    def initial_clients(self) -> int:
+        return self.parameters.concurrency
+
+    def check(self, clients: int) -> None:
+        self.parameters.check(clients, self.replacement)
+
+    def over_cap(self, staleness: int) -> bool:
+        cap = self.parameters.max_staleness
+        return cap is not None and staleness > cap
+
+    @property
+    def drops_stale(self) -> bool:
+        return self.parameters.max_staleness is not None and self.parameters.stale_updates == "drop"
