@@ -3,33 +3,25 @@ tasks that stand for them on the virtual clock, and the server's own events (a c
 a Poisson check-in). The engine (`engine.Simulation`) serves what arrives.
 """
 
-import asyncio
-
 import numpy as np
 
-from asyncfl.sim.arrivals import CheckIns
 from asyncfl.sim.availability import NEVER
-from asyncfl.sim.clock import sleep_until
 from asyncfl.sim.context import RunContext
+from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalResult
 
-# The server's own events in the inbox, beside arrivals keyed (time, client, dispatch): they sort before
-# an arrival at the same time, and a client coming online before a check-in; a round's deadline sorts
-# after every arrival at its time, which is in time
-WAKE, CHECK_IN, DEADLINE = -2, -1, 1 << 62
-
 
 class Dispatcher:
-    """The dispatching side of one run, over its context and state.
+    """The dispatching side of one run, over its context and state: the one owner of the dispatch
+    counters (the jobs outstanding, in flight per client, and waiting for an online client).
 
     Attributes:
         buffer: the engine's arrived updates not yet aggregated (shared: they count as dispatched).
         in_flight: per client, its jobs dispatched and not yet arrived or lost.
-        tasks: the asyncio tasks of the clients in flight and of the server's own pending events.
-        inbox: arrivals and server events in (time, client, dispatch) order.
+        events: the arrivals and the server's own events, scheduled on the virtual clock.
         wakeups: times a client comes online that the loop will wake at.
     """
 
@@ -38,8 +30,7 @@ class Dispatcher:
     ):
         self.context, self.state, self.buffer, self.check = context, state, buffer, check
         self.in_flight = np.zeros(len(context.sizes), dtype=np.int64)
-        self.tasks: set[asyncio.Task] = set()
-        self.inbox: asyncio.PriorityQueue = asyncio.PriorityQueue()
+        self.events = EventQueue()
         self.wakeups: set[float] = set()
 
     def candidates(self) -> np.ndarray:
@@ -86,16 +77,7 @@ class Dispatcher:
             )
         if comes_online not in self.wakeups and comes_online != NEVER:
             self.wakeups.add(comes_online)
-            self.later((comes_online, WAKE, 0))
-
-    def later(self, key: tuple[float, int, int]) -> None:
-        """An event of the server's own (a client coming online, a check-in) at virtual time key[0]."""
-
-        async def event() -> None:
-            await sleep_until(key[0])
-            self.inbox.put_nowait((key, None))
-
-        self.track(asyncio.get_running_loop().create_task(event()))
+            self.events.at(Event(comes_online, Kind.WAKE))
 
     def dispatch(self, client: int) -> None:
         state = self.state
@@ -108,16 +90,21 @@ class Dispatcher:
 
     def spawn(self, job: Job) -> None:
         self.in_flight[job.client] += 1
-        self.track(asyncio.get_running_loop().create_task(self.client(job)))
+        self.events.at(Event.arrival(job))  # the client: busy for its virtual duration, then it reports
 
-    def track(self, task: asyncio.Task) -> None:
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+    def arrived(self, job: Job) -> None:
+        """A dispatch that ended (its update arrived, or it was lost): no longer outstanding, its client free."""
+        del self.state.outstanding[job.key]
+        self.in_flight[job.client] -= 1
 
-    async def client(self, job: Job) -> None:
-        """A client: busy for its virtual duration, then hands its update to the server."""
-        await sleep_until(job.arrival_time)
-        self.inbox.put_nowait((job.key, job))
+    def withdraw(self) -> list[Job]:
+        """Close the round on its dispatches still out (they are returned: their clients are free, their
+        results to be ignored) and on those still waiting for an online client (never made)."""
+        jobs = list(self.state.outstanding.values())
+        for job in jobs:
+            self.arrived(job)
+        self.state.waiting = 0
+        return jobs
 
     def closed_loop(self, count: int) -> int:
         """`count` replacement dispatches in a closed loop; none where clients check in by themselves."""
@@ -130,7 +117,7 @@ class Dispatcher:
         deadline = self.context.strategy.round_deadline
         if deadline is not None:
             self.state.deadline_at = self.state.now + deadline
-            self.later((self.state.deadline_at, DEADLINE, 0))
+            self.events.at(Event(self.state.deadline_at, Kind.DEADLINE))
 
     def start(self) -> None:
         """The events a fresh or resumed run begins with: its clients in flight, the first dispatches or
@@ -139,53 +126,64 @@ class Dispatcher:
         for job in state.outstanding.values():  # a resumed run's clients in flight
             self.spawn(job)
         if checkins is not None:
-            self.later((checkins.time(state.checkins), CHECK_IN, state.checkins))
+            self.events.at(Event(checkins.time(state.checkins), Kind.CHECK_IN, (state.checkins,)))
         elif state.dispatched == 0:
             self.start_round(self.context.strategy.initial_clients)
         elif state.deadline_at is not None:  # a resumed run's open round
-            self.later((state.deadline_at, DEADLINE, 0))
+            self.events.at(Event(state.deadline_at, Kind.DEADLINE))
         if state.waiting:
             self.wake_when_online()
 
-    def on_server_event(self, key: tuple[float, int, int]) -> None:
-        """A client came online (dispatch what waits), or one checked in (dispatch it while fewer than
-        M are in flight; otherwise it is turned away)."""
-        self.state.now = key[0]
-        self.wakeups.discard(key[0])
-        checkins = self.context.world.checkins
-        if key[1] == CHECK_IN and checkins is not None:
-            room = len(self.state.outstanding) < self.context.strategy.initial_clients
-            chosen = self.sample_clients(1) if room else np.zeros(0, dtype=np.int64)
-            for client in chosen:  # else turned away, as is one that finds no online idle client
-                self.dispatch(int(client))
-            following = key[2] + 1 if len(chosen) else self.next_useful_checkin(checkins, key[2] + 1)
-            self.state.checkins = following
-            self.later((checkins.time(following), CHECK_IN, following))
+    def on_server_event(self, event: Event) -> None:
+        """A client came online (dispatch what waits), or one checked in (`CheckInDesk`)."""
+        self.state.now = event.time
+        self.wakeups.discard(event.time)
+        if event.kind == Kind.CHECK_IN:
+            CheckInDesk(self).serve(event)
         else:
             self.request(0)
 
-    def next_useful_checkin(self, checkins: CheckIns, index: int) -> int:
+
+class CheckInDesk:
+    """Open arrivals (`arrivals: poisson`): a check-in is dispatched while fewer than M are in flight,
+    and turned away otherwise, as is one that finds no online idle client."""
+
+    def __init__(self, dispatcher: Dispatcher):
+        self.dispatcher, self.state = dispatcher, dispatcher.state
+        self.checkins, self.world = dispatcher.context.world.checkins, dispatcher.context.world
+        self.cap = dispatcher.context.strategy.initial_clients
+
+    def serve(self, event: Event) -> None:
+        """Dispatch the check-in's client, or turn it away; schedule the next check-in that can matter."""
+        assert self.checkins is not None  # a check-in happens only under arrivals: poisson
+        room = len(self.state.outstanding) < self.cap
+        chosen = self.dispatcher.sample_clients(1) if room else np.zeros(0, dtype=np.int64)
+        for client in chosen:
+            self.dispatcher.dispatch(int(client))
+        (index,) = event.order
+        following = index + 1 if len(chosen) else self.next_useful(index + 1)
+        self.state.checkins = following
+        self.dispatcher.events.at(Event(self.checkins.time(following), Kind.CHECK_IN, (following,)))
+
+    def next_useful(self, index: int) -> int:
         """After a check-in was turned away, the first from `index` on that can be dispatched: nothing
         changes for a check-in before the next arrival (which it precedes at an equal time) or the next
         idle client coming online (which it follows at an equal time), so those in between, turned away
         alike and drawing nothing, are skipped in one step. One no client will ever take ends the run."""
-        world, now = self.context.world, self.state.now
+        assert self.checkins is not None
+        now = self.state.now
         arrival = min((job.arrival_time for job in self.state.outstanding.values()), default=NEVER)
         online = NEVER  # with M in flight, only an arrival frees a place
-        if len(self.state.outstanding) < self.context.strategy.initial_clients:
-            online = now if world.availability is None else world.next_online(self.candidates(), now)
+        if len(self.state.outstanding) < self.cap:
+            online = (
+                now if self.world.availability is None else self.world.next_online(self.dispatcher.candidates(), now)
+            )
         if arrival == NEVER and online == NEVER:
             raise InputError(
-                f"no client is online after virtual time {self.state.now!r} (an availability trace that ends?); "
+                f"no client is online after virtual time {now!r} (an availability trace that ends?); "
                 "extend the trace, or set max_virtual_time before its end"
             )
-        return checkins.first_after(index, arrival, online)
-
-    async def stop(self) -> None:
-        """Cancel every client and server event still pending."""
-        for task in self.tasks:
-            task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        return self.checkins.first_after(index, arrival, online)
 
 
 def next_job(context: RunContext, state: SimulationState, client: int, updates: int) -> Job:

@@ -25,8 +25,9 @@ from asyncfl.runs.checkpoint import load_checkpoint, save_checkpoint
 from asyncfl.runs.logs import PHASE_COLUMNS, Aggregation, RunLogs
 from asyncfl.sim.clock import run_virtual
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
-from asyncfl.sim.dispatcher import DEADLINE, Dispatcher
+from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.ending import check_finite, check_finite_model, stop_condition, warn_of_starved, write_outputs
+from asyncfl.sim.events import Kind
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.outcomes import (
     DISCARDED,
@@ -99,19 +100,19 @@ class Simulation:
         dispatcher.start()
         try:
             while True:
-                key, job = await dispatcher.inbox.get()
+                event = await dispatcher.events.next()
+                job = event.job
                 if job is None:
-                    if key[1] != DEADLINE:
-                        dispatcher.on_server_event(key)
-                    elif key[0] == state.deadline_at and self.on_deadline(logs):  # else its round closed earlier
+                    if event.kind != Kind.DEADLINE:
+                        dispatcher.on_server_event(event)
+                    elif event.time == state.deadline_at and self.on_deadline(logs):  # else its round closed earlier
                         return
                     continue
                 if job.key not in state.outstanding:  # discarded when its round closed
                     continue
                 self.check.on_arrival(job, self.context.system, int(self.context.sizes[job.client]))
                 state.now = job.arrival_time
-                del state.outstanding[job.key]
-                dispatcher.in_flight[job.client] -= 1
+                dispatcher.arrived(job)
                 if job.lost:
                     self.lose(job)
                     continue
@@ -119,7 +120,7 @@ class Simulation:
                 if self.take(job) and (self.aggregate(logs) or self.next_round(logs)):
                     return
         finally:
-            await dispatcher.stop()
+            await dispatcher.events.stop()
 
     def on_deadline(self, logs: RunLogs) -> bool:
         """The open synchronous round's deadline: aggregate what arrived, or abandon the round below the
@@ -175,7 +176,7 @@ class Simulation:
         self.started = time.perf_counter()
         self.check = SelfCheck.of(self.state, self.strategy.initial_clients, self.strategy.convex)
         self.dispatcher = Dispatcher(self.context, self.state, self.buffer, self.check)
-        self.unaggregated = Unaggregated(self.state, self.check, self.dispatcher.in_flight)
+        self.unaggregated = Unaggregated(self.state, self.check, self.dispatcher.withdraw)
         logs = open_logs(self.context, self.out, resumed[1] if resumed else None, self.state.version)
         try:
             run_virtual(self.serve(logs), start=self.state.now)

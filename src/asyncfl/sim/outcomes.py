@@ -11,9 +11,8 @@ buffered, in flight, or one of these.
 
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from asyncfl.fl.strategy import Strategy
 from asyncfl.sim.invariants import SelfCheck
@@ -43,7 +42,7 @@ STARVED_AFTER = 3
 @dataclass
 class Unaggregated:
     """The dispatches that did not join the model since the last aggregation, which logs them, set
-    aside in the run's state, its self-check and its count of jobs in flight per client.
+    aside in the run's state and its self-check (the dispatcher withdraws a closed round's).
 
     Attributes:
         jobs: each with its fate and, for a rejected update, its staleness τ.
@@ -53,7 +52,7 @@ class Unaggregated:
 
     state: SimulationState
     check: SelfCheck
-    in_flight: np.ndarray
+    withdraw: Callable[[], list[Job]]  # the dispatcher's: closes the round on its dispatches still out
     jobs: list[tuple[Job, str, int | None]] = field(default_factory=list)
     abandoned_rounds: int = 0
     kept_over_cap: int = 0
@@ -75,12 +74,7 @@ class Unaggregated:
     def discard(self, fate: str) -> None:
         """Close the round on its dispatches still out: their clients are free, their results ignored,
         and its dispatches still waiting for an online client are not made."""
-        jobs = list(self.state.outstanding.values())
-        for job in jobs:
-            del self.state.outstanding[job.key]
-            self.in_flight[job.client] -= 1
-        self.state.waiting = 0
-        self.set_aside(jobs, fate)
+        self.set_aside(self.withdraw(), fate)
 
     def abandon(self, arrived: list[Job]) -> None:
         """A round that missed its reports: every dispatch of it, `arrived` or not, discarded."""
