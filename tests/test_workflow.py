@@ -267,7 +267,7 @@ def test_no_config_value_or_path_reaches_a_shell_as_code(tmp_path):
 
     for edit, message in (
         ({"zenodo": {"record": f"{marker}123"}}, "does not match '^[0-9]+$'"),
-        ({"experiments": {f"x{marker}": config["experiments"]["tiny"]}}, "does not match"),
+        ({"experiments": {f"x{marker}": config["experiments"]["tiny"]}}, "an experiment's name must be"),
     ):
         path.write_text(yaml.safe_dump({**config, **edit}))
         refused = snakemake("-n", "--configfile", str(path), workdir=workdir)
