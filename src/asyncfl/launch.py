@@ -15,15 +15,12 @@ from asyncfl.data.dataset import Dataset
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
 from asyncfl.files import sha256
-from asyncfl.fl.algorithms import make_strategy
 from asyncfl.models import build_model
 from asyncfl.runs.folder import clear_unfinished, finished_run, move_aside, owned
 from asyncfl.runs.record import run_identity
-from asyncfl.sim.checks import check_deadline, check_run
-from asyncfl.sim.client_system import ClientSystem
+from asyncfl.sim.checks import checked_parts
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.network import state_bytes
-from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
 from asyncfl.training.runtime import configure_process
@@ -45,18 +42,14 @@ def dataset_once(dataset: str, root: Path | None) -> Dataset:
 
 
 def check_planned_run(config: TrainConfig, dataset: str, root: Path | None, partition_path: Path, where: str) -> None:
-    """Every check a run makes as it starts (its settings against the data, the partition, its clients'
-    durations, its trace), made without training, one line naming the run: `asyncfl train-many` checks
-    all of its runs before the first trains, so a bad one never leaves the others half done."""
+    """Every check a run makes as it starts (`checks.checked_parts`), made without training, one line
+    naming the run: `asyncfl train-many` checks all of its runs before the first trains, so a bad one
+    never leaves the others half done."""
     try:
         partition = load_partition(partition_path)
         data = dataset_once(dataset, root)
-        check_run(config, data, partition, torch.device("cpu"))
         model_bytes = state_bytes(build_model(config.model, data.info, config.seed))
-        check_deadline(
-            make_strategy(config), ClientSystem.draw(config, partition.num_clients, model_bytes), partition.sizes
-        )
-        World.of(config, partition.num_clients)
+        checked_parts(config, data, partition, torch.device("cpu"), model_bytes)
     except InputError as error:
         raise InputError(f"{where}: {error}") from None
 

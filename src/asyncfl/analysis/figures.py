@@ -8,7 +8,7 @@ paper's "server loss" is the clients' training loss, a proxy: it is labelled so,
 global model's test metrics stand beside it.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -111,7 +111,8 @@ def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
         if key in seen:
             raise InputError(f"{seen[key]} and {folder} hold the same run ({key}); give each run once")
         seen[key] = folder
-        check_one_world(run, record, records.values())
+        if records:  # every earlier run was checked against the first
+            check_one_world(run, record, *next(iter(records.values())))
         records[key] = (Path(run), record)
         tags = {"algorithm": key[0], "J": key[1], "seed": key[2], "lr_clock": record.get("lr_clock", "round")}
         run_events = pd.read_csv(Path(run) / EVENTS)
@@ -134,17 +135,15 @@ def clients_world(record: dict) -> dict:
     return {**world, "availability_trace": record.get("availability_trace_sha256")}
 
 
-def check_one_world(run: Path, record: dict, others: Iterable[tuple[Path, dict]]) -> None:
-    for other, other_record in others:
-        theirs, ours = clients_world(other_record), clients_world(record)
-        differ = [key for key in ours if ours[key] != theirs[key]]
-        if differ:
-            key = differ[0]
-            raise InputError(
-                f"{run} and {other} were trained in different clients' worlds ({key}: {ours[key]!r} against "
-                f"{theirs[key]!r}); a figure compares runs of one world: give runs of one experiment"
-            )
-        return  # every earlier run was checked against the first
+def check_one_world(run: Path, record: dict, other: Path, other_record: dict) -> None:
+    ours, theirs = clients_world(record), clients_world(other_record)
+    differ = [key for key in ours if ours[key] != theirs[key]]
+    if differ:
+        key = differ[0]
+        raise InputError(
+            f"{run} and {other} were trained in different clients' worlds ({key}: {ours[key]!r} against "
+            f"{theirs[key]!r}); a figure compares runs of one world: give runs of one experiment"
+        )
 
 
 STATS_KEYS = ("dataset", "clients", "alpha", "seed", "class_counts", NPZ_HASH)

@@ -13,6 +13,7 @@ from asyncfl.fl.algorithms import make_strategy
 from asyncfl.fl.strategy import Strategy
 from asyncfl.models import model_name_has_batchnorm
 from asyncfl.sim.client_system import ClientSystem
+from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
 from asyncfl.training.runtime import trainer_name
@@ -82,3 +83,15 @@ def check_deadline(strategy: Strategy, system: ClientSystem, sizes: np.ndarray) 
             f"{sum(d <= deadline for d in durations)} clients (the fastest takes {durations[0]:.4g} s), and a round "
             f"needs {needed} reports (min_report_fraction of J); raise round_deadline above {durations[needed - 1]:.4g}"
         )
+
+
+def checked_parts(
+    config: TrainConfig, dataset: Dataset, partition: Partition, device: torch.device, model_bytes: int
+) -> tuple[Strategy, ClientSystem, World]:
+    """Every check a run makes before it trains (its settings against the data, the partition, the
+    device, its clients' durations and links, its trace), and the parts they check: the run's strategy,
+    its clients' system and its world. `asyncfl train-many` makes them for every run before the first trains."""
+    check_run(config, dataset, partition, device)
+    strategy, system = make_strategy(config), ClientSystem.draw(config, partition.num_clients, model_bytes)
+    check_deadline(strategy, system, partition.sizes)
+    return strategy, system, World.of(config, partition.num_clients)

@@ -8,11 +8,10 @@ import torch
 
 from asyncfl.data.dataset import Dataset, DatasetInfo, normalize
 from asyncfl.data.partition import Partition
-from asyncfl.fl.algorithms import make_strategy
 from asyncfl.fl.strategy import Strategy
 from asyncfl.models import ModelState, build_model
 from asyncfl.runs.record import run_identity
-from asyncfl.sim.checks import check_deadline, check_run
+from asyncfl.sim.checks import checked_parts
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.network import state_bytes
 from asyncfl.sim.outcomes import accounting_columns
@@ -91,13 +90,11 @@ def prepare_run(
     """Check the run, build its model from the seed and put the data on the device. The process-wide
     switches are the command's (`runtime.configure_process`)."""
     device = choose_device(config.device)
-    check_run(config, dataset, partition, device)
     model = build_model(config.model, dataset.info, config.seed).to(device)
+    strategy, system, world = checked_parts(config, dataset, partition, device, state_bytes(model))
     images = normalize(dataset.train_images.to(device), dataset.info)
     labels = dataset.train_labels.to(device)
     trainer = trainer or trainer_class(config.trainer, device)(model, images, labels, LocalSettings.of(config))
-    strategy, system = make_strategy(config), ClientSystem.draw(config, partition.num_clients, state_bytes(model))
-    check_deadline(strategy, system, partition.sizes)
     return RunContext(
         config,
         run_identity(config, dataset.info.name, partition_sha256),
@@ -112,5 +109,5 @@ def prepare_run(
         partition.sizes,
         [torch.from_numpy(partition.client_indices(c)).to(device) for c in range(partition.num_clients)],
         system,
-        World.of(config, partition.num_clients),
+        world,
     )

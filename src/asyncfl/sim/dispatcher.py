@@ -31,6 +31,7 @@ class Dispatcher:
         self.context, self.state, self.buffer, self.check = context, state, buffer, check
         self.in_flight = np.zeros(len(context.sizes), dtype=np.int64)
         self.events = EventQueue()
+        self.desk = CheckInDesk(self)
         self.wakeups: set[float] = set()
 
     def candidates(self) -> np.ndarray:
@@ -71,10 +72,7 @@ class Dispatcher:
     def wake_when_online(self) -> None:
         comes_online = self.context.world.next_online(self.candidates(), self.state.now)
         if comes_online == NEVER and not self.state.outstanding:
-            raise InputError(
-                f"no client is online after virtual time {self.state.now!r} (an availability trace that ends?); "
-                "extend the trace, or set max_virtual_time before its end"
-            )
+            no_client_online(self.state.now)
         if comes_online not in self.wakeups and comes_online != NEVER:
             self.wakeups.add(comes_online)
             self.events.at(Event(comes_online, Kind.WAKE))
@@ -139,7 +137,7 @@ class Dispatcher:
         self.state.now = event.time
         self.wakeups.discard(event.time)
         if event.kind == Kind.CHECK_IN:
-            CheckInDesk(self).serve(event)
+            self.desk.serve(event)
         else:
             self.request(0)
 
@@ -179,11 +177,16 @@ class CheckInDesk:
                 now if self.world.availability is None else self.world.next_online(self.dispatcher.candidates(), now)
             )
         if arrival == NEVER and online == NEVER:
-            raise InputError(
-                f"no client is online after virtual time {now!r} (an availability trace that ends?); "
-                "extend the trace, or set max_virtual_time before its end"
-            )
+            no_client_online(now)
         return self.checkins.first_after(index, arrival, online)
+
+
+def no_client_online(now: float) -> None:
+    """The run waits for a client that will never come: one line instead of a hang."""
+    raise InputError(
+        f"no client is online after virtual time {now!r} (an availability trace that ends?); "
+        "extend the trace, or set max_virtual_time before its end"
+    )
 
 
 def next_job(context: RunContext, state: SimulationState, client: int, updates: int) -> Job:

@@ -151,7 +151,7 @@ class TrainConfig:
     slow_factor: float = setting(10.0, lowest=POSITIVE, at_most=1e6)
     # -- the clients' links (project's choice, off by default: docs/design.md "The clients' world"):
     # downlink bandwidth in Mbit/s, the median over clients (null: transfers take no time)
-    # (at least 1 bit/s; a run whose slowest transfer would outlast MAX_PHASE_SECONDS is refused as it starts)
+    # (at least 1 bit/s; a run whose slowest transfer would outlast network.MAX_TRANSFER_SECONDS is refused)
     bandwidth_median: float | None = setting(None, lowest=POSITIVE, at_most=1e9, at_least=1e-6)
     bandwidth_sigma: float = setting(0.5, lowest=NON_NEGATIVE, at_most=10.0)  # σ of its lognormal spread
     upload_fraction: float = setting(0.25, lowest=UNIT_INTERVAL, at_least=1e-6)  # uplink = this × downlink
