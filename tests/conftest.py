@@ -26,11 +26,10 @@ RUN_METRICS_GLOBS = ("results/*/runs/*/*/*/metrics.csv", "results/*/severities/*
 
 def figure_names(config: dict, experiment: str) -> list[str]:
     """The figures the workflow draws of every experiment of `config`, as the layout names them."""
-    from asyncfl.spec.layout import STRAGGLER_FIGURE, experiment_figures
+    from asyncfl.spec.catalogue import Scope, scope_figures
 
-    if config["experiments"][experiment].get("severities"):
-        return [STRAGGLER_FIGURE.name]
-    return [figure.name for figure in experiment_figures(config["reference_J"])]
+    scope = Scope.SEVERITY_SWEEP if config["experiments"][experiment].get("severities") else Scope.EXPERIMENT
+    return [figure.name for figure in scope_figures(scope, config["reference_J"])]
 
 
 def skip_unless(condition: bool, reason: str) -> None:

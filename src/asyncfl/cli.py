@@ -14,10 +14,10 @@ from asyncfl.data.loading import prepare_dataset
 from asyncfl.data.partition import DirichletSplit, Subset, make_partition
 from asyncfl.files import write_json
 from asyncfl.runs.archive import archive_from_configs, fetch_record
+from asyncfl.spec.catalogue import CATALOGUE, Scope
 from asyncfl.spec.config import load_config, make_config, system_model_help, with_paths_from
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, check_output, read_input
-from asyncfl.spec.layout import EMULATION_FIGURES
 from asyncfl.spec.names import ALGORITHMS, DATASETS, DEVICES, MODELS
 
 if TYPE_CHECKING:
@@ -366,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     figures.add_argument("--out", type=Path, required=True)
     figures.add_argument(
         "--emulation",
-        choices=[figure.name for figure in EMULATION_FIGURES],
+        choices=[figure.name for figure in CATALOGUE if figure.scope == Scope.EMULATION],
         help="draw only this figure of the paper's code as it ran beside the algorithms as described "
         "(needs the runs it compares)",
     )

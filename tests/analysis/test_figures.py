@@ -12,9 +12,9 @@ from asyncfl.analysis.gradient_panels import fitted_slope
 from asyncfl.analysis.panels import participation_table
 from asyncfl.runs.logs import EVENTS_COLUMNS, METRICS_COLUMNS
 from asyncfl.runs.record import FORMAT_KEY, RUN_FOLDER_FORMAT
+from asyncfl.spec.catalogue import CATALOGUE, Scope, scope_figures
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import sealed
-from asyncfl.spec.layout import AS_CODED_FIGURE, SAMPLING_VARIANCE_FIGURE, experiment_figures
 from conftest import REPO
 
 METRICS = ",".join(METRICS_COLUMNS) + "\n"
@@ -87,9 +87,9 @@ def runs(tmp_path):
 
 def test_every_figure_as_png_and_pdf(runs):
     written = draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny")
-    expected = {f"{figure.name}.{ext}" for figure in experiment_figures(5) for ext in ("png", "pdf")}
+    expected = {f"{figure.name}.{ext}" for figure in scope_figures(Scope.EXPERIMENT, 5) for ext in ("png", "pdf")}
     assert {p.name for p in written} == expected
-    for figure in experiment_figures(5):  # every panel drew data: colour, where empty axes are grey
+    for figure in scope_figures(Scope.EXPERIMENT, 5):  # every panel drew data: colour, where empty axes are grey
         assert coloured_share(runs / "figures" / f"{figure.name}.png", figure.panels) > 0.002, figure.name
 
 
@@ -104,9 +104,9 @@ def coloured_share(png, panels: int) -> float:
 
 
 def test_the_as_coded_figure_needs_an_as_coded_run(runs):
-    emulation = AS_CODED_FIGURE.name
+    emulation = "as_coded_vs_described"
     written = draw_figures(run_folders(runs), [runs / "stats.json"], 5, runs / "figures", "tiny", emulation)
-    assert {p.name for p in written} == {f"{AS_CODED_FIGURE.name}.png", f"{AS_CODED_FIGURE.name}.pdf"}
+    assert {p.name for p in written} == {f"{emulation}.png", f"{emulation}.pdf"}
     without = [folder for folder in run_folders(runs) if "afl_as_coded" not in folder.parts]
     with pytest.raises(InputError, match="no afl_as_coded run with J = 5"):
         draw_figures(without, [runs / "stats.json"], 5, runs / "figures", "tiny", emulation)
@@ -185,12 +185,28 @@ def test_updates_axis_counts_the_client_updates_aggregated(runs):
     assert run.updates.tolist() == [2 * r for r in run["round"]]  # two events per round in the fixture
 
 
-def test_every_figure_has_its_report_caption():
-    """The registry names a caption for each figure; the workflow's report reads it from there."""
-    figures = [*experiment_figures(5), AS_CODED_FIGURE, SAMPLING_VARIANCE_FIGURE]
-    assert len({figure.name for figure in figures}) == len(figures)
-    for figure in figures:
-        assert (REPO / "workflow/report" / f"{figure.caption}.rst").is_file(), figure.name
+def test_every_registered_figure_has_its_caption_its_drawer_and_its_documentation():
+    """One catalogue entry registers a figure: its caption, its drawer and its outputs.md line are found by
+    its key, and no drawer is left without an entry."""
+    import inspect
+
+    from asyncfl.analysis import drawers
+
+    keys = [figure.key for figure in CATALOGUE]
+    assert len(set(keys)) == len(keys)
+    outputs = (REPO / "docs/outputs.md").read_text()
+    for figure in CATALOGUE:
+        assert (REPO / "workflow/report" / f"{figure.key}.rst").is_file(), figure.key
+        assert f"`{figure.key}" in outputs, figure.key
+    drawn = {figure.key for figure in CATALOGUE if figure.scope in (Scope.EXPERIMENT, Scope.EMULATION)}
+    functions = {
+        name
+        for name, function in inspect.getmembers(drawers, inspect.isfunction)
+        if function.__module__ == drawers.__name__
+    }
+    assert functions == drawn
+    for key in drawn:
+        assert list(inspect.signature(getattr(drawers, key)).parameters) == ["axes", "drawing"], key
 
 
 def test_a_run_moved_into_another_runs_folder_is_refused(runs):

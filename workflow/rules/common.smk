@@ -8,7 +8,7 @@ from pathlib import Path
 # The package's light modules (configuration, file layout) plan the DAG; rules run its CLI.
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
-from asyncfl.spec.config import with_numbers
+from asyncfl.spec.yaml_files import with_numbers
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import (
     NAME,
@@ -28,7 +28,6 @@ from asyncfl.spec.layout import (
     ARCHIVE_DIR,
     ARCHIVE_FILES,
     DATA_DIR,
-    EMULATION_FIGURES,
     EVENTS,
     FIGURE,
     METRICS,
@@ -38,12 +37,10 @@ from asyncfl.spec.layout import (
     RUN_FOLDER,
     RUN_RECORD,
     RUN_SUMMARY,
-    SAMPLING_VARIANCE_FIGURE,
     SEVERITY_RUN_FOLDER,
-    STRAGGLER_FIGURE,
     TRAIN_PLAN,
-    experiment_figures,
 )
+from asyncfl.spec.catalogue import Scope, scope_figures, one_figure
 from asyncfl.spec.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -84,7 +81,11 @@ REFERENCE_J = config["reference_J"]
 # What every job that trains or probes a model asks for, besides its runtime
 TRAIN_THREADS = config["resources"]["train"]["threads"]
 TRAIN_RESOURCES = {key: config["resources"]["train"][key] for key in ("gpu", "mem_mb")}
-FIGURES = experiment_figures(REFERENCE_J)
+# The figures each rule draws (asyncfl.spec.catalogue)
+FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)
+EMULATION_FIGURES = scope_figures(Scope.EMULATION, REFERENCE_J)
+STRAGGLER_FIGURE = one_figure(Scope.SEVERITY_SWEEP)
+SAMPLING_VARIANCE_FIGURE = one_figure(Scope.THEORY)
 ARCHIVE = [f"{ARCHIVE_DIR}/{name}" for name in ARCHIVE_FILES]
 # Which runs exist, the jobs that train them and each experiment's figures (asyncfl.spec.plan): the
 # functions below only look them up for the rules.
@@ -216,10 +217,10 @@ def run_files(name, files=RUN_FILES):
 
 
 def figure_png(figure):
-    """A figure's PNG, in the report with its caption (asyncfl.spec.layout.Figure)."""
+    """A figure's PNG, in the report with its caption (asyncfl.spec.catalogue.Figure)."""
     return report(
         FIGURE.format(experiment="{experiment}", name=figure.name) + ".png",
-        caption=f"../report/{figure.caption}.rst",
+        caption=f"../report/{figure.key}.rst",
         category="{experiment}",
         labels={"figure": figure.name},
     )

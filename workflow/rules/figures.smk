@@ -21,7 +21,7 @@ rule figures:
 
 
 # The figures of the paper's code as it ran beside the algorithms as described, each drawn where the
-# experiment runs every algorithm it compares (asyncfl.spec.layout.EMULATION_FIGURES).
+# experiment runs every algorithm it compares (asyncfl.spec.catalogue, Scope.EMULATION).
 for emulation in EMULATION_FIGURES:
 
     rule:

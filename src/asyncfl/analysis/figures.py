@@ -9,6 +9,7 @@ global model's test metrics stand beside it.
 """
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -20,43 +21,15 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from asyncfl.analysis.gradient_panels import gradient_norms  # noqa: E402
-from asyncfl.analysis.panels import (  # noqa: E402
-    SERVER_LOSS,
-    UPDATES,
-    VIRTUAL_TIME,
-    algorithms_compared,
-    as_coded_vs_described,
-    as_published,
-    by_algorithm,
-    client_selection,
-    on_time_grid,
-    participation,
-    participation_sweep,
-    partition_heatmap,
-    server_loss,
-    staleness_distribution,
-    test_metrics,
-)
-from asyncfl.analysis.timeline import system_timeline  # noqa: E402
+from asyncfl.analysis import drawers  # noqa: E402
+from asyncfl.analysis.drawers import Drawing  # noqa: E402
 from asyncfl.files import atomic_path, sha256  # noqa: E402
 from asyncfl.runs.record import check_run_identity, verify_run_files  # noqa: E402
+from asyncfl.spec.catalogue import Figure, Scope, one_figure, scope_figures  # noqa: E402
 from asyncfl.spec.config import SETTING_READERS, SYSTEM_MODEL  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads  # noqa: E402
-from asyncfl.spec.layout import (  # noqa: E402
-    AS_CODED_FIGURE,
-    AS_PUBLISHED_FIGURE,
-    EMULATION_FIGURES,
-    EVENTS,
-    METRICS,
-    NPZ_HASH,
-    RUN_DIR,
-    RUN_LOGS,
-    SAMPLING_VARIANCE_FIGURE,
-    Figure,
-    experiment_figures,
-)
+from asyncfl.spec.layout import EVENTS, METRICS, NPZ_HASH, RUN_DIR, RUN_LOGS  # noqa: E402
 from asyncfl.spec.names import base_algorithm  # noqa: E402
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
@@ -198,9 +171,9 @@ def draw_figures(
     title: str,
     emulation: str | None = None,
 ) -> list[Path]:
-    """Draw every figure as PNG (300 dpi) and PDF into `out` (with `emulation`, only that figure of the
-    paper's code as it ran beside the algorithms as described, `layout.EMULATION_FIGURES`); return the
-    paths written."""
+    """Draw every figure of an experiment as PNG (300 dpi) and PDF into `out` (with `emulation`, only
+    that figure of the paper's code as it ran beside the algorithms as described, `Scope.EMULATION`);
+    return the paths written."""
     sns.set_theme(
         context="paper", style="whitegrid", font_scale=0.9, rc={"legend.fontsize": "small", "legend.framealpha": 0.8}
     )
@@ -208,48 +181,16 @@ def draw_figures(
         raise InputError("no run folders given; pass them as --runs results/EXPERIMENT/runs/*/J*/seed*")
     stats, partitions = load_partitions(partition_stats)
     loaded = load_runs(runs, partitions)
-    metrics, events, dispatches = loaded.metrics, loaded.events, loaded.dispatches
-    ref_metrics, ref_events = metrics[reference_j == metrics.J], events[reference_j == events.J]
-    afl = ref_metrics[ref_metrics.algorithm == "afl"]
-    if afl.empty:
+    drawing = Drawing(loaded.metrics, loaded.dispatches, loaded.records, stats, reference_j)
+    if "afl" not in set(drawing.reference.algorithm):
         raise InputError(
             f"no AFL run with J = {reference_j} among --runs; the figures compare against it: add one, "
             "or set --reference-j to a J that AFL ran"
         )
-    first_seed = int(afl.seed.min())  # the system timeline's runs: the reference J's, of AFL's first seed
-    timeline_records = {a: loaded.records[a, j, s] for a, j, s in loaded.records if (j, s) == (reference_j, first_seed)}
-    timeline_dispatches = dispatches[(reference_j == dispatches.J) & (dispatches.seed == first_seed)]
-    drawers = {
-        f"server_loss_J{reference_j}": lambda ax: server_loss(ax, afl),
-        f"client_selection_J{reference_j}": lambda ax: client_selection(ax, ref_events, stats["clients"]),
-        "participation_sweep": lambda ax: participation_sweep(ax, metrics[metrics.algorithm == "afl"]),
-        f"participation_J{reference_j}": lambda ax: participation(ax, ref_events),
-        "afl_vs_sync": lambda ax: by_algorithm(
-            ax, ref_metrics[ref_metrics.algorithm.isin(["afl", "sync"])], "updates", "train_loss", UPDATES, SERVER_LOSS
-        ),
-        "test_metrics_updates": lambda axes: test_metrics(axes, ref_metrics, "updates", UPDATES),
-        "test_metrics_time": lambda axes: test_metrics(axes, on_time_grid(ref_metrics), "virtual_time", VIRTUAL_TIME),
-        "staleness_distribution": lambda ax: staleness_distribution(ax, ref_events),
-        "partition_heatmap": lambda ax: partition_heatmap(ax, stats),
-        "algorithms_compared": lambda axes: algorithms_compared(axes, ref_metrics),
-        "gradient_norm": lambda axes: gradient_norms(axes, ref_metrics, reference_j),
-        "system_timeline": lambda axes: system_timeline(
-            axes,
-            timeline_dispatches,
-            ref_metrics[ref_metrics.seed == first_seed],
-            timeline_records,
-            reference_j,
-            stats["clients"],
-        ),
-        AS_CODED_FIGURE.name: lambda axes: as_coded_vs_described(axes, ref_metrics),
-        AS_PUBLISHED_FIGURE.name: lambda axes: as_published(axes, ref_metrics),
-    }
-    registered = [*experiment_figures(reference_j), *EMULATION_FIGURES]
-    if set(drawers) != {figure.name for figure in registered}:  # layout's registry and these drawers agree
-        raise RuntimeError(f"figures registered {sorted(f.name for f in registered)}, drawn {sorted(drawers)}")
-    figures = [f for f in EMULATION_FIGURES if f.name == emulation] or experiment_figures(reference_j)
+    emulations = scope_figures(Scope.EMULATION, reference_j)
+    figures = [f for f in emulations if f.name == emulation] or scope_figures(Scope.EXPERIMENT, reference_j)
     for algorithm in figures[0].compares if emulation else ():
-        if algorithm not in set(ref_metrics.algorithm):
+        if algorithm not in set(drawing.reference.algorithm):
             raise InputError(f"no {algorithm} run with J = {reference_j} among --runs; add one to draw {emulation}")
     written = []
     for figure in figures:
@@ -257,7 +198,8 @@ def draw_figures(
         if len(heading) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * figure.panels:  # it would be cut at the edges
             heading = f"{title}:\n{figure.title}"
         height = figure.height + figure.height_per_client * stats["clients"]
-        written += save_figure(drawers[figure.name], figure, height, heading, Path(out) / figure.name)
+        draw = partial(getattr(drawers, figure.key), drawing=drawing)  # the drawer named by the figure's key
+        written += save_figure(draw, figure, height, heading, Path(out) / figure.name)
     return written
 
 
@@ -296,5 +238,5 @@ def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> list[P
         ax.text(0.02, 0.03, "J = C without replacement: 0 (off the log axis)", transform=ax.transAxes, fontsize=5)
         ax.legend(fontsize="x-small")
 
-    figure = SAMPLING_VARIANCE_FIGURE
+    figure = one_figure(Scope.THEORY)
     return save_figure(draw, figure, figure.height, f"{title}: {figure.title}", Path(out) / figure.name)

@@ -23,9 +23,9 @@ from matplotlib.axes import Axes  # noqa: E402
 from asyncfl.analysis.figures import load_partitions, load_runs, save_figure  # noqa: E402
 from asyncfl.analysis.panels import ALGORITHM_COLOURS  # noqa: E402
 from asyncfl.files import atomic_path  # noqa: E402
+from asyncfl.spec.catalogue import Scope, one_figure  # noqa: E402
 from asyncfl.spec.config import applies  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
-from asyncfl.spec.layout import STRAGGLER_FIGURE  # noqa: E402
 from asyncfl.spec.names import ALGORITHMS, base_algorithm  # noqa: E402
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -204,7 +204,7 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     table = claim_table(runs, partition_stats, settings, target, budget)
     means, severities = summary(table), list(settings)
-    figure = STRAGGLER_FIGURE
+    figure = one_figure(Scope.SEVERITY_SWEEP)
     stem = Path(out) / figure.name
     written = save_figure(
         lambda axes: draw_claim(axes, means, severities, target, budget), figure, figure.height,

@@ -16,10 +16,11 @@ import numpy as np
 import torch
 
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
-from asyncfl.spec.config import make_config, read_yaml
+from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import experiment_runs, run_settings
 from asyncfl.spec.names import ASYNCHRONOUS, MODELS, base_algorithm
+from asyncfl.spec.yaml_files import read_yaml
 
 CLIENTS, PER_ROUND, EPOCHS = 10, 5, 10
 

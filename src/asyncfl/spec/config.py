@@ -1,20 +1,17 @@
 """The settings of one training run: the paper's defaults, overridden by a YAML file and the command line."""
 
 import dataclasses
-import math
 import os
-import re
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import read_input
 from asyncfl.spec.names import (
     ALGORITHMS,
     ASYNCHRONOUS,
@@ -25,6 +22,8 @@ from asyncfl.spec.names import (
     TRAINERS,
     UPDATES_PER_ROUND,
 )
+from asyncfl.spec.rules import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Group, setting
+from asyncfl.spec.yaml_files import read_yaml
 
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
 DISTRIBUTIONS = ("lognormal", "constant")
@@ -33,48 +32,6 @@ AVAILABILITY_MODELS = ("always", "exponential", "lognormal", "trace")
 ARRIVAL_PROCESSES = ("closed", "poisson")
 
 
-@dataclass(frozen=True)
-class Rule:
-    """What values a key accepts beyond its type: one of `choices`, or a number in a range."""
-
-    choices: tuple[str, ...] = ()
-    lowest: str = ""  # "> 0", "≥ 0" or "(0, 1]"
-    at_most: float | None = None  # far beyond any real experiment: past it a run would exhaust memory,
-    # overflow its virtual clock to inf or never end, instead of failing here with the key named
-    at_least: float | None = None  # likewise below: a bandwidth of 1e-300 would make a transfer last 1e305 s
-
-    def check(self, key: str, value: Any, source: str) -> None:
-        if value is None:
-            return
-        if self.choices and value not in self.choices:
-            raise InputError(f"{source}: {key} must be one of {', '.join(self.choices)}, got {value!r}")
-        if self.lowest and (not math.isfinite(value) or value < 0 or (value == 0 and self.lowest != "≥ 0")):
-            rule = "≥ 0" if self.lowest == "≥ 0" else "> 0"
-            raise InputError(f"{source}: {key} must be a finite number {rule}, got {value!r}")
-        if self.lowest == "(0, 1]" and value > 1:
-            raise InputError(f"{source}: {key} must be in (0, 1], got {value!r}")
-        if self.at_most is not None and value > self.at_most:
-            limit = self.at_most if isinstance(self.at_most, int) else f"{self.at_most:g}"
-            raise InputError(f"{source}: {key} must be ≤ {limit}, got {value!r}")
-        if self.at_least is not None and value < self.at_least:
-            raise InputError(f"{source}: {key} must be ≥ {self.at_least:g}, got {value!r}")
-
-
-def setting(
-    default: Any,
-    choices: tuple[str, ...] = (),
-    lowest: str = "",
-    at_most: float | None = None,
-    read_by: tuple[str, ...] = (),
-    at_least: float | None = None,
-) -> Any:
-    """A config key: its default, its `Rule` and, for a key only some algorithms read, those algorithms
-    (`read_by`; empty: every algorithm), on the field itself, so a new key is one line."""
-    rule = Rule(choices, lowest, at_most, at_least)
-    return field(default=default, metadata={"rule": rule, "read_by": read_by})
-
-
-POSITIVE, NON_NEGATIVE, UNIT_INTERVAL = "> 0", "≥ 0", "(0, 1]"
 # Algorithms that read the learning-rate clock settings: AFL as coded has its own (t = epoch, d = 2 s)
 SCHEDULED = tuple(name for name in ALGORITHMS if name != "afl_as_coded")
 MANY = 1 << 24  # an upper bound for counts of clients and samples
@@ -89,129 +46,136 @@ class TrainConfig:
     config/README.md has the full table."""
 
     # -- what runs
-    algorithm: str = setting("afl", tuple(ALGORITHMS))
-    model: str = setting("cnn", tuple(MODELS))
-    clients_per_round: int = setting(5, lowest=POSITIVE, at_most=MANY)  # J; afl aggregates every J arrivals
+    algorithm: str = setting(Group.RUN, "afl", tuple(ALGORITHMS))
+    model: str = setting(Group.RUN, "cnn", tuple(MODELS))
+    clients_per_round: int = setting(Group.RUN, 5, lowest=POSITIVE, at_most=MANY)  # J; afl aggregates every J arrivals
     # (paper: 5 of 10 in its comparisons)
-    rounds: int = setting(1000, lowest=POSITIVE, at_most=100_000_000)  # server aggregations
-    local_epochs: int = setting(10, lowest=POSITIVE, at_most=100_000)  # I (paper)
-    seed: int = setting(0, lowest=NON_NEGATIVE, at_most=MAX_SEED)
+    rounds: int = setting(Group.RUN, 1000, lowest=POSITIVE, at_most=100_000_000)  # server aggregations
+    local_epochs: int = setting(Group.RUN, 10, lowest=POSITIVE, at_most=100_000)  # I (paper)
+    seed: int = setting(Group.RUN, 0, lowest=NON_NEGATIVE, at_most=MAX_SEED)
     # -- local training
-    batch_size: int = setting(64, lowest=POSITIVE, at_most=MANY)  # paper
-    optimizer: str = setting("adam", OPTIMIZERS)  # or "sgd" (paper: Adam)
-    gamma0: float = setting(1e-3, lowest=POSITIVE)  # γ0 of γ = γ0 / (√(t+1)·(1 + α_lr·d_c)) (paper)
-    alpha_lr: float = setting(0.01, lowest=NON_NEGATIVE)  # paper
+    batch_size: int = setting(Group.LOCAL, 64, lowest=POSITIVE, at_most=MANY)  # paper
+    optimizer: str = setting(Group.LOCAL, "adam", OPTIMIZERS)  # or "sgd" (paper: Adam)
+    gamma0: float = setting(Group.LOCAL, 1e-3, lowest=POSITIVE)  # γ0 of γ = γ0 / (√(t+1)·(1 + α_lr·d_c)) (paper)
+    alpha_lr: float = setting(Group.LOCAL, 0.01, lowest=NON_NEGATIVE)  # paper
     # t of γ at dispatch: "round", the server round (paper); "equivalent_round", client updates aggregated
     # / J, which counts the same for every algorithm (project's choice, where algorithms are compared;
     # equal to "round" for afl and sync); "epoch", the local epoch (the paper's reference code)
-    lr_time: str = setting("round", LR_CLOCKS, read_by=SCHEDULED)
+    lr_time: str = setting(Group.LOCAL, "round", LR_CLOCKS, read_by=SCHEDULED)
     # d_c = the dispatch's whole duration (transfers included), or the latency only
-    lr_delay: str = setting("duration", ("duration", "latency"), read_by=SCHEDULED)
+    lr_delay: str = setting(Group.LOCAL, "duration", ("duration", "latency"), read_by=SCHEDULED)
     # -- the server's aggregation. s(τ): constant | inverse | polynomial | hinge. Project's choice: the
     # paper's §V weights by size only (constant), which config/config.yaml sets for the paper's experiments
-    staleness: str = setting("polynomial", STALENESS_FUNCTIONS, read_by=ASYNCHRONOUS)
+    staleness: str = setting(Group.SERVER, "polynomial", STALENESS_FUNCTIONS, read_by=ASYNCHRONOUS)
     # project's choice (the paper gives no value)
-    staleness_a: float = setting(0.5, lowest=NON_NEGATIVE, read_by=ASYNCHRONOUS)
-    staleness_b: float = setting(4.0, lowest=NON_NEGATIVE, read_by=ASYNCHRONOUS)  # hinge threshold (project's)
+    staleness_a: float = setting(Group.SERVER, 0.5, lowest=NON_NEGATIVE, read_by=ASYNCHRONOUS)
+    # hinge threshold (project's)
+    staleness_b: float = setting(Group.SERVER, 4.0, lowest=NON_NEGATIVE, read_by=ASYNCHRONOUS)
     # M clients in flight (afl, fedasync, fedbuff); default J (project's reading)
-    concurrency: int | None = setting(None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
+    concurrency: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
     # K arrivals per fedbuff aggregation; default J
-    buffer_size: int | None = setting(None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff",))
+    buffer_size: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff",))
     # β of afl: θ ← (1−β)θ + β·aggregate (paper: the aggregate replaces θ)
-    mixing: float = setting(1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
-    fedasync_alpha: float = setting(0.6, lowest=UNIT_INTERVAL, read_by=("fedasync",))  # α of α_t = α·s(τ)
-    server_lr: float = setting(1.0, lowest=POSITIVE, read_by=("fedbuff",))  # η_g of fedbuff
-    patience: int = setting(10, lowest=POSITIVE, at_most=100_000)  # early stopping on the client's epoch loss
+    mixing: float = setting(Group.SERVER, 1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
+    fedasync_alpha: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL, read_by=("fedasync",))  # α of α_t = α·s(τ)
+    server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff",))  # η_g of fedbuff
+    # early stopping on the client's epoch loss
+    patience: int = setting(Group.LOCAL, 10, lowest=POSITIVE, at_most=100_000)
     # μ of FedProx's μ/2‖θ − θ_start‖² in every client's objective (0: none; paper: none)
-    prox_mu: float = setting(0.0, lowest=NON_NEGATIVE, at_most=1e6)
+    prox_mu: float = setting(Group.LOCAL, 0.0, lowest=NON_NEGATIVE, at_most=1e6)
     # stop when ‖θ_{v+1} − θ_v‖ ≤ κ over parameters only; 0 disables (paper gives no κ)
-    kappa: float = setting(0.0, lowest=NON_NEGATIVE)
+    kappa: float = setting(Group.ENDING, 0.0, lowest=NON_NEGATIVE)
     # rounds between test evaluations of the global model (and the last round)
-    eval_every: int = setting(1, lowest=POSITIVE)
+    eval_every: int = setting(Group.EVALUATION, 1, lowest=POSITIVE)
     # or: evaluate at the first aggregation at or past every multiple of this many client updates, so
     # algorithms whose rounds cost different updates are evaluated at the same update counts (the
     # workflow sets it for the runs that compare algorithms: eval_every × reference_J)
-    eval_every_updates: int | None = setting(None, lowest=POSITIVE, at_most=100_000_000)
+    eval_every_updates: int | None = setting(Group.EVALUATION, None, lowest=POSITIVE, at_most=100_000_000)
     # each evaluation also computes the global model's full training loss and ‖∇L‖² (the gradient_norm
     # figure; most of an evaluation's cost on small test sets); false: the test metrics only
-    eval_gradient: bool = True
-    replacement: bool = False  # sample clients with replacement (paper: without)
+    eval_gradient: bool = setting(Group.EVALUATION, True)
+    replacement: bool = setting(Group.SERVER, False)  # sample clients with replacement (paper: without)
     # -- the clients' system (project's choice: the paper gives no delay model)
-    speed_distribution: str = setting("lognormal", DISTRIBUTIONS)  # per-client compute speed, median 1
-    speed_sigma: float = setting(0.5, lowest=NON_NEGATIVE, at_most=10.0)
-    latency_distribution: str = setting("lognormal", DISTRIBUTIONS)  # per-client network latency
-    latency_median: float = setting(1.0, lowest=NON_NEGATIVE, at_most=1e9)  # virtual seconds
-    latency_sigma: float = setting(0.5, lowest=NON_NEGATIVE, at_most=10.0)
+    speed_distribution: str = setting(Group.WORLD, "lognormal", DISTRIBUTIONS)  # per-client compute speed, median 1
+    speed_sigma: float = setting(Group.WORLD, 0.5, lowest=NON_NEGATIVE, at_most=10.0)
+    latency_distribution: str = setting(Group.WORLD, "lognormal", DISTRIBUTIONS)  # per-client network latency
+    latency_median: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=1e9)  # virtual seconds
+    latency_sigma: float = setting(Group.WORLD, 0.5, lowest=NON_NEGATIVE, at_most=10.0)
     # virtual compute seconds per sample-epoch at speed 1
-    seconds_per_sample: float = setting(0.001, lowest=NON_NEGATIVE, at_most=1e6)
-    jitter_sigma: float = setting(0.0, lowest=NON_NEGATIVE, at_most=10.0)  # per-dispatch lognormal jitter
+    seconds_per_sample: float = setting(Group.WORLD, 0.001, lowest=NON_NEGATIVE, at_most=1e6)
+    jitter_sigma: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=10.0)  # per-dispatch lognormal jitter
     # a heavy tail: ⌈slow_fraction·C⌉ clients, drawn at random (their own stream), compute slow_factor
     # times slower than their drawn speed (off by default; 10×: "a few clients 10× slower")
-    slow_fraction: float = setting(0.0, lowest=NON_NEGATIVE, at_most=1.0)
-    slow_factor: float = setting(10.0, lowest=POSITIVE, at_most=1e6)
+    slow_fraction: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=1.0)
+    slow_factor: float = setting(Group.WORLD, 10.0, lowest=POSITIVE, at_most=1e6)
     # -- the clients' links (project's choice, off by default: docs/design.md "The clients' world"):
     # downlink bandwidth in Mbit/s, the median over clients (null: transfers take no time)
     # (at least 1 bit/s; a run whose slowest transfer would outlast network.MAX_TRANSFER_SECONDS is refused)
-    bandwidth_median: float | None = setting(None, lowest=POSITIVE, at_most=1e9, at_least=1e-6)
-    bandwidth_sigma: float = setting(0.5, lowest=NON_NEGATIVE, at_most=10.0)  # σ of its lognormal spread
-    upload_fraction: float = setting(0.25, lowest=UNIT_INTERVAL, at_least=1e-6)  # uplink = this × downlink
-    bandwidth_follows_speed: bool = False  # slow devices on slow links: the bandwidth factor is the speed
+    bandwidth_median: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e9, at_least=1e-6)
+    bandwidth_sigma: float = setting(Group.WORLD, 0.5, lowest=NON_NEGATIVE, at_most=10.0)  # σ of its lognormal spread
+    upload_fraction: float = setting(Group.WORLD, 0.25, lowest=UNIT_INTERVAL, at_least=1e-6)  # uplink = this × downlink
+    # slow devices on slow links: the bandwidth factor is the speed
+    bandwidth_follows_speed: bool = setting(Group.WORLD, False)
     # -- the clients' availability and arrivals (project's choice, off by default: docs/design.md "The
     # clients' world"): online/offline periods drawn per client (exponential or lognormal) or read from a
     # trace CSV (client,start,end online periods); a client offline before its upload completes drops the job
-    availability: str = setting("always", AVAILABILITY_MODELS)
+    availability: str = setting(Group.WORLD, "always", AVAILABILITY_MODELS)
     # mean online and offline periods, virtual seconds (at least a millisecond: periods far below a
     # dispatch only lose every dispatch, and below the clock's resolution they cannot be told apart)
-    online_mean: float = setting(60.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
-    offline_mean: float = setting(20.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
-    availability_sigma: float = setting(1.0, lowest=NON_NEGATIVE, at_most=10.0)  # σ of lognormal periods
-    availability_trace: str | None = None  # the trace CSV's path, for availability: trace
-    failure_probability: float = setting(0.0, lowest=NON_NEGATIVE, at_most=0.99)  # per dispatch: no result
+    online_mean: float = setting(Group.WORLD, 60.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
+    offline_mean: float = setting(Group.WORLD, 20.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
+    availability_sigma: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=10.0)  # σ of lognormal periods
+    availability_trace: str | None = setting(Group.WORLD, None)  # the trace CSV's path, for availability: trace
+    failure_probability: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=0.99)  # per dispatch: no result
     # closed: M clients in flight, a new dispatch per arrival; poisson: clients check in at rate
     # checkin_rate per virtual second and are dispatched while fewer than M are in flight
-    arrivals: str = setting("closed", ARRIVAL_PROCESSES, read_by=ASYNCHRONOUS)
+    arrivals: str = setting(Group.WORLD, "closed", ARRIVAL_PROCESSES, read_by=ASYNCHRONOUS)
     # (at most 1e4 a virtual second: far beyond a real population's, and turned-away check-ins are skipped
     # over in chunks of draws, so a higher rate would only cost draws)
-    checkin_rate: float | None = setting(None, lowest=POSITIVE, at_most=1e4, read_by=ASYNCHRONOUS)
+    checkin_rate: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e4, read_by=ASYNCHRONOUS)
     # -- stragglers (project's choice, off by default: docs/design.md "Stragglers"). Synchronous rounds as
     # production FL runs them (Bonawitz et al. 2019): dispatch ⌈J·(1 + over_selection)⌉ clients and
     # aggregate the first J arrivals (0.3: their "130 %", FedScale's overcommitment 1.3); end a round at
     # round_deadline virtual seconds after it starts with what arrived, or abandon it below
     # ⌈min_report_fraction·J⌉ reports (the model unchanged). Late results are discarded.
-    over_selection: float = setting(0.0, lowest=NON_NEGATIVE, at_most=1000.0, read_by=("sync",))
-    round_deadline: float | None = setting(None, lowest=POSITIVE, at_most=1e9, read_by=("sync",))
-    min_report_fraction: float = setting(0.8, lowest=UNIT_INTERVAL, read_by=("sync",))
+    over_selection: float = setting(Group.STRAGGLERS, 0.0, lowest=NON_NEGATIVE, at_most=1000.0, read_by=("sync",))
+    round_deadline: float | None = setting(Group.STRAGGLERS, None, lowest=POSITIVE, at_most=1e9, read_by=("sync",))
+    min_report_fraction: float = setting(Group.STRAGGLERS, 0.8, lowest=UNIT_INTERVAL, read_by=("sync",))
     # Asynchronous updates staler than max_staleness versions (FedScale's max_staleness, FLSim's) are
     # dropped (rejected, never aggregated) or kept with their staleness weight s(τ) and counted
-    max_staleness: int | None = setting(None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
-    stale_updates: str = setting("drop", ("drop", "keep"), read_by=ASYNCHRONOUS)
+    max_staleness: int | None = setting(Group.STRAGGLERS, None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
+    stale_updates: str = setting(Group.STRAGGLERS, "drop", ("drop", "keep"), read_by=ASYNCHRONOUS)
     # -- when the run ends, and its checkpoints
     # stop at the first aggregation at or after this time
-    max_virtual_time: float | None = setting(None, lowest=POSITIVE)
+    max_virtual_time: float | None = setting(Group.ENDING, None, lowest=POSITIVE)
     # stop at the first aggregation at or after this many client updates
-    max_updates: int | None = setting(None, lowest=POSITIVE, at_most=100_000_000)
+    max_updates: int | None = setting(Group.ENDING, None, lowest=POSITIVE, at_most=100_000_000)
     # stop at the first aggregation at or after this many dispatches (client work: aggregated or not)
-    max_dispatches: int | None = setting(None, lowest=POSITIVE, at_most=100_000_000)
-    checkpoint_every: int = setting(10, lowest=POSITIVE)  # rounds between checkpoints
+    max_dispatches: int | None = setting(Group.ENDING, None, lowest=POSITIVE, at_most=100_000_000)
+    checkpoint_every: int = setting(Group.ENDING, 10, lowest=POSITIVE)  # rounds between checkpoints
     # -- the machine: results do not depend on these beyond the numerics' documented rounding
-    device: str = setting("auto", DEVICES)  # auto | cpu | cuda
+    device: str = setting(Group.MACHINE, "auto", DEVICES)  # auto | cpu | cuda
     # vectorised: the clients in flight train as one batch (torch.func); plain: one after another (the
     # reference); auto: vectorised on CUDA, plain on CPU, where oneDNN runs vmap's grouped convolutions
     # slower than one client's plain ones (asyncfl bench, docs/performance.md "Speed")
-    trainer: str = setting("auto", TRAINERS)
+    trainer: str = setting(Group.MACHINE, "auto", TRAINERS)
     # optional speed knobs (numerics.Numerics): bf16 autocast, tf32 (CUDA only), NHWC memory layout
-    precision: str = setting("fp32", PRECISIONS)
-    channels_last: bool = False
+    precision: str = setting(Group.MACHINE, "fp32", PRECISIONS)
+    channels_last: bool = setting(Group.MACHINE, False)
 
     @property
     def concurrency_or_default(self) -> int:
         return self.concurrency or self.clients_per_round
 
 
-# The clients' system and world, one group (config/README.md "The clients' system and world"), declared
-# in one block of TrainConfig from the compute speeds to the check-in rate; `asyncfl train --help` lists it
-_NAMES = [item.name for item in dataclasses.fields(TrainConfig)]
-SYSTEM_MODEL = tuple(_NAMES[_NAMES.index("speed_distribution") : _NAMES.index("checkin_rate") + 1])
+def settings_of(group: Group) -> tuple[str, ...]:
+    """The settings of one group, in TrainConfig's order."""
+    return tuple(item.name for item in dataclasses.fields(TrainConfig) if item.metadata["group"] == group)
+
+
+# The clients' system and world (config/README.md "The clients' system and world"): `asyncfl train
+# --help` lists it, and the runs drawn in one figure must share it
+SYSTEM_MODEL = settings_of(Group.WORLD)
 
 
 def system_model_help() -> str:
@@ -318,76 +282,6 @@ def updates_per_round(algorithm: str, clients_per_round: int, buffer_size: int |
     """Client updates `algorithm` aggregates into one new global model (`names.UPDATES_PER_ROUND`)."""
     sizes = {"J": clients_per_round, "K": buffer_size or clients_per_round, "1": 1}
     return sizes[UPDATES_PER_ROUND[algorithm]]
-
-
-# Numbers in scientific notation as users write them (1e-3, 5E4): YAML 1.1, which PyYAML follows,
-# reads them as text unless they have a dot and a signed exponent; YAML 1.2 reads them as floats.
-SCIENTIFIC = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
-
-
-def with_numbers(value: Any, done: dict[int, Any] | None = None) -> Any:
-    """`value` (a loaded YAML document) with every scientific-notation string turned into a float. A
-    mapping or list that YAML aliases share is converted once and stays shared, so a document of
-    aliases of aliases is not expanded into a tree exponentially larger than its text."""
-    done = {} if done is None else done
-    if isinstance(value, dict | list) and id(value) in done:
-        return done[id(value)]
-    if isinstance(value, dict):
-        mapping: dict[Any, Any] = {}
-        done[id(value)] = mapping
-        mapping.update({key: with_numbers(item, done) for key, item in value.items()})
-        return mapping
-    if isinstance(value, list):
-        sequence: list[Any] = []
-        done[id(value)] = sequence
-        sequence.extend(with_numbers(item, done) for item in value)
-        return sequence
-    if isinstance(value, str) and SCIENTIFIC.fullmatch(value):
-        return float(value)
-    return value
-
-
-MAX_YAML_NODES = 100_000  # values of a document once its aliases are expanded: a real config has a few hundred
-
-
-def expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
-    """How many values `node` stands for with every alias expanded, counted without expanding them."""
-    if id(node) not in sizes:
-        sizes[id(node)] = 0  # a recursive alias counts once while its own size is being counted
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            children = [item for pair in node.value for item in pair]
-        total = 1
-        for child in children:
-            total += expanded_size(child, sizes)
-            if total > MAX_YAML_NODES:
-                break
-        sizes[id(node)] = total
-    return sizes[id(node)]
-
-
-def read_yaml(path: Path) -> Any:
-    """A YAML file's content, or one line naming the file and what is wrong with it. The file is
-    read only if it is a regular file of at most a few MiB, and a document whose aliases expand to
-    more than MAX_YAML_NODES values (an alias bomb) is refused before it is built."""
-    content = read_input(path)
-    try:
-        text = content.decode("utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        if node is not None and expanded_size(node, {}) > MAX_YAML_NODES:
-            raise InputError(
-                f"{path} stands for more than {MAX_YAML_NODES} values once its YAML aliases are expanded; "
-                "write the settings out instead of nesting aliases"
-            )
-        return with_numbers(yaml.safe_load(text))
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path} is not UTF-8 text (byte {error.start}); save it as UTF-8") from None
-    except RecursionError:
-        raise InputError(f"{path} is nested too deeply to be a configuration") from None
-    except yaml.YAMLError as error:
-        raise InputError(f"cannot read {path}: {str(error).splitlines()[0]}") from None
 
 
 def load_config(path: Path | None, settings: dict[str, Any], overrides: dict[str, Any]) -> TrainConfig:

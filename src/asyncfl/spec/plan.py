@@ -18,20 +18,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from asyncfl.spec.catalogue import Figure, Scope, one_figure, scope_figures
 from asyncfl.spec.experiments import decimal_text, experiment_runs, experiment_traces, run_settings
 from asyncfl.spec.layout import (
     DATA_DIR,
-    EMULATION_FIGURES,
     FIGURE,
     PARTITION,
     PREPARED,
     RUN_FOLDER,
-    SAMPLING_VARIANCE_FIGURE,
     SEVERITY_RUN_FOLDER,
-    STRAGGLER_FIGURE,
     TRAIN_PLAN,
-    Figure,
-    experiment_figures,
 )
 from asyncfl.spec.names import base_algorithm
 
@@ -216,7 +212,7 @@ def figures_of(experiment: dict[str, Any], reference_j: int) -> list[Figure]:
     """An experiment's figures: a sweep's straggler claim; otherwise every figure, the sampling check, and
     each figure of the paper's code as it ran where the experiment runs every algorithm it compares."""
     if experiment.get("severities"):
-        return [STRAGGLER_FIGURE]
+        return scope_figures(Scope.SEVERITY_SWEEP, reference_j)
     algorithms = set(experiment["algorithms"])
-    emulations = [figure for figure in EMULATION_FIGURES if set(figure.compares) <= algorithms]
-    return [*experiment_figures(reference_j), SAMPLING_VARIANCE_FIGURE, *emulations]
+    emulations = [f for f in scope_figures(Scope.EMULATION, reference_j) if set(f.compares) <= algorithms]
+    return [*scope_figures(Scope.EXPERIMENT, reference_j), one_figure(Scope.THEORY), *emulations]
