@@ -11,6 +11,7 @@ from asyncfl.sim import dispatcher
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.invariants import InvariantViolated
+from asyncfl.sim.open_round import OpenRound
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.sim.world import OFFLINE, World
 from asyncfl.spec.config import make_config
@@ -125,7 +126,7 @@ def test_only_online_clients_are_dispatched(tmp_path, monkeypatch):
 
 def test_a_loss_the_engine_forgets_is_caught(tmp_path, monkeypatch):
     """An engine that lets a lost dispatch vanish (not counted, slot not refilled) breaks the accounting."""
-    monkeypatch.setattr(Simulation, "lose", lambda self, job: self.dispatcher.request(1))
+    monkeypatch.setattr(OpenRound, "lose", lambda self, job: self.dispatcher.request(1))
     fails(simulation(tmp_path, **WORLD), tmp_path, "every dispatch accounted for")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncfl.sim import engine
+from asyncfl.sim import rounds
 from asyncfl.sim.engine import Simulation
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
@@ -100,7 +100,7 @@ def test_discarded_clients_are_never_trained_and_the_results_are_those_of_traini
     settings = dict(FIXED, algorithm="sync", clients_per_round=2, over_selection=1.0, rounds=5)
     skipping, recording = recorded_simulation(tmp_path / "skip", SIZES, **settings)
     skipping.run()
-    monkeypatch.setattr(engine, "will_be_discarded", lambda *args: False)
+    monkeypatch.setattr(rounds, "will_be_discarded", lambda *args: False)
     training, everything = recorded_simulation(tmp_path / "all", SIZES, **settings)
     training.run()
     trained = sum(len(call) for call in recording.calls)

@@ -5,38 +5,12 @@ import torch
 
 from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.interface import (
-    EarlyStopping,
     LocalSettings,
     LocalTask,
     epoch_permutations,
-    make_optimizer,
-    run_epochs,
-    uses_adam,
 )
 from asyncfl.training.plain import PlainTrainer
 from training_cases import OFFSETS, client_tasks, make_case
-
-
-def test_early_stopping_closed_form():
-    stopping = EarlyStopping(patience=2)
-    assert [stopping.should_stop(x) for x in (1.0, 0.9, 0.95, 0.92, 0.85, 0.9, 0.9)] == [
-        False,
-        False,
-        False,
-        True,
-        False,
-        False,
-        True,
-    ]
-    never = EarlyStopping(patience=10)
-    assert not any(never.should_stop(1.0) for _ in range(10))
-
-
-def test_one_optimizer_rule_for_both_trainers():
-    assert uses_adam("adam") and not uses_adam("sgd")
-    with pytest.raises(ValueError, match="unknown optimizer 'adamw'; choose one of adam, sgd"):
-        uses_adam("adamw")
-    assert isinstance(make_optimizer("sgd", [torch.zeros(1, requires_grad=True)], 0.1), torch.optim.SGD)
 
 
 def test_plain_trainer_is_repeatable_and_moves_the_model():
@@ -108,13 +82,3 @@ def test_a_fresh_adam_every_epoch_takes_adams_first_step_again(trainer_name):
     for name, value in params.items():
         torch.testing.assert_close(result.state[name], value, rtol=1e-4, atol=1e-6)
     assert not torch.allclose(kept_result.state["head.weight"], result.state["head.weight"])
-
-
-def test_the_epoch_loop_reports_the_last_epoch_and_the_mean_over_epochs():
-    """The last epoch's loss is asyncfl's proxy; the mean over the epochs run is what the paper's
-    reference code logs of a dispatch. Early stopping ends the loop (patience 2: after two epochs
-    without a new best)."""
-    losses = iter([3.0, 2.0, 2.5, 2.2, 0.1])
-    task = LocalTask({}, torch.arange(4), (0.1,) * 5, (0, 3, 0, 0))
-    last, epochs_run, mean = run_epochs(task, 2, lambda index, lr, order: next(losses))
-    assert (last, epochs_run, mean) == (2.2, 4, (3.0 + 2.0 + 2.5 + 2.2) / 4)

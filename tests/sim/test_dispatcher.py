@@ -1,0 +1,143 @@
+"""The dispatcher on its own, over a real run's context and state on the virtual clock: who may be
+drawn, what a dispatch records and schedules, what waits for an online client, and what a closed
+round withdraws."""
+
+import pytest
+
+from asyncfl.sim.clock import run_virtual
+from asyncfl.sim.context import prepare_run
+from asyncfl.sim.dispatcher import Dispatcher, no_client_online
+from asyncfl.sim.engine import fresh_state
+from asyncfl.sim.events import Event, Kind
+from asyncfl.sim.invariants import SelfCheck
+from asyncfl.sim.state import Job
+from asyncfl.spec.config import make_config
+from asyncfl.spec.errors import InputError
+from asyncfl.training.interface import LocalResult
+from engine_cases import contiguous_partition, fixed_clients, tiny_dataset
+
+SIZES = [4, 4, 4, 4, 4, 4]
+
+
+def dispatched(settings: dict, scenario, trace_rows: list[str] | None = None, tmp_path=None):
+    """Run `scenario(dispatcher)` on a fresh run's dispatcher inside the virtual clock; return its result."""
+    if trace_rows is not None:
+        trace = tmp_path / "trace.csv"
+        trace.write_text("client,start,end\n" + "\n".join(trace_rows) + "\n")
+        settings = {**settings, "availability": "trace", "availability_trace": str(trace)}
+    config = make_config({**fixed_clients(1.0, 0.01), "rounds": 1, **settings})
+    context = prepare_run(config, tiny_dataset(sum(SIZES)), contiguous_partition(SIZES), "", None)
+    state = fresh_state(context, tiny_dataset(sum(SIZES)).info, len(SIZES))
+    check = SelfCheck.of(state, context.strategy.initial_clients, context.strategy.convex)
+    buffer: list[tuple[Job, LocalResult]] = []
+
+    async def main():
+        dispatcher = Dispatcher(context, state, buffer, check)
+        try:
+            return await scenario(dispatcher)
+        finally:
+            await dispatcher.events.stop()
+
+    return run_virtual(main())
+
+
+def test_a_request_dispatches_distinct_idle_clients_and_schedules_their_arrivals():
+    async def scenario(dispatcher):
+        dispatcher.request(3)
+        jobs = list(dispatcher.state.outstanding.values())
+        arrivals = [await dispatcher.events.next() for _ in jobs]
+        return dispatcher, jobs, arrivals
+
+    dispatcher, jobs, arrivals = dispatched({"clients_per_round": 3}, scenario)
+    clients = sorted(job.client for job in jobs)
+    assert len(set(clients)) == 3 and dispatcher.in_flight.sum() == 3
+    assert all(dispatcher.in_flight[c] == 1 for c in clients)
+    # every client at speed 1 with 4 samples: 4 × 0.01 s of compute + 1 s of latency, all at once
+    assert [event.time for event in arrivals] == [1.04] * 3
+    assert [event.order[0] for event in arrivals] == clients  # equal times: by client
+    assert set(dispatcher.candidates()) == set(range(len(SIZES))) - set(clients)
+
+
+def test_a_synchronous_round_never_draws_a_client_that_has_reported_in_it():
+    async def scenario(dispatcher):
+        dispatcher.request(2)
+        first = min(dispatcher.state.outstanding.values(), key=lambda job: job.key)
+        dispatcher.arrived(first)
+        dispatcher.buffer.append((first, None))  # reported: in the round's buffer
+        return first, dispatcher.candidates()
+
+    first, candidates = dispatched({"algorithm": "sync", "clients_per_round": 2}, scenario)
+    assert first.client not in candidates
+    afl_first, afl_candidates = dispatched({"algorithm": "afl", "clients_per_round": 2}, scenario)
+    assert afl_first.client in afl_candidates  # an asynchronous client is free again once it reports
+
+
+def test_with_replacement_every_client_is_a_candidate_even_in_flight():
+    async def scenario(dispatcher):
+        dispatcher.request(3)
+        return dispatcher.candidates()
+
+    assert list(dispatched({"clients_per_round": 3, "replacement": True}, scenario)) == list(range(len(SIZES)))
+
+
+def test_dispatches_that_find_no_online_client_wait_and_the_loop_wakes_when_one_comes_online(tmp_path):
+    rows = ["0,5.0,100.0", "1,7.0,100.0"]  # nobody online before 5 s
+
+    async def scenario(dispatcher):
+        dispatcher.request(2)
+        waiting = dispatcher.state.waiting
+        wake = await dispatcher.events.next()
+        dispatcher.on_server_event(wake)
+        return waiting, wake, dict(dispatcher.state.outstanding), dispatcher.state.waiting
+
+    waiting, wake, outstanding, still_waiting = dispatched({"clients_per_round": 2}, scenario, rows, tmp_path)
+    assert waiting == 2
+    assert (wake.time, wake.kind) == (5.0, Kind.WAKE)
+    assert [job.client for job in outstanding.values()] == [0] and still_waiting == 1
+
+
+def test_withdraw_frees_every_client_out_and_forgets_what_waits():
+    async def scenario(dispatcher):
+        dispatcher.request(2)
+        dispatcher.state.waiting = 1
+        jobs = dispatcher.withdraw()
+        return jobs, dispatcher
+
+    jobs, dispatcher = dispatched({"clients_per_round": 2}, scenario)
+    assert len(jobs) == 2 and not dispatcher.state.outstanding and dispatcher.state.waiting == 0
+    assert not dispatcher.in_flight.any()
+
+
+def test_a_round_with_a_deadline_schedules_it_after_its_dispatches():
+    async def scenario(dispatcher):
+        dispatcher.start_round(2)
+        events = [await dispatcher.events.next() for _ in range(3)]
+        return events, dispatcher.state.deadline_at
+
+    events, deadline_at = dispatched({"algorithm": "sync", "clients_per_round": 2, "round_deadline": 2.5}, scenario)
+    assert deadline_at == 2.5
+    assert [(event.time, event.kind) for event in events] == [
+        (1.04, Kind.ARRIVAL),
+        (1.04, Kind.ARRIVAL),
+        (2.5, Kind.DEADLINE),
+    ]
+
+
+def test_open_arrivals_send_no_replacements():
+    async def scenario(dispatcher):
+        return dispatcher.closed_loop(3)
+
+    assert dispatched({"clients_per_round": 2}, scenario) == 3
+    assert dispatched({"clients_per_round": 2, "arrivals": "poisson", "checkin_rate": 1.0}, scenario) == 0
+
+
+def test_a_run_no_client_will_ever_join_ends_in_one_line():
+    with pytest.raises(InputError, match=r"^no client is online after virtual time 3\.5 .*max_virtual_time") as error:
+        no_client_online(3.5)
+    assert "\n" not in str(error.value)
+
+
+def test_events_at_one_time_are_served_wake_check_in_arrival_deadline():
+    job = Job(2, 0, 0, 0.0, 1.0, (0.1,))
+    events = [Event(1.0, Kind.DEADLINE), Event.arrival(job), Event(1.0, Kind.CHECK_IN, (4,)), Event(1.0, Kind.WAKE)]
+    assert [event.kind for event in sorted(events)] == [Kind.WAKE, Kind.CHECK_IN, Kind.ARRIVAL, Kind.DEADLINE]
