@@ -9,9 +9,9 @@ import pytest
 import torch
 import yaml
 
-from asyncfl.bench.measure import Case, bench_case, cpu_precision, engine_overhead, fast_numerics, format_table
+from asyncfl.bench.measure import Case, bench_case, cpu_precision, fast_numerics, format_table
 from asyncfl.bench.paper_round import PAPER_SHAPES, load_sweep, seconds_per_round, sweep_updates
-from asyncfl.bench.synthetic import synthetic_data, synthetic_run
+from asyncfl.bench.synthetic import engine_overhead, synthetic_data, synthetic_run
 from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import build_model
 from asyncfl.training.numerics import Numerics

@@ -25,12 +25,12 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 
 from asyncfl.bench.paper_round import format_paper_rounds, paper_round_bench
-from asyncfl.bench.synthetic import synthetic_data, synthetic_run
+from asyncfl.bench.synthetic import engine_overhead
 from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import ModelState, build_model, has_batchnorm
 from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.graphed import GraphedTrainer
-from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask
+from asyncfl.training.interface import LocalSettings, LocalTask
 from asyncfl.training.numerics import Numerics
 from asyncfl.training.plain import PlainTrainer
 from asyncfl.training.runtime import choose_device, trainer_class, trainer_name
@@ -235,46 +235,7 @@ def with_numerics(numerics: Numerics, train: Callable[[], object]) -> Callable[[
     return run
 
 
-class NullTrainer:
-    """Returns every client's start state at once: what remains is the engine's own work."""
-
-    def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
-        return [LocalResult(task.start_model, 0.0, 1) for task in tasks]
-
-
-# Every part of the clients' world on (docs/design.md "The clients' world"), for the engine's measure:
-# links, on/off periods, failures and Poisson check-ins at about the rate M clients in flight finish
-WORLD = {
-    "bandwidth_median": 20.0,
-    "availability": "lognormal",
-    "failure_probability": 0.05,
-    "arrivals": "poisson",
-    "checkin_rate": 100.0,
-}
-
-
 WORLD_ON = ", clients' world on"
-
-
-def engine_overhead(clients: int, per_round: int, rounds: int, out: Path, world: bool = False) -> dict:
-    """Arrivals per second of the event loop, sampling and aggregation for `clients` clients, cnn-sized
-    state: a synthetic run into `out` whose trainer does no work; with `world`, every part of the
-    clients' world on (`WORLD`) and M = `per_round` clients in flight at most."""
-    dataset, partition = synthetic_data("engine", (1, 8, 8), clients, 2)
-    settings = {"clients_per_round": per_round, "rounds": rounds, "local_epochs": 1, "device": "cpu"}
-    wall = synthetic_run(dataset, partition, settings | (WORLD if world else {}), out, NullTrainer())
-    # between the first round (the loop's start) and the last (the run's only evaluation): the engine alone
-    timed_rounds = rounds - 2
-    seconds, arrivals = wall[-2] - wall[0], timed_rounds * per_round
-    return {
-        "clients": clients,
-        "clients_per_round": per_round,
-        "world": world,
-        "rounds": timed_rounds,
-        "seconds": round(seconds, 3),
-        "arrivals_per_second": round(arrivals / seconds, 1),
-        "seconds_per_round": round(seconds / timed_rounds, 5),
-    }
 
 
 def format_table(rows: list[dict]) -> str:

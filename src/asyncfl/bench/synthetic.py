@@ -1,5 +1,6 @@
 """Synthetic runs of the real engine for the bench: equal clients of random images (speed does not
-depend on the values), trained by `Simulation` in a folder the caller gives."""
+depend on the values), trained by `Simulation` in a folder the caller gives; and the engine's own
+overhead, measured with a trainer that does no work."""
 
 import contextlib
 import csv
@@ -14,7 +15,7 @@ from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
 from asyncfl.spec.config import make_config
 from asyncfl.spec.layout import TIMINGS
-from asyncfl.training.interface import Trainer
+from asyncfl.training.interface import LocalResult, LocalTask, Trainer
 from asyncfl.training.runtime import configure_process
 
 
@@ -46,3 +47,42 @@ def synthetic_run(
         Simulation(config, dataset, partition, out, trainer=trainer).run()
     with open(Path(out) / TIMINGS) as stream:
         return [float(row["wall_seconds"]) for row in csv.DictReader(stream)]
+
+
+class NullTrainer:
+    """Returns every client's start state at once: what remains is the engine's own work."""
+
+    def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
+        return [LocalResult(task.start_model, 0.0, 1) for task in tasks]
+
+
+# Every part of the clients' world on (docs/design.md "The clients' world"), for the engine's measure:
+# links, on/off periods, failures and Poisson check-ins at about the rate M clients in flight finish
+WORLD = {
+    "bandwidth_median": 20.0,
+    "availability": "lognormal",
+    "failure_probability": 0.05,
+    "arrivals": "poisson",
+    "checkin_rate": 100.0,
+}
+
+
+def engine_overhead(clients: int, per_round: int, rounds: int, out: Path, world: bool = False) -> dict:
+    """Arrivals per second of the event loop, sampling and aggregation for `clients` clients, cnn-sized
+    state: a synthetic run into `out` whose trainer does no work; with `world`, every part of the
+    clients' world on (`WORLD`) and M = `per_round` clients in flight at most."""
+    dataset, partition = synthetic_data("engine", (1, 8, 8), clients, 2)
+    settings = {"clients_per_round": per_round, "rounds": rounds, "local_epochs": 1, "device": "cpu"}
+    wall = synthetic_run(dataset, partition, settings | (WORLD if world else {}), out, NullTrainer())
+    # between the first round (the loop's start) and the last (the run's only evaluation): the engine alone
+    timed_rounds = rounds - 2
+    seconds, arrivals = wall[-2] - wall[0], timed_rounds * per_round
+    return {
+        "clients": clients,
+        "clients_per_round": per_round,
+        "world": world,
+        "rounds": timed_rounds,
+        "seconds": round(seconds, 3),
+        "arrivals_per_second": round(arrivals / seconds, 1),
+        "seconds_per_round": round(seconds / timed_rounds, 5),
+    }
