@@ -18,11 +18,11 @@ from pathlib import Path
 from asyncfl.files import sha256
 from asyncfl.runs.record import read_run_record, utc_now
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import CHECKPOINT, MODEL, RUN_OUTPUTS, RUN_RECORD, TIMINGS
+from asyncfl.spec.layout import CHECKPOINT, EVALUATIONS, MODEL, RUN_OUTPUTS, RUN_RECORD, TIMINGS
 
 LOCK = ".lock"
 REPLACED = "replaced"  # --force moves a folder's old outputs into replaced/TIMESTAMP/
-MOVABLE = (*RUN_OUTPUTS, RUN_RECORD, TIMINGS, CHECKPOINT)
+MOVABLE = (*RUN_OUTPUTS, RUN_RECORD, TIMINGS, CHECKPOINT, EVALUATIONS)
 
 
 @contextmanager
@@ -79,7 +79,7 @@ def finished_run(out: Path, identity: dict) -> dict | None:
     hashes = summary["sha256"]
     if any(summary.get(key) != value for key, value in identity.items()):
         raise InputError(f"{out} holds a finished run with other settings or data; {force}")
-    for name in RUN_OUTPUTS:
+    for name in (*RUN_OUTPUTS, *([EVALUATIONS] if EVALUATIONS in hashes else [])):
         if not (out / name).is_file() or sha256(out / name) != hashes.get(name):
             raise InputError(f"{out}: {name} and the others do not match the hashes in its run.json; {force}")
     return summary

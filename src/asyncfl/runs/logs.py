@@ -24,7 +24,7 @@ from typing import TextIO
 from tqdm import tqdm
 
 from asyncfl.files import append_whole, open_log, same_file, write_text
-from asyncfl.spec.layout import EVENTS, METRICS, TIMINGS
+from asyncfl.spec.layout import EVALUATIONS, EVENTS, METRICS, TIMINGS
 
 METRICS_COLUMNS = (
     "round",
@@ -62,6 +62,17 @@ EVENTS_COLUMNS = (
     "train_loss",
 )
 TIMINGS_COLUMNS = ("round", "wall_seconds")
+# evaluations.csv, a run that evaluates on a time grid (`eval_every_seconds`): the global model standing at
+# each grid time, with the work spent by then (client updates aggregated, dispatches, client-busy seconds)
+EVALUATION_COLUMNS = (
+    "virtual_time",
+    "round",
+    "updates",
+    "dispatched",
+    "busy_seconds",
+    "test_loss",
+    "test_accuracy",
+)
 
 
 def cell(value: object) -> str:
@@ -222,16 +233,19 @@ class RunLogs:
         phases: bool = False,
         accounting: tuple[str, ...] = (),
         losses: bool = False,
+        grid: bool = False,
     ):
         """`as_coded`: metrics.csv also holds AS_CODED_COLUMNS (`Strategy.logs_reference_loss`);
         `phases`: events.csv also holds PHASE_COLUMNS (the clients have links); `accounting`: metrics.csv's
-        accounting columns; `losses`: events.csv holds LOSS_EVENT_COLUMNS (dispatches can be set aside)."""
+        accounting columns; `losses`: events.csv holds LOSS_EVENT_COLUMNS (dispatches can be set aside);
+        `grid`: the run also writes evaluations.csv."""
         resumed = resumed or {}
         columns = METRICS_COLUMNS + (AS_CODED_COLUMNS if as_coded else ()) + accounting
         self.metrics = CsvLog(out / METRICS, columns, resumed.get(METRICS))
         events = EVENTS_COLUMNS + (PHASE_COLUMNS if phases else ()) + (LOSS_EVENT_COLUMNS if losses else ())
         self.events = CsvLog(out / EVENTS, events, resumed.get(EVENTS))
         self.timings = CsvLog(out / TIMINGS, TIMINGS_COLUMNS, resumed.get(TIMINGS))
+        self.evaluations = CsvLog(out / EVALUATIONS, EVALUATION_COLUMNS, resumed.get(EVALUATIONS)) if grid else None
         self.progress = Progress(rounds, start_round)
 
     def record(self, aggregation: Aggregation, wall_seconds: float) -> None:
@@ -243,11 +257,14 @@ class RunLogs:
     def settled_texts(self) -> dict[str, str]:
         """The logs' texts by file name, for a checkpoint or run.json, after making the files on disk hold them."""
         logs = {METRICS: self.metrics, EVENTS: self.events, TIMINGS: self.timings}
+        if self.evaluations is not None:
+            logs[EVALUATIONS] = self.evaluations
         for log in logs.values():
             log.settle()
         return {name: log.text() for name, log in logs.items()}
 
     def close(self) -> None:
-        for log in (self.metrics, self.events, self.timings):
-            log.close()
+        for log in (self.metrics, self.events, self.timings, self.evaluations):
+            if log is not None:
+                log.close()
         self.progress.close()

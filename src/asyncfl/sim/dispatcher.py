@@ -90,17 +90,20 @@ class Dispatcher:
         self.in_flight[job.client] += 1
         self.events.at(Event.arrival(job))  # the client: busy for its virtual duration, then it reports
 
-    def arrived(self, job: Job) -> None:
-        """A dispatch that ended (its update arrived, or it was lost): no longer outstanding, its client free."""
+    def arrived(self, job: Job, ended: float | None = None) -> None:
+        """A dispatch that ended (its update arrived, or it was lost, or its round closed at `ended`): no
+        longer outstanding, its client free, its client's busy time counted."""
         del self.state.outstanding[job.key]
         self.in_flight[job.client] -= 1
+        self.state.busy_seconds += (job.arrival_time if ended is None else ended) - job.dispatch_time
 
     def withdraw(self) -> list[Job]:
         """Close the round on its dispatches still out (they are returned: their clients are free, their
-        results to be ignored) and on those still waiting for an online client (never made)."""
+        results to be ignored, their work counted until now, as a server that cancels them would) and on
+        those still waiting for an online client (never made)."""
         jobs = list(self.state.outstanding.values())
         for job in jobs:
-            self.arrived(job)
+            self.arrived(job, min(job.arrival_time, self.state.now))
         self.state.waiting = 0
         return jobs
 

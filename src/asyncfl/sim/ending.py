@@ -18,7 +18,7 @@ from asyncfl.sim.outcomes import starved_clients
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import CHECKPOINT, EVENTS, METRICS, MODEL, RUN_OUTPUTS
+from asyncfl.spec.layout import CHECKPOINT, EVALUATIONS, EVENTS, METRICS, MODEL, RUN_OUTPUTS
 from asyncfl.training.interface import LocalResult
 
 
@@ -80,7 +80,8 @@ def write_outputs(
     The logs' hashes are those of the texts this run wrote, which `RunLogs.settled_texts` put on disk."""
     save_torch(out / MODEL, state.global_model)
     hashes = {MODEL: sha256(out / MODEL)}
-    hashes.update({name: hashlib.sha256(logs[name].encode()).hexdigest() for name in (METRICS, EVENTS)})
+    hashed = [name for name in (METRICS, EVENTS, EVALUATIONS) if name in logs]  # evaluations.csv: on a grid only
+    hashes.update({name: hashlib.sha256(logs[name].encode()).hexdigest() for name in hashed})
     summary = {
         **context.identity,
         **run_environment(str(context.device), torch.__version__),
@@ -93,6 +94,7 @@ def write_outputs(
         "torch_threads": torch.get_num_threads(),
         "lr_clock": context.strategy.lr_clock,
     }
-    record = write_run_record(out, summary, {name: hashes[name] for name in RUN_OUTPUTS})
+    outputs = (*RUN_OUTPUTS, EVALUATIONS)
+    record = write_run_record(out, summary, {name: hashes[name] for name in outputs if name in hashes})
     (out / CHECKPOINT).unlink(missing_ok=True)
     return record

@@ -25,6 +25,7 @@ from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.ending import stop_condition, warn_of_starved, write_outputs
 from asyncfl.sim.events import Kind
+from asyncfl.sim.grid import EvaluationGrid
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.open_round import OpenRound
 from asyncfl.sim.outcomes import (
@@ -60,16 +61,20 @@ class Simulation:
         self.dispatcher: Dispatcher
         self.unaggregated: Unaggregated  # set aside since the last aggregation, which logs them
         self.round: OpenRound
+        self.grid: EvaluationGrid
 
     async def serve(self, logs: RunLogs) -> None:
         state, dispatcher = self.state, self.dispatcher
         dispatcher.start()
+        self.grid.start()
         try:
             while True:
                 event = await dispatcher.events.next()
                 job = event.job
                 if job is None:
-                    if event.kind != Kind.DEADLINE:
+                    if event.kind == Kind.EVALUATE and logs.evaluations is not None:
+                        self.grid.on_event(event, logs.evaluations)
+                    elif event.kind != Kind.DEADLINE:
                         dispatcher.on_server_event(event)
                     elif event.time == state.deadline_at and self.on_deadline(logs):  # else its round closed earlier
                         return
@@ -137,9 +142,12 @@ class Simulation:
         self.dispatcher = Dispatcher(self.context, self.state, buffer, self.check)
         self.unaggregated = Unaggregated(self.state, self.check, self.dispatcher.withdraw)
         self.round = OpenRound(self.context, self.state, buffer, self.dispatcher, self.unaggregated, self.out)
+        self.grid = EvaluationGrid(self.context, self.state, self.dispatcher)
         logs = open_logs(self.context, self.out, resumed[1] if resumed else None, self.state.version)
         try:
             run_virtual(self.serve(logs), start=self.state.now)
+            if logs.evaluations is not None:
+                self.grid.catch_up(logs.evaluations)
             texts = logs.settled_texts()
         finally:
             logs.close()
@@ -179,4 +187,5 @@ def open_logs(context: RunContext, out: Path, resumed: dict[str, str] | None, ve
         context.system.links is not None,
         accounting,
         bool({"dropped", "discarded", "rejected"} & set(accounting)),
+        context.config.eval_every_seconds is not None,
     )

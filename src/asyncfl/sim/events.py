@@ -5,7 +5,7 @@ dispatch index, a check-in's index), so that it never depends on when the event 
 
 At one virtual time: a client coming online first (a check-in or a dispatch at that time may go to
 it), then a check-in, then the arrivals by client and dispatch, then a round's deadline (an arrival
-at the deadline is in time).
+at the deadline is in time), then a time-grid evaluation (of the model every other event at t left).
 """
 
 import asyncio
@@ -23,6 +23,7 @@ class Kind(IntEnum):
     CHECK_IN = 1  # a Poisson check-in (arrivals: poisson)
     ARRIVAL = 2  # a dispatch ends: its update arrives, or it is lost
     DEADLINE = 3  # the open synchronous round's deadline
+    EVALUATE = 4  # a time-grid evaluation (eval_every_seconds): the model as every event at t left it
 
 
 class Event(NamedTuple):

@@ -11,7 +11,7 @@ from asyncfl.models import ModelState
 from asyncfl.runs.record import utc_now
 from asyncfl.spec import random_streams
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import EVENTS, METRICS, TIMINGS
+from asyncfl.spec.layout import EVALUATIONS, EVENTS, METRICS, TIMINGS
 from asyncfl.training.interface import LocalResult
 
 
@@ -55,6 +55,8 @@ class SimulationState:
     deadline_at: float | None = None  # when the open synchronous round ends, under a round_deadline
     waiting: int = 0  # dispatches the server wants but has no online idle client for yet
     checkins: int = 0  # Poisson check-ins handled so far, under arrivals: poisson
+    busy_seconds: float = 0.0  # client-seconds of the dispatches ended so far (`Dispatcher.arrived`)
+    evaluations: int = 0  # time-grid evaluations so far, under eval_every_seconds
     started_at: str = field(default_factory=utc_now)
     start_models: dict[int, ModelState] = field(default_factory=dict)  # global states that outstanding jobs start from
     outstanding: dict[tuple, Job] = field(default_factory=dict)  # dispatched, not yet taken by the server
@@ -106,6 +108,8 @@ class SimulationState:
             "deadline_at": self.deadline_at,
             "waiting": self.waiting,
             "checkins": self.checkins,
+            "busy_seconds": self.busy_seconds,
+            "evaluations": self.evaluations,
             "started_at": self.started_at,
             "global_model": self.global_model,
             "start_models": self.start_models,
@@ -136,6 +140,8 @@ class SimulationState:
                 deadline_at=checkpoint["deadline_at"],
                 waiting=checkpoint["waiting"],
                 checkins=checkpoint["checkins"],
+                busy_seconds=checkpoint["busy_seconds"],
+                evaluations=checkpoint["evaluations"],
                 started_at=checkpoint["started_at"],
                 start_models=checkpoint["start_models"],
                 client_models=checkpoint["client_models"],
@@ -145,6 +151,8 @@ class SimulationState:
                 results={tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]},
             )
             logs = {name: str(checkpoint["logs"][name]) for name in (METRICS, EVENTS, TIMINGS)}
+            if EVALUATIONS in checkpoint["logs"]:
+                logs[EVALUATIONS] = str(checkpoint["logs"][EVALUATIONS])
         except (KeyError, TypeError, ValueError) as error:
             raise InputError(
                 f"{source} is not a readable asyncfl checkpoint (missing or malformed entry {error}); "

@@ -94,6 +94,10 @@ class TrainConfig:
     # each evaluation also computes the global model's full training loss and ‖∇L‖² (the gradient_norm
     # figure; most of an evaluation's cost on small test sets); false: the test metrics only
     eval_gradient: bool = setting(Group.EVALUATION, True)
+    # also: the global model as it stands at every multiple of this many virtual seconds, evaluated on the
+    # test set into evaluations.csv with the client work spent so far: one time grid for every algorithm
+    # (project's choice, off by default; at least a millisecond)
+    eval_every_seconds: float | None = setting(Group.EVALUATION, None, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
     replacement: bool = setting(Group.SERVER, False)  # sample clients with replacement (paper: without)
     # -- the clients' system (project's choice: the paper gives no delay model)
     speed_distribution: str = setting(Group.WORLD, "lognormal", DISTRIBUTIONS)  # per-client compute speed, median 1

@@ -28,6 +28,7 @@ ARCHIVE_DIR = "results/archive"
 RUN_DIR = re.compile(rf"(?P<algorithm>[a-z][a-z_]*(?:-{VARIANT_SUFFIX})?)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
 # The files of a run folder (docs/outputs.md "Run folders"), named here only
 METRICS, EVENTS, TIMINGS = "metrics.csv", "events.csv", "timings.csv"
+EVALUATIONS = "evaluations.csv"  # only where the run evaluates on a time grid (eval_every_seconds)
 MODEL, RUN_RECORD, CHECKPOINT = "model.pt", "run.json", "checkpoint.pt"
 RUN_OUTPUTS = (MODEL, METRICS, EVENTS)  # byte-identical for equal runs; hashed in run.json
 RUN_LOGS = (METRICS, EVENTS)  # what the figures read and the archive ships of a run, beside its run.json

@@ -1,0 +1,66 @@
+"""Evaluation on a virtual-time grid (`eval_every_seconds`, docs/design.md "Training"): the global model
+as it stands at t = Δ, 2Δ, … evaluated on the test set, the same instants for every algorithm whatever
+its rounds cost, with the work spent by then. Nothing a run trains depends on it: evaluating draws no
+random number and changes no state but its own count."""
+
+from asyncfl.runs.logs import CsvLog
+from asyncfl.sim.context import RunContext
+from asyncfl.sim.dispatcher import Dispatcher
+from asyncfl.sim.events import Event, Kind
+from asyncfl.sim.state import SimulationState
+from asyncfl.training.evaluation import evaluate
+
+
+class EvaluationGrid:
+    """The grid's server events and evaluations.csv's rows, over one run's context, state and dispatcher."""
+
+    def __init__(self, context: RunContext, state: SimulationState, dispatcher: Dispatcher):
+        self.context, self.state, self.dispatcher = context, state, dispatcher
+        self.every = context.config.eval_every_seconds
+
+    def time(self, index: int) -> float:
+        """The grid's `index`-th instant, a product rather than a running sum: no drift over long runs."""
+        assert self.every is not None
+        return index * self.every
+
+    def start(self) -> None:
+        """Schedule the first instant not yet evaluated (a resumed run's next one)."""
+        if self.every is not None:
+            self.schedule(self.state.evaluations + 1)
+
+    def schedule(self, index: int) -> None:
+        self.dispatcher.events.at(Event(self.time(index), Kind.EVALUATE, (index,)))
+
+    def on_event(self, event: Event, log: CsvLog) -> None:
+        """Evaluate the model standing at the event's instant, and schedule the next one while anything
+        else can still happen (a run with nothing pending would wait for ever: the clock says so)."""
+        self.state.now = event.time
+        (index,) = event.order
+        self.evaluate(index, log)
+        state = self.state
+        if state.outstanding or state.waiting or self.context.world.checkins is not None:
+            self.schedule(index + 1)
+
+    def catch_up(self, log: CsvLog) -> None:
+        """At the run's end, the instants at its last aggregation's time, which its final model stands at
+        (an evaluation at t comes after every other event at t)."""
+        if self.every is None:
+            return
+        while self.time(self.state.evaluations + 1) <= self.state.now:
+            self.evaluate(self.state.evaluations + 1, log)
+
+    def evaluate(self, index: int, log: CsvLog) -> None:
+        state, context = self.state, self.context
+        loss, accuracy = evaluate(context.model, state.global_model, context.test_images, context.test_labels)
+        in_flight = sum(self.time(index) - job.dispatch_time for job in state.outstanding.values())
+        row = {
+            "virtual_time": self.time(index),
+            "round": state.version,
+            "updates": state.aggregated(len(self.dispatcher.buffer)),
+            "dispatched": state.dispatched,
+            "busy_seconds": state.busy_seconds + in_flight,
+            "test_loss": loss,
+            "test_accuracy": accuracy,
+        }
+        log.append([row])
+        state.evaluations = index
