@@ -18,10 +18,8 @@ SEVERITIES = {"even": {"speed_sigma": 0.0}, "tail": {"speed_sigma": 0.0, "slow_f
 ALGORITHMS = {"afl": {}, "sync": {}, "sync-over": {"over_selection": 0.5}}
 
 
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory) -> tuple[Path, list[Path], Path]:
+def train_sweep(root: Path, evaluation: dict) -> tuple[Path, list[Path], Path]:
     """Two severities × AFL, sync and a sync variant × one seed, trained by `asyncfl train-many`."""
-    root = tmp_path_factory.mktemp("sweep")
     partition = root / "part.npz"
     argv = ["partition", "--dataset", "digits", "--clients", "8", "--alpha", "0.5", "--seed", "0",
             "--out", str(partition)]  # fmt: skip
@@ -32,12 +30,24 @@ def sweep(tmp_path_factory) -> tuple[Path, list[Path], Path]:
             out = root / SEVERITY_RUN_FOLDER.format(experiment="x", severity=severity, algorithm=name, J=3, seed=0)
             settings = {"algorithm": name.split("-")[0], "clients_per_round": 3, "seed": 0, "local_epochs": 1,
                         "batch_size": 16, "gamma0": 0.01, "rounds": 10_000, "max_virtual_time": BUDGET,
-                        "eval_every_updates": 3, "eval_gradient": False, **system, **variant}  # fmt: skip
+                        "eval_gradient": False, **evaluation, **system, **variant}  # fmt: skip
             plan.append({"partition": str(partition), "out": str(out), "settings": settings})
             runs.append(out)
     (root / "plan.json").write_text(json.dumps(plan))
     assert main(["train-many", "--dataset", "digits", "--plan", str(root / "plan.json")]) == 0
     return root, runs, partition.with_suffix(".json")
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> tuple[Path, list[Path], Path]:
+    """Evaluated every 3 client updates, as the quick pipeline's sweep was before its time grid."""
+    return train_sweep(tmp_path_factory.mktemp("sweep"), {"eval_every_updates": 3})
+
+
+@pytest.fixture(scope="module")
+def grid_sweep(tmp_path_factory) -> tuple[Path, list[Path], Path]:
+    """Evaluated on a time grid of 0.5 virtual s (and at the last round only otherwise)."""
+    return train_sweep(tmp_path_factory.mktemp("grid"), {"eval_every": 100_000, "eval_every_seconds": 0.5})
 
 
 def evaluations(run: Path) -> list[tuple[float, float]]:
@@ -64,8 +74,9 @@ def test_the_table_is_each_runs_first_time_at_the_target_and_its_accuracy_at_the
 def test_a_target_no_run_reaches_is_marked_not_dropped(sweep, tmp_path):
     _, runs, stats = sweep
     written = draw_straggler_claim(runs, [stats], SEVERITIES, 1.0, BUDGET, tmp_path, "x")
-    assert [path.name for path in written] == ["straggler_claim.png", "straggler_claim.pdf", "straggler_claim.csv"]
-    assert all(path.stat().st_size > 1000 for path in written[:2])
+    figures = [f"{name}.{ext}" for name in ("straggler_claim", "straggler_curves") for ext in ("png", "pdf")]
+    assert [path.name for path in written] == [*figures, "straggler_claim.csv"]
+    assert all(path.stat().st_size > 1000 for path in written[:4])
     table = pd.read_csv(tmp_path / "straggler_claim.csv")
     assert len(table) == len(runs) and table.time_to_target.isna().all()  # every run is in it, without a time
     assert "neither on every seed" in verdict(summary(table), list(SEVERITIES))
@@ -115,3 +126,42 @@ def test_the_verdict_compares_afl_with_the_fastest_synchronous_run_that_every_se
         "tail: AFL 21 s, fastest sync: sync-over 26 s → AFL first",  # sync missed the target on seed 1
         "AFL reached the target first at 1 of 2 severities",
     ]
+
+
+def test_on_a_time_grid_the_times_and_the_work_to_the_target_are_read_on_the_grid(grid_sweep):
+    """Each run's first grid instant at or past the target, the client-seconds spent by then, and its
+    accuracy at the last instant within the budget: evaluations.csv's, not metrics.csv's."""
+    _, runs, stats = grid_sweep
+    target = 0.15
+    table = claim_table(runs, [stats], SEVERITIES, target, BUDGET)
+    assert (table.resolution == 0.5).all()
+    for run in runs:
+        severity, name = run.parents[2].name, run.parents[1].name
+        (row,) = table[(table.severity == severity) & (table.algorithm == name)].itertuples()
+        grid = pd.read_csv(run / "evaluations.csv")
+        grid = grid[grid.virtual_time <= BUDGET]
+        assert grid.virtual_time.tolist() == [0.5 * k for k in range(1, len(grid) + 1)]
+        reached = grid[grid.test_accuracy >= target]
+        assert row.time_to_target == reached.virtual_time.iloc[0] and row.work_to_target == reached.busy_seconds.iloc[0]
+        assert row.accuracy_at_budget == grid.test_accuracy.iloc[-1]
+    over = table[table.algorithm == "sync-over"].work_to_target.to_numpy()
+    assert (over > 0).all()  # over-selection's discarded work is in its count
+
+
+def test_runs_evaluated_at_different_resolutions_are_refused(sweep, grid_sweep):
+    mixed = [*grid_sweep[1][:-1], sweep[1][-1]]
+    with pytest.raises(InputError, match="different resolutions"):
+        claim_table(mixed, [grid_sweep[2]], SEVERITIES, 0.5, BUDGET)
+
+
+def test_an_edited_time_grid_is_refused(grid_sweep, tmp_path):
+    import shutil
+
+    _, runs, stats = grid_sweep
+    copies = [tmp_path / run.relative_to(grid_sweep[0]) for run in runs]
+    for run, copy in zip(runs, copies, strict=True):
+        shutil.copytree(run, copy)
+    grid = copies[0] / "evaluations.csv"
+    grid.write_text(grid.read_text().replace("\n0.5,", "\n0.25,", 1))
+    with pytest.raises(InputError, match="evaluations.csv is not the file its run wrote"):
+        claim_table(copies, [stats], SEVERITIES, 0.5, BUDGET)

@@ -4,7 +4,7 @@ import copy
 
 import yaml
 
-from asyncfl.spec.catalogue import Scope, one_figure
+from asyncfl.spec.catalogue import Scope, scope_figures
 from asyncfl.spec.plan import ONE_RUN, SEEDS, SEVERITY, plan_workflow
 from conftest import QUICK_CONFIG, REPO
 
@@ -24,8 +24,8 @@ def test_the_quick_config_plans_three_job_shapes():
     assert cnn.job("fedbuff_J5").plan_file == "results/digits_cnn/plans/fedbuff_J5.json"
     sweep = plan["digits_stragglers"]
     assert [job.key for job in sweep.jobs] == ["sigma0", "sigma1", "heavy_tail"]
-    assert all(len(job.runs) == 12 and job.runtime == 12 * runtime for job in sweep.jobs)  # 6 runs × 2 seeds
-    assert sweep.figures == (one_figure(Scope.SEVERITY_SWEEP),)
+    assert all(len(job.runs) == 18 and job.runtime == 18 * runtime for job in sweep.jobs)  # 9 runs × 2 seeds
+    assert sweep.figures == tuple(scope_figures(Scope.SEVERITY_SWEEP, 5))
     world = plan["digits_world"]
     assert [job.runtime for job in world.jobs] == [runtime] * 4
     assert world.jobs[0].key == world.jobs[0].runs[0].folder == "results/digits_world/runs/afl/J5/seed0"

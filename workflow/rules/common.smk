@@ -40,7 +40,7 @@ from asyncfl.spec.layout import (
     SEVERITY_RUN_FOLDER,
     TRAIN_PLAN,
 )
-from asyncfl.spec.catalogue import Scope, scope_figures, one_figure
+from asyncfl.spec.catalogue import Scope, catalogued, scope_figures
 from asyncfl.spec.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -84,8 +84,8 @@ TRAIN_RESOURCES = {key: config["resources"]["train"][key] for key in ("gpu", "me
 # The figures each rule draws (asyncfl.spec.catalogue)
 FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)
 EMULATION_FIGURES = scope_figures(Scope.EMULATION, REFERENCE_J)
-STRAGGLER_FIGURE = one_figure(Scope.SEVERITY_SWEEP)
-SAMPLING_VARIANCE_FIGURE = one_figure(Scope.THEORY)
+STRAGGLER_FIGURES = scope_figures(Scope.SEVERITY_SWEEP, REFERENCE_J)
+SAMPLING_VARIANCE_FIGURE = catalogued("sampling_variance")
 ARCHIVE = [f"{ARCHIVE_DIR}/{name}" for name in ARCHIVE_FILES]
 # Which runs exist, the jobs that train them and each experiment's figures (asyncfl.spec.plan): the
 # functions below only look them up for the rules.

@@ -55,9 +55,9 @@ rule straggler_claim:
         runs=lambda wildcards: run_files(wildcards.experiment, RUN_SUMMARY),
         stats=get_partition_stats,
     output:
-        figure_png(STRAGGLER_FIGURE),
-        figure_pdf(STRAGGLER_FIGURE),
-        table=FIGURE.format(experiment="{experiment}", name=STRAGGLER_FIGURE.name)
+        [figure_png(figure) for figure in STRAGGLER_FIGURES],
+        [figure_pdf(figure) for figure in STRAGGLER_FIGURES],
+        table=FIGURE.format(experiment="{experiment}", name=STRAGGLER_FIGURES[0].name)
         + ".csv",
     log:
         "logs/figures/{experiment}_straggler_claim.log",

@@ -25,7 +25,7 @@ from asyncfl.analysis import drawers  # noqa: E402
 from asyncfl.analysis.drawers import Drawing  # noqa: E402
 from asyncfl.files import atomic_path, sha256  # noqa: E402
 from asyncfl.runs.record import check_run_identity, verify_run_files  # noqa: E402
-from asyncfl.spec.catalogue import Figure, Scope, one_figure, scope_figures  # noqa: E402
+from asyncfl.spec.catalogue import Figure, Scope, catalogued, scope_figures  # noqa: E402
 from asyncfl.spec.config import SETTING_READERS, SYSTEM_MODEL  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads  # noqa: E402
@@ -238,5 +238,5 @@ def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> list[P
         ax.text(0.02, 0.03, "J = C without replacement: 0 (off the log axis)", transform=ax.transAxes, fontsize=5)
         ax.legend(fontsize="x-small")
 
-    figure = one_figure(Scope.THEORY)
+    figure = catalogued("sampling_variance")
     return save_figure(draw, figure, figure.height, f"{title}: {figure.title}", Path(out) / figure.name)

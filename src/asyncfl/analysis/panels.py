@@ -68,12 +68,12 @@ def as_published(axes: Sequence[Axes], metrics: pd.DataFrame) -> None:
     legend_below(axes[2])
 
 
-def legend_below(ax: Axes) -> None:
+def legend_below(ax: Axes, ncols: int = 1) -> None:
     """The axes' legend under the panel, never on the data (algorithm names as displayed)."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(handles, [ALGORITHMS.get(label, label) for label in labels], fontsize="x-small")
-        sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.28), ncols=1, frameon=False)
+        sns.move_legend(ax, "upper center", bbox_to_anchor=(0.5, -0.28), ncols=ncols, frameon=False)
 
 
 def server_loss(ax: Axes, afl: pd.DataFrame) -> None:
@@ -112,7 +112,7 @@ def client_selection(ax: Axes, events: pd.DataFrame, clients: int) -> None:
         ax=ax,
     )
     ax.set(xlabel="Client", ylabel="Updates aggregated (count)")
-    relabel_algorithms(ax)
+    legend_below(ax, ncols=2)  # six algorithms' bars fill the panel: a legend on it would hide them
 
 
 def participation_table(events: pd.DataFrame) -> pd.DataFrame:
@@ -229,7 +229,8 @@ def staleness_distribution(ax: Axes, events: pd.DataFrame) -> None:
         ax=ax,
     )
     ax.set(
-        xlabel="Staleness τ: server versions since dispatch\n(a version is FedAsync: 1 update; AFL: J; FedBuff: K)",
+        xlabel="Staleness τ: server versions since dispatch\n"
+        "(a version: 1 update for FedAsync,\nJ for AFL, K for FedBuff)",
         ylabel="Fraction of updates",
     )
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -8,6 +8,7 @@ it never did by T: the figure marks those runs instead of dropping them), and th
 evaluation at or before T. Both are read from metrics.csv alone, after the run folders are checked.
 """
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,9 +24,11 @@ from matplotlib.axes import Axes  # noqa: E402
 from asyncfl.analysis.figures import load_partitions, load_runs, save_figure  # noqa: E402
 from asyncfl.analysis.panels import ALGORITHM_COLOURS  # noqa: E402
 from asyncfl.files import atomic_path  # noqa: E402
-from asyncfl.spec.catalogue import Scope, one_figure  # noqa: E402
+from asyncfl.runs.record import verify_run_files  # noqa: E402
+from asyncfl.spec.catalogue import catalogued  # noqa: E402
 from asyncfl.spec.config import applies  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
+from asyncfl.spec.layout import EVALUATIONS  # noqa: E402
 from asyncfl.spec.names import ALGORITHMS, base_algorithm  # noqa: E402
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -61,13 +64,26 @@ def check_complete(runs_by_severity: dict[str, set[tuple[str, int]]]) -> None:
             )
 
 
-def claim_table(runs: Sequence[Path], partition_stats: list[Path], severities: dict[str, dict], target: float,
-                budget: float) -> pd.DataFrame:  # fmt: skip
-    """One row per run: severity, algorithm (a run name: an algorithm or a variant), seed, the virtual
-    time it first reached `target` test accuracy by `budget` (NaN: never), and its accuracy at `budget`.
-    `severities`: each severity's settings, by name, in the figure's order."""
+def trajectory(folder: Path, record: dict, metrics: pd.DataFrame) -> pd.DataFrame:
+    """A run's test accuracy over virtual time, with the client work spent by then: its time grid
+    (evaluations.csv, checked against run.json) where it evaluated on one, else its evaluations at
+    aggregations in metrics.csv (no work column there: NaN)."""
+    if EVALUATIONS in record["sha256"]:
+        verify_run_files(folder, (EVALUATIONS,))
+        grid = pd.read_csv(Path(folder) / EVALUATIONS)[["virtual_time", "test_accuracy", "busy_seconds"]]
+        return grid.assign(resolution=record["config"]["eval_every_seconds"])
+    evaluated = metrics.dropna(subset=["test_accuracy"])[["virtual_time", "test_accuracy"]]
+    return evaluated.assign(busy_seconds=math.nan, resolution=math.nan)
+
+
+def claim_trajectories(runs: Sequence[Path], partition_stats: list[Path], severities: dict[str, dict],
+                       budget: float) -> pd.DataFrame:  # fmt: skip
+    """Every run's `trajectory` up to `budget`, tagged with its severity, run name (an algorithm or a
+    variant) and seed, after checking that the runs are one complete sweep to one budget, each in its
+    severity's folder, all evaluated at one resolution. `severities`: each severity's settings, by
+    name, in the figure's order."""
     _, partitions = load_partitions(partition_stats)
-    rows = []
+    parts = []
     present: dict[str, set[tuple[str, int]]] = {}
     for severity, settings in severities.items():
         group = [run for run in runs if severity_of(run) == severity]
@@ -85,23 +101,48 @@ def claim_table(runs: Sequence[Path], partition_stats: list[Path], severities: d
                     f"{folder} ran to a virtual-time budget of {recorded}, not --virtual-time {budget}: the claim "
                     "compares runs at one budget; give runs of one experiment"
                 )
-            evaluated = loaded.metrics[(loaded.metrics.algorithm == name) & (loaded.metrics.seed == seed)]
-            evaluated = evaluated.dropna(subset=["test_accuracy"])
-            in_budget = evaluated[evaluated.virtual_time <= budget]
-            reached = in_budget[in_budget.test_accuracy >= target]
-            rows.append(
-                {
-                    "severity": severity,
-                    "algorithm": name,
-                    "seed": seed,
-                    "time_to_target": reached.virtual_time.min() if len(reached) else math.nan,
-                    "accuracy_at_budget": in_budget.test_accuracy.iloc[-1] if len(in_budget) else math.nan,
-                }
-            )
+            metrics = loaded.metrics[(loaded.metrics.algorithm == name) & (loaded.metrics.seed == seed)]
+            run = trajectory(folder, record, metrics)
+            parts.append(run[run.virtual_time <= budget].assign(severity=severity, algorithm=name, seed=seed))
     unknown = {severity_of(run) for run in runs} - set(severities)
     if unknown:
         raise InputError(f"runs of severities {sorted(unknown)} are not among --severities; list them or drop them")
     check_complete(present)
+    trajectories = pd.concat(parts, ignore_index=True)
+    if trajectories.resolution.nunique(dropna=False) > 1:
+        raise InputError(
+            "the runs were evaluated at different resolutions (eval_every_seconds differs, or is set for only "
+            "some): a time to the target must be read on one grid; give runs of one experiment"
+        )
+    return trajectories
+
+
+def claim_table(runs: Sequence[Path], partition_stats: list[Path], severities: dict[str, dict], target: float,
+                budget: float) -> pd.DataFrame:  # fmt: skip
+    """One row per run: severity, algorithm (a run name), seed, the virtual time it first reached
+    `target` test accuracy by `budget` (NaN: never) and the client-seconds spent by then (NaN without a
+    time grid), its accuracy at `budget` (its last evaluation at or before it), and the resolution its
+    times were read at (the grid's Δ; NaN: at its evaluated aggregations)."""
+    return table_of(claim_trajectories(runs, partition_stats, severities, budget), severities, target)
+
+
+def table_of(trajectories: pd.DataFrame, severities: dict[str, dict], target: float) -> pd.DataFrame:
+    """`claim_table`'s rows, from the runs' trajectories."""
+    rows = []
+    for (severity, name, seed), run in trajectories.groupby(["severity", "algorithm", "seed"], sort=False):
+        reached = run[run.test_accuracy >= target]
+        first = reached.iloc[0] if len(reached) else None
+        rows.append(
+            {
+                "severity": severity,
+                "algorithm": name,
+                "seed": seed,
+                "time_to_target": first.virtual_time if first is not None else math.nan,
+                "work_to_target": first.busy_seconds if first is not None else math.nan,
+                "accuracy_at_budget": run.test_accuracy.iloc[-1] if len(run) else math.nan,
+                "resolution": run.resolution.iloc[0],
+            }
+        )
     table = pd.DataFrame(rows)  # in one order whatever the order of --runs: severities', names', seeds'
     order = {name: index for index, name in enumerate(run_names(table))}
     keys = [table.severity.map(list(severities).index), table.algorithm.map(order), table.seed]
@@ -112,6 +153,19 @@ def run_names(table: pd.DataFrame) -> list[str]:
     """The run names in the figures' one order: by algorithm (`names.ALGORITHMS`), each before its variants."""
     order = list(ALGORITHMS)
     return sorted(set(table.algorithm), key=lambda name: (order.index(base_algorithm(name)), name))
+
+
+def run_styles(names: list[str]) -> dict[str, tuple[str, dict]]:
+    """Each run name's line style and marker style, one for all the sweep's figures: its algorithm's
+    colour, its own marker; an algorithm's own runs solid, its variants dashed, dotted, …"""
+    styles, variants_seen = {}, dict[str, int]()
+    for index, name in enumerate(names):
+        base = base_algorithm(name)
+        line = VARIANT_LINES[variants_seen.setdefault(base, 0) % len(VARIANT_LINES)]
+        variants_seen[base] += 1
+        marker = MARKERS[index % len(MARKERS)]
+        styles[name] = (line, {"color": ALGORITHM_COLOURS[base], "marker": marker, "ms": 3.5, "lw": 1})
+    return styles
 
 
 def display_name(name: str) -> str:
@@ -158,13 +212,10 @@ def draw_claim(axes: Sequence[Axes], means: pd.DataFrame, severities: list[str],
     """Left: time to the target by severity (mean ± 1 sd of the seeds that reached it; × on the budget
     line where none did; k/n where only k of n did). Right: accuracy at the budget (mean ± 1 sd)."""
     names = run_names(means)
-    variants_seen: dict[str, int] = {}
+    styles = run_styles(names)
     width = 0.5 / max(len(names), 1)
     for index, name in enumerate(names):
-        base = base_algorithm(name)
-        line = VARIANT_LINES[variants_seen.setdefault(base, 0) % len(VARIANT_LINES)]
-        variants_seen[base] += 1
-        style = {"color": ALGORITHM_COLOURS[base], "marker": MARKERS[index % len(MARKERS)], "ms": 3.5, "lw": 1}
+        line, style = styles[name]
         rows = means[means.algorithm == name].set_index("severity").reindex(severities)
         x = np.arange(len(severities)) + (index - (len(names) - 1) / 2) * width
         axes[0].errorbar(x, rows.time_mean, yerr=rows.time_sd.fillna(0), ls=line, label=display_name(name), **style)
@@ -199,17 +250,26 @@ def draw_claim(axes: Sequence[Axes], means: pd.DataFrame, severities: list[str],
 
 def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings: dict[str, dict], target: float,
                          budget: float, out: Path, title: str) -> list[Path]:  # fmt: skip
-    """The figure as PNG and PDF, and its numbers, one row per run, as straggler_claim.csv (`settings`:
-    each severity's, by name, in the figure's order)."""
+    """The sweep's figures as PNG and PDF, `straggler_claim` and `straggler_curves`, and the claim's
+    numbers, one row per run, as straggler_claim.csv (`settings`: each severity's, by name, in the
+    figures' order)."""
+    from asyncfl.analysis.straggler_curves import draw_curves
+
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
-    table = claim_table(runs, partition_stats, settings, target, budget)
+    trajectories = claim_trajectories(runs, partition_stats, settings, budget)
+    table = table_of(trajectories, settings, target)
     means, severities = summary(table), list(settings)
-    figure = one_figure(Scope.SEVERITY_SWEEP)
-    stem = Path(out) / figure.name
+    claim, curves = catalogued("straggler_claim"), catalogued("straggler_curves")
+    stem = Path(out) / claim.name
     written = save_figure(
-        lambda axes: draw_claim(axes, means, severities, target, budget), figure, figure.height,
-        f"{title}: {figure.title}", stem,
+        lambda axes: draw_claim(axes, means, severities, target, budget), claim, claim.height,
+        f"{title}: {claim.title}", stem,
     )  # fmt: skip
     with atomic_path(stem.with_suffix(".csv")) as tmp:
         table.to_csv(tmp, index=False)
+    curves = dataclasses.replace(curves, panels=len(severities))
+    written += save_figure(
+        lambda axes: draw_curves(axes, trajectories, severities, target, budget), curves, curves.height,
+        f"{title}: {curves.title}", Path(out) / curves.name,
+    )  # fmt: skip
     return [*written, stem.with_suffix(".csv")]

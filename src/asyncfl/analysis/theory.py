@@ -21,7 +21,7 @@ from asyncfl.files import atomic_path, sha256
 from asyncfl.runs.checkpoint import load_failure
 from asyncfl.runs.record import verify_run_files
 from asyncfl.sim.context import RunContext, prepare_run
-from asyncfl.spec.catalogue import Scope, one_figure
+from asyncfl.spec.catalogue import catalogued
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import EVENTS, MODEL
@@ -178,7 +178,7 @@ def sampling_variance(
     from asyncfl.analysis.figures import draw_sampling_variance
 
     table = sampling_variance_table(client_updates(Path(run), dataset, root, Path(partition)), draws, seeds)
-    csv = Path(out) / f"{one_figure(Scope.THEORY).name}.csv"  # the figure's table, beside it
+    csv = Path(out) / f"{catalogued('sampling_variance').name}.csv"  # the figure's table, beside it
     csv.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(csv) as tmp:
         table.to_csv(tmp, index=False, float_format="%.10g")

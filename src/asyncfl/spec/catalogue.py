@@ -64,13 +64,13 @@ class Figure:
 
 CATALOGUE = (
     Figure("server_loss", "AFL server loss, {j}", per_j=True),
-    Figure("client_selection", "Client participation, {j}", per_j=True),
+    Figure("client_selection", "Client participation, {j}", per_j=True, height=3.6),
     Figure("participation", "Updates per client vs duration, {j}", per_j=True, height=3.4),
     Figure("participation_sweep", "AFL server loss by clients per round"),
     Figure("afl_vs_sync", "AFL vs synchronous FL at equal client updates, {j}"),
     Figure("test_metrics_updates", "Global model on the test set by client updates, {j}", panels=2, height=3.4),
     Figure("test_metrics_time", "Global model on the test set over virtual time, {j}", panels=2, height=3.4),
-    Figure("staleness_distribution", "Staleness of aggregated updates, {j}"),
+    Figure("staleness_distribution", "Staleness of aggregated updates, {j}", height=3.0),
     Figure("partition_heatmap", "Training samples per client and class", height=0.9, height_per_client=0.18),
     Figure("algorithms_compared", "Algorithms compared at their budget, {j}", panels=2),
     Figure("gradient_norm", "Training-gradient norm of the global model, {j}", panels=2, height=4.4),
@@ -107,6 +107,15 @@ CATALOGUE = (
         panels=2,
         height=3.8,
     ),
+    # One column per severity (its `panels` the sweep's count of severities)
+    Figure(
+        "straggler_curves",
+        "Stragglers: test accuracy over virtual time and over client work",
+        Scope.SEVERITY_SWEEP,
+        panels=3,
+        rows=2,
+        height=5.2,
+    ),
     Figure("sampling_variance", "Variance of the sampled mean update", Scope.THEORY, height=2.8),
 )
 
@@ -116,7 +125,7 @@ def scope_figures(scope: Scope, reference_j: int) -> list[Figure]:
     return [figure.at(reference_j) for figure in CATALOGUE if figure.scope == scope]
 
 
-def one_figure(scope: Scope) -> Figure:
-    """The one figure of a scope that has one (a severity sweep's claim, the theory check)."""
-    (figure,) = (figure for figure in CATALOGUE if figure.scope == scope)
+def catalogued(key: str) -> Figure:
+    """The figure of this key."""
+    (figure,) = (figure for figure in CATALOGUE if figure.key == key)
     return figure

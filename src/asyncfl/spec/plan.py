@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from asyncfl.spec.catalogue import Figure, Scope, one_figure, scope_figures
+from asyncfl.spec.catalogue import Figure, Scope, scope_figures
 from asyncfl.spec.experiments import decimal_text, experiment_runs, experiment_traces, run_settings
 from asyncfl.spec.layout import (
     DATA_DIR,
@@ -215,4 +215,4 @@ def figures_of(experiment: dict[str, Any], reference_j: int) -> list[Figure]:
         return scope_figures(Scope.SEVERITY_SWEEP, reference_j)
     algorithms = set(experiment["algorithms"])
     emulations = [f for f in scope_figures(Scope.EMULATION, reference_j) if set(f.compares) <= algorithms]
-    return [*scope_figures(Scope.EXPERIMENT, reference_j), one_figure(Scope.THEORY), *emulations]
+    return [*scope_figures(Scope.EXPERIMENT, reference_j), *scope_figures(Scope.THEORY, reference_j), *emulations]
