@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from asyncfl.data.holdout import Holdout
 from asyncfl.data.loading import prepare_dataset
 from asyncfl.data.partition import DirichletSplit, Subset, make_partition
 from asyncfl.files import write_json
@@ -114,7 +115,8 @@ def cmd_partition(args: argparse.Namespace) -> None:
     if args.subset_fraction is not None or args.subset_size is not None:
         subset = Subset(args.subset_fraction, args.subset_size)
     split = DirichletSplit(args.clients, args.alpha, args.seed, args.min_size)
-    print("\n".join(make_partition(args.dataset, args.root, split, args.out, subset)))
+    holdout = Holdout(args.validation_fraction) if args.validation_fraction is not None else None
+    print("\n".join(make_partition(args.dataset, args.root, split, args.out, subset, holdout)))
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -302,6 +304,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     part_subset.add_argument(
         "--subset-size", type=at_least(1), help="partition only this many training samples, drawn by --seed"
+    )
+    part.add_argument(
+        "--validation-fraction",
+        type=float,
+        help="hold this fraction of every class out of the clients as the validation split, drawn by --seed",
     )
     part.set_defaults(run=cmd_partition)
 

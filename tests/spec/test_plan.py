@@ -36,7 +36,7 @@ def test_a_runs_settings_are_assembled_once_with_its_severity_and_variant():
         "results/digits_stragglers/severities/heavy_tail/sync-deadline/J5/seed1"
     )
     assert (run.name, run.j, run.seed, run.severity) == ("sync-deadline", 5, 1, "heavy_tail")
-    assert run.partition == "results/partitions/digits_alpha0.5_C10_seed1.npz"
+    assert run.partition == "results/partitions/digits_alpha0.5_C10_seed1_val0.2.npz"
     assert run.settings["round_deadline"] == 4.0 and run.settings["slow_fraction"] == 0.2
     assert run.settings["max_virtual_time"] == 30 and "algorithm" not in run.settings
     entry = run.plan_entry()

@@ -15,3 +15,24 @@ rule partition:
         ASYNCFL + " partition --dataset {wildcards.dataset:q} --root {params.root:q}"
         " --clients {wildcards.clients:q} --alpha {wildcards.alpha:q} --seed {wildcards.seed:q}"
         " --min-size {params.min_size:q} --out {output.npz:q} > {log:q} 2>&1"
+
+
+# A partition less a validation split (an experiment's validation_fraction, asyncfl.data.holdout)
+rule partition_validated:
+    input:
+        prepared_marker("{dataset}"),
+    output:
+        npz=f"{VALIDATED_PARTITION}.npz",
+        stats=f"{VALIDATED_PARTITION}.json",
+    log:
+        "logs/partition/{dataset}_alpha{alpha}_C{clients}_seed{seed}_val{validation}.log",
+    conda:
+        torch_env
+    params:
+        root=lambda wildcards: data_root(wildcards.dataset),
+        min_size=config["min_partition_size"],
+    shell:
+        ASYNCFL + " partition --dataset {wildcards.dataset:q} --root {params.root:q}"
+        " --clients {wildcards.clients:q} --alpha {wildcards.alpha:q} --seed {wildcards.seed:q}"
+        " --min-size {params.min_size:q} --validation-fraction {wildcards.validation:q}"
+        " --out {output.npz:q} > {log:q} 2>&1"

@@ -252,17 +252,20 @@ def partition_heatmap(ax: Axes, stats: dict) -> None:
 
 
 def algorithms_compared(axes: Sequence[Axes], metrics: pd.DataFrame) -> None:
-    """Final test accuracy, and virtual time to reach 90% of the best final accuracy: the claim of AFL."""
+    """Final test accuracy, and virtual time to reach 90% of the best final accuracy: the claim of AFL.
+    The target is a choice, so it is read on the validation split where the runs have one (the test
+    set then only reports the times)."""
     evaluated = metrics.dropna(subset=["test_accuracy"])
     last = evaluated.sort_values("round").groupby(["algorithm", "seed"]).tail(1)
     budgets = last.groupby("algorithm").updates.mean()
-    target = 0.9 * last.groupby("algorithm").test_accuracy.mean().max()
+    target, validated = comparison_target(last)
+    chosen_on = "\n(90 % of the best final validation accuracy)" if validated else ""
     reached = evaluated[evaluated.test_accuracy >= target].groupby(["algorithm", "seed"]).virtual_time.min()
     times = reached.reindex(last.set_index(["algorithm", "seed"]).index).rename("time").reset_index()
     order = present_algorithms(last)
     for ax, data, y, label in (
         (axes[0], last, "test_accuracy", "Final test accuracy"),
-        (axes[1], times, "time", f"Virtual time to reach\n{target:.0%} test accuracy (s)"),
+        (axes[1], times, "time", f"Virtual time to reach\n{target:.0%} test accuracy (s){chosen_on}"),
     ):
         sns.barplot(
             data,
@@ -289,6 +292,14 @@ def algorithms_compared(axes: Sequence[Axes], metrics: pd.DataFrame) -> None:
                 va="bottom",
                 fontsize="x-small",
             )
+
+
+def comparison_target(last: pd.DataFrame) -> tuple[float, bool]:
+    """90 % of the best mean final accuracy over the algorithms (`last`: each run's last evaluation),
+    read on the validation split where every run has one (True), else on the test set."""
+    validated = "validation_accuracy" in last and bool(last.validation_accuracy.notna().all())
+    column = "validation_accuracy" if validated else "test_accuracy"
+    return 0.9 * float(last.groupby("algorithm")[column].mean().max()), validated
 
 
 def present_algorithms(data: pd.DataFrame) -> list[str]:

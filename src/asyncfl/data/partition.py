@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from asyncfl.data.holdout import Holdout
 from asyncfl.data.loading import load_dataset
 from asyncfl.files import sha256, write_json, write_npz
 from asyncfl.spec import random_streams
@@ -34,6 +35,7 @@ class Partition:
     dataset: str
     source: str = "the partition"  # how error messages name it: its file, once loaded
     subset_of: int | None = None  # a subset partition: the training set's size it was drawn from
+    validation: np.ndarray | None = None  # the training indices held out as the validation split, if any
 
     @property
     def num_clients(self) -> int:
@@ -109,11 +111,18 @@ class DirichletSplit:
             f"(alpha={self.alpha}); lower --min-size, raise --alpha or use fewer clients"
         )
 
-    def partition_subset(self, labels: np.ndarray, dataset: str, subset: "Subset") -> tuple[Partition, int]:
-        """The partition of a seeded subset of the training set, in the training set's indices."""
-        kept = subset.draw(len(labels), self.seed)
+    def partition_subset(
+        self, labels: np.ndarray, dataset: str, subset: "Subset | None", holdout: Holdout | None = None
+    ) -> tuple[Partition, int]:
+        """The partition of a seeded subset of the training set (all of it without `subset`), less the
+        validation split `holdout` draws from it, in the training set's indices."""
+        kept = subset.draw(len(labels), self.seed) if subset else np.arange(len(labels), dtype=np.int64)
+        validation = kept[holdout.draw(np.asarray(labels)[kept], self.seed)] if holdout else None
+        if validation is not None:
+            kept = np.setdiff1d(kept, validation)
         local, redraws = self.partition(np.asarray(labels)[kept], dataset)
-        return Partition(kept[local.indices], local.offsets, dataset, subset_of=len(labels)), redraws
+        partition = Partition(kept[local.indices], local.offsets, dataset, subset_of=len(labels), validation=validation)
+        return partition, redraws
 
 
 @dataclass(frozen=True)
@@ -193,6 +202,8 @@ def save_partition(path: Path, partition: Partition, stats: dict) -> None:
     arrays = {"indices": partition.indices, "offsets": partition.offsets, "dataset": np.array(partition.dataset)}
     if partition.subset_of is not None:
         arrays["subset_of"] = np.array(partition.subset_of, dtype=np.int64)
+    if partition.validation is not None:
+        arrays["validation"] = partition.validation
     write_npz(path, arrays)
     write_json(path.with_suffix(".json"), {**stats, NPZ_HASH: sha256(path)})
 
@@ -216,6 +227,7 @@ def load_partition(path: Path) -> Partition:
                 raise InputError(f"partition file {path} lacks the array {missing[0]!r}; {remake}")
             indices, offsets, dataset = npz["indices"], npz["offsets"], str(npz["dataset"])
             subset_of = int(npz["subset_of"]) if "subset_of" in npz.files else None
+            validation = npz["validation"] if "validation" in npz.files else None
     except MemoryError:
         raise InputError(f"partition file {path} claims arrays larger than memory; {remake}") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
@@ -234,17 +246,30 @@ def load_partition(path: Path) -> Partition:
         or len(np.unique(indices)) != len(indices)
     ):
         raise InputError(f"partition file {path} is inconsistent (its offsets and indices disagree); {remake}")
-    return Partition(indices.astype(np.int64), offsets.astype(np.int64), dataset, str(path), subset_of)
+    if validation is not None and (
+        validation.dtype.kind not in "iu"
+        or validation.ndim != 1
+        or len(np.unique(validation)) != len(validation)
+        or np.intersect1d(validation, indices).size
+    ):
+        raise InputError(f"partition file {path}: its validation split overlaps its clients' samples; {remake}")
+    held = None if validation is None else validation.astype(np.int64)
+    return Partition(indices.astype(np.int64), offsets.astype(np.int64), dataset, str(path), subset_of, held)
 
 
 SHOWN_CLIENTS = 20
 
 
 def make_partition(
-    dataset: str, root: Path | None, split: DirichletSplit, out: Path, subset: Subset | None = None
+    dataset: str,
+    root: Path | None,
+    split: DirichletSplit,
+    out: Path,
+    subset: Subset | None = None,
+    holdout: Holdout | None = None,
 ) -> list[str]:
-    """`asyncfl partition`: partition a training set (or a seeded subset of it), write FILE.npz and
-    FILE.json, describe the result."""
+    """`asyncfl partition`: partition a training set (or a seeded subset of it, less a validation split
+    where `holdout` asks for one), write FILE.npz and FILE.json, describe the result."""
     if Path(out).suffix != ".npz":
         raise InputError(f"--out must end in .npz (the statistics go beside it as .json), got {out}")
     for path in (Path(out), Path(out).with_suffix(".json")):  # before the data is read, not after
@@ -252,15 +277,17 @@ def make_partition(
     labels = load_dataset(dataset, root).train_labels.numpy()
     num_classes = int(labels.max()) + 1
     start = time.perf_counter()
-    if subset is None:
+    if subset is None and holdout is None:
         partition, redraws = split.partition(labels, dataset)
     else:
-        partition, redraws = split.partition_subset(labels, dataset, subset)
+        partition, redraws = split.partition_subset(labels, dataset, subset, holdout)
     seconds = time.perf_counter() - start
     stats = partition_stats(partition, labels, num_classes, split)
     clients = split.clients
     if subset is not None:
         stats["subset"] = subset.describe(len(labels))
+    if holdout is not None and partition.validation is not None:
+        stats["validation"] = holdout.describe(labels, partition.validation, num_classes)
     save_partition(out, partition, stats)
     counts = np.array(stats["class_counts"])
     entropy, sizes = label_entropy(counts), partition.sizes

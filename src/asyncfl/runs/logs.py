@@ -64,6 +64,8 @@ EVENTS_COLUMNS = (
 TIMINGS_COLUMNS = ("round", "wall_seconds")
 # evaluations.csv, a run that evaluates on a time grid (`eval_every_seconds`): the global model standing at
 # each grid time, with the work spent by then (client updates aggregated, dispatches, client-busy seconds)
+# metrics.csv and evaluations.csv of a run whose partition holds a validation split add its metrics
+VALIDATION_COLUMNS = ("validation_loss", "validation_accuracy")
 EVALUATION_COLUMNS = (
     "virtual_time",
     "round",
@@ -167,6 +169,8 @@ class Aggregation:
     test_accuracy: float | None = None
     global_train_loss: float | None = None  # L(θ_v) on the partition's training samples, when evaluated
     gradient_norm_squared: float | None = None  # ‖∇L(θ_v)‖² on the same samples (Theorem 1's quantity)
+    validation_loss: float | None = None  # on the validation split, when evaluated and the partition has one
+    validation_accuracy: float | None = None
     phases: Sequence[tuple[float, float, float]] = ()  # each job's (download, compute, upload) seconds, with links
     losses: Sequence[dict] = ()  # events.csv's rows of the dispatches set aside since the previous aggregation
     accounting: dict[str, int] = field(default_factory=dict)  # metrics.csv's accounting cells, where logged
@@ -196,6 +200,8 @@ class Aggregation:
             "lr": sum(self.lrs) / len(self.lrs),
             "global_train_loss": self.global_train_loss,
             "gradient_norm_squared": self.gradient_norm_squared,
+            "validation_loss": self.validation_loss,
+            "validation_accuracy": self.validation_accuracy,
             "train_loss_as_coded": self.train_loss_as_coded,
             **self.accounting,
         }
@@ -234,18 +240,21 @@ class RunLogs:
         accounting: tuple[str, ...] = (),
         losses: bool = False,
         grid: bool = False,
+        validated: bool = False,
     ):
         """`as_coded`: metrics.csv also holds AS_CODED_COLUMNS (`Strategy.logs_reference_loss`);
         `phases`: events.csv also holds PHASE_COLUMNS (the clients have links); `accounting`: metrics.csv's
         accounting columns; `losses`: events.csv holds LOSS_EVENT_COLUMNS (dispatches can be set aside);
-        `grid`: the run also writes evaluations.csv."""
+        `grid`: the run also writes evaluations.csv; `validated`: both hold VALIDATION_COLUMNS."""
         resumed = resumed or {}
-        columns = METRICS_COLUMNS + (AS_CODED_COLUMNS if as_coded else ()) + accounting
+        validation = VALIDATION_COLUMNS if validated else ()
+        columns = METRICS_COLUMNS + (AS_CODED_COLUMNS if as_coded else ()) + accounting + validation
         self.metrics = CsvLog(out / METRICS, columns, resumed.get(METRICS))
         events = EVENTS_COLUMNS + (PHASE_COLUMNS if phases else ()) + (LOSS_EVENT_COLUMNS if losses else ())
         self.events = CsvLog(out / EVENTS, events, resumed.get(EVENTS))
         self.timings = CsvLog(out / TIMINGS, TIMINGS_COLUMNS, resumed.get(TIMINGS))
-        self.evaluations = CsvLog(out / EVALUATIONS, EVALUATION_COLUMNS, resumed.get(EVALUATIONS)) if grid else None
+        grid_columns = EVALUATION_COLUMNS + validation
+        self.evaluations = CsvLog(out / EVALUATIONS, grid_columns, resumed.get(EVALUATIONS)) if grid else None
         self.progress = Progress(rounds, start_round)
 
     def record(self, aggregation: Aggregation, wall_seconds: float) -> None:

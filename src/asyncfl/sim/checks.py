@@ -35,6 +35,12 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
             f"{partition.source} has sample indices outside {dataset.info.name}'s {n} training samples; "
             "make it again with asyncfl partition"
         )
+    held = partition.validation
+    if held is not None and len(held) and (held.min() < 0 or held.max() >= n):
+        raise InputError(
+            f"{partition.source} holds validation indices outside {dataset.info.name}'s {n} training samples; "
+            "make it again with asyncfl partition"
+        )
     clients = partition.num_clients
     if not config.replacement and config.clients_per_round > clients:
         raise InputError(

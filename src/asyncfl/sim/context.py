@@ -35,6 +35,9 @@ class RunContext:
     test_labels: torch.Tensor
     train_images: torch.Tensor  # normalised, on the device: the global model's training loss and gradient
     train_labels: torch.Tensor
+    # the validation split held out of the clients' samples (`holdout.Holdout`), where the partition has one
+    validation_images: torch.Tensor | None
+    validation_labels: torch.Tensor | None
     trainer: Trainer
     strategy: Strategy
     sizes: np.ndarray  # n_c per client
@@ -95,6 +98,7 @@ def prepare_run(
     images = normalize(dataset.train_images.to(device), dataset.info)
     labels = dataset.train_labels.to(device)
     trainer = trainer or trainer_class(config.trainer, device)(model, images, labels, LocalSettings.of(config))
+    held = None if partition.validation is None else torch.from_numpy(partition.validation).to(device)
     return RunContext(
         config,
         run_identity(config, dataset.info.name, partition_sha256),
@@ -104,6 +108,8 @@ def prepare_run(
         dataset.test_labels.to(device),
         images,
         labels,
+        None if held is None else images[held],
+        None if held is None else labels[held],
         trainer,
         strategy,
         partition.sizes,

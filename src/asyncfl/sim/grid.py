@@ -7,6 +7,7 @@ from asyncfl.runs.logs import CsvLog
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.events import Event, Kind
+from asyncfl.sim.rounds import validation_metrics
 from asyncfl.sim.state import SimulationState
 from asyncfl.training.evaluation import evaluate
 
@@ -53,7 +54,7 @@ class EvaluationGrid:
         state, context = self.state, self.context
         loss, accuracy = evaluate(context.model, state.global_model, context.test_images, context.test_labels)
         in_flight = sum(self.time(index) - job.dispatch_time for job in state.outstanding.values())
-        row = {
+        row: dict[str, float | None] = {
             "virtual_time": self.time(index),
             "round": state.version,
             "updates": state.aggregated(len(self.dispatcher.buffer)),
@@ -62,5 +63,7 @@ class EvaluationGrid:
             "test_loss": loss,
             "test_accuracy": accuracy,
         }
+        if context.validation_images is not None:
+            row["validation_loss"], row["validation_accuracy"] = validation_metrics(context, state.global_model)
         log.append([row])
         state.evaluations = index

@@ -152,8 +152,16 @@ def evaluate_global(context: RunContext, state: ModelState, record: Aggregation)
     """The global model's test loss and accuracy, and (unless the config turns it off) its training loss
     and squared gradient norm."""
     record.test_loss, record.test_accuracy = evaluate(context.model, state, context.test_images, context.test_labels)
+    record.validation_loss, record.validation_accuracy = validation_metrics(context, state)
     if not context.config.eval_gradient:
         return
     record.global_train_loss, record.gradient_norm_squared = training_gradient(
         context.model, state, context.train_images, context.train_labels, context.all_indices
     )
+
+
+def validation_metrics(context: RunContext, state: ModelState) -> tuple[float | None, float | None]:
+    """The model's loss and accuracy on the validation split; none where the partition holds none."""
+    if context.validation_images is None or context.validation_labels is None:
+        return None, None
+    return evaluate(context.model, state, context.validation_images, context.validation_labels)

@@ -16,6 +16,8 @@ PREPARED = "prepared.json"
 # The workflow's paths, each one pattern: str.format fills it for one file, and Snakemake reads the same
 # string as the output pattern with these wildcards
 PARTITION = "results/partitions/{dataset}_alpha{alpha}_C{clients}_seed{seed}"  # + .npz or .json
+# A partition less a validation split of that fraction of every class (an experiment's validation_fraction)
+VALIDATED_PARTITION = PARTITION + "_val{validation}"
 RUN_FOLDER = "results/{experiment}/runs/{algorithm}/J{J}/seed{seed}"
 # A run of an experiment that sweeps straggler severity (its `severities:`): one folder per severity
 SEVERITY_RUN_FOLDER = "results/{experiment}/severities/{severity}/{algorithm}/J{J}/seed{seed}"

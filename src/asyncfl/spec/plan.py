@@ -28,6 +28,7 @@ from asyncfl.spec.layout import (
     RUN_FOLDER,
     SEVERITY_RUN_FOLDER,
     TRAIN_PLAN,
+    VALIDATED_PARTITION,
 )
 from asyncfl.spec.names import base_algorithm
 
@@ -146,12 +147,14 @@ def prepared_marker(dataset: str) -> str:
 
 
 def partition_file(experiment: dict[str, Any], seed: int | str, suffix: str = ".npz") -> str:
-    """A seed's partition: it depends on data, α, C and seed only, so every algorithm of one seed shares
-    it; α written out in decimals (1e-06 as 0.000001), as the alpha wildcard expects."""
-    pattern = PARTITION.format(
-        dataset=experiment["dataset"], alpha=decimal_text(experiment["alpha"]), clients=experiment["clients"], seed=seed
-    )
-    return pattern + suffix
+    """A seed's partition: it depends on data, α, C, seed and the validation fraction only, so every
+    algorithm of one seed shares it; numbers written out in decimals (1e-06 as 0.000001), as the
+    wildcards expect."""
+    names = dict(dataset=experiment["dataset"], alpha=decimal_text(experiment["alpha"]), clients=experiment["clients"])
+    if "validation_fraction" in experiment:
+        validation = decimal_text(experiment["validation_fraction"])
+        return VALIDATED_PARTITION.format(**names, seed=seed, validation=validation) + suffix
+    return PARTITION.format(**names, seed=seed) + suffix
 
 
 def plan_workflow(config: dict[str, Any]) -> WorkflowPlan:

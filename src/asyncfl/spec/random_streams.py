@@ -19,6 +19,7 @@ AVAILABILITY = 7  # each client's online and offline periods, keyed by client (`
 FAILURE = 8  # whether one (client, dispatch) fails (`availability.dispatch_fails`)
 CHECKINS = 9  # the times clients check in, under arrivals: poisson (`arrivals.CheckIns`)
 SLOW_CLIENTS = 10  # which clients are the heavy tail's slow ones (`client_system.slowed`)
+VALIDATION = 11  # which training samples the validation split holds (`holdout.Holdout`)
 
 
 def client_init_seed(seed: int, client: int) -> int:
