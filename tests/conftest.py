@@ -28,8 +28,11 @@ def figure_names(config: dict, experiment: str) -> list[str]:
     """The figures the workflow draws of every experiment of `config`, as the layout names them."""
     from asyncfl.spec.catalogue import Scope, scope_figures
 
-    scope = Scope.SEVERITY_SWEEP if config["experiments"][experiment].get("severities") else Scope.EXPERIMENT
-    return [figure.name for figure in scope_figures(scope, config["reference_J"])]
+    setup = config["experiments"][experiment]
+    scopes = [Scope.EXPERIMENT]
+    if setup.get("severities"):
+        scopes = [Scope.SEVERITY_SWEEP, *([Scope.TUNING] if "tune" in setup else [])]
+    return [figure.name for scope in scopes for figure in scope_figures(scope, config["reference_J"])]
 
 
 def skip_unless(condition: bool, reason: str) -> None:

@@ -165,8 +165,13 @@ def test_quick_config_end_to_end(quick_local_run):
         assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
     assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
     # digits_cnn: 14 runs (7 jobs of 2 seeds), digits_resnet20: 5, digits_world: 4, digits_stragglers: 3
-    # severities × 6 × 2 seeds
-    assert sum(n.endswith("run.json") for n in sums) == 23 + 36
+    # severities × 9 × 2 seeds (its 27 tuning runs are not results: not archived)
+    assert sum(n.endswith("run.json") for n in sums) == 23 + 54
+    # The tuning stage's choice reached the final runs through the DAG: each run name trained with its γ0
+    chosen = json.loads((tmp_path / "results/digits_stragglers/tuning/chosen.json").read_text())["chosen"]
+    assert set(chosen) == set(quick["experiments"]["digits_stragglers"]["algorithms"])
+    for run in (tmp_path / "results/digits_stragglers/severities").glob("*/*/J5/seed*/run.json"):
+        assert json.loads(run.read_text())["config"]["gamma0"] == chosen[run.parents[2].name]["gamma0"], run
     assert "results/figures/digits_stragglers/straggler_claim.png" in sums
     world = (tmp_path / "results/digits_world/runs/sync/J5/seed0/events.csv").read_text()
     assert ",offline\n" in world and "upload_seconds" in world  # the world experiment's runs lose dispatches

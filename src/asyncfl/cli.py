@@ -19,7 +19,9 @@ from asyncfl.spec.catalogue import CATALOGUE, Scope
 from asyncfl.spec.config import load_config, make_config, system_model_help, with_paths_from
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, check_output, read_input
+from asyncfl.spec.layout import RUN_DIR
 from asyncfl.spec.names import ALGORITHMS, DATASETS, DEVICES, MODELS
+from asyncfl.spec.tuning import read_chosen
 
 if TYPE_CHECKING:
     from asyncfl.launch import TrainedFolder
@@ -187,19 +189,33 @@ def cmd_train_many(args: argparse.Namespace) -> None:
             raise InputError(
                 f"--plan runs {outs.index(out)} and {index} both write to {out}; give every run its own folder"
             )
+    names = [match["algorithm"] if (match := RUN_DIR.search(Path(run["out"]).as_posix())) else "" for run in args.plan]
+    chosen = read_chosen(args.chosen, set(names)) if args.chosen else {}
     runs = [
         (
-            make_config(with_paths_from(run["settings"], Path.cwd()), f"--plan run {index} ({run['out']})"),
+            make_config(
+                with_paths_from({**run["settings"], **chosen.get(name, {})}, Path.cwd()),
+                f"--plan run {index} ({run['out']})",
+            ),
             Path(run["partition"]),
             Path(run["out"]),
         )
-        for index, run in enumerate(args.plan)
+        for index, (run, name) in enumerate(zip(args.plan, names, strict=True))
     ]
     for index, (config, partition, out) in enumerate(runs):  # before the first trains: nothing is half done
         check_planned_run(config, args.dataset, args.root, partition, f"--plan run {index} ({out})")
     for config, partition, out in runs:
         outcome = train_run(config, args.dataset, args.root, partition, out, args.threads)
         print(trained_line(config.algorithm, outcome, out), flush=True)
+
+
+def cmd_select(args: argparse.Namespace) -> None:
+    """Choose each tuned run name's grid point on the validation split; draw the tuning figure."""
+    from asyncfl.analysis.tuning import select
+
+    target, budget = args.target_accuracy, args.virtual_time
+    written = select(args.runs, args.partition_stats, args.grid, target, budget, args.out, args.chosen, args.title)
+    print(f"{len(written)} files → {args.out}, the choice in {args.chosen}")
 
 
 def cmd_figures(args: argparse.Namespace) -> None:
@@ -355,7 +371,30 @@ def build_parser() -> argparse.ArgumentParser:
         help='JSON file: a list of {"partition": FILE.npz, "out": run folder, "settings": {algorithm, seed, …}}',
     )
     many.add_argument("--threads", type=THREADS, help="CPU threads for torch (default: torch's choice)")
+    many.add_argument(
+        "--chosen", type=Path, help="the settings asyncfl select chose per run name, added to those runs' settings"
+    )
     many.set_defaults(run=cmd_train_many)
+
+    selecting = commands.add_parser(
+        "select",
+        help="choose each run name's point of a tuning grid on the validation split (the tuning figure, its table)",
+        description="Runs are …/tuning/POINT/ALGORITHM/JN/seedS, as the workflow lays out an experiment's tune:.",
+    )
+    selecting.add_argument("--runs", type=Path, nargs="+", required=True, help="the tuning run folders")
+    selecting.add_argument(
+        "--grid",
+        type=json_mapping,
+        required=True,
+        help='JSON object: each tuned run name\'s points ({"afl": [{"gamma0": 0.01}, …]})',
+    )
+    selecting.add_argument("--partition-stats", type=Path, nargs="+", required=True, help="FILE.json of each partition")
+    selecting.add_argument("--target-accuracy", type=FRACTION, required=True, help="validation accuracy to reach")
+    selecting.add_argument("--virtual-time", type=POSITIVE, required=True, help="the runs' virtual-time budget T (s)")
+    selecting.add_argument("--title", default="", help="experiment name shown in the title")
+    selecting.add_argument("--out", type=Path, required=True, help="folder of the tuning figure and its table")
+    selecting.add_argument("--chosen", type=Path, required=True, help="where the choice goes (JSON)")
+    selecting.set_defaults(run=cmd_select)
 
     figures = commands.add_parser("figures", help="draw an experiment's figures (PNG and PDF) from its CSVs")
     figures.add_argument(

@@ -25,7 +25,7 @@ def test_the_quick_config_plans_three_job_shapes():
     sweep = plan["digits_stragglers"]
     assert [job.key for job in sweep.jobs] == ["sigma0", "sigma1", "heavy_tail"]
     assert all(len(job.runs) == 18 and job.runtime == 18 * runtime for job in sweep.jobs)  # 9 runs × 2 seeds
-    assert sweep.figures == tuple(scope_figures(Scope.SEVERITY_SWEEP, 5))
+    assert sweep.figures == (*scope_figures(Scope.SEVERITY_SWEEP, 5), *scope_figures(Scope.TUNING, 5))
     world = plan["digits_world"]
     assert [job.runtime for job in world.jobs] == [runtime] * 4
     assert world.jobs[0].key == world.jobs[0].runs[0].folder == "results/digits_world/runs/afl/J5/seed0"

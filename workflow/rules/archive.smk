@@ -10,6 +10,8 @@ rule archive:
             for name in config["experiments"]
             for file in run_files(name, RUN_SUMMARY)
         ],
+        # each tuned experiment's choice: the settings its final runs trained with
+        chosen=[CHOSEN.format(experiment=name) for name in TUNED],
         partitions=sorted(
             {
                 partition_file(exp, seed, ".json")

@@ -40,8 +40,10 @@ from asyncfl.spec.layout import (
     RUN_SUMMARY,
     SEVERITY_RUN_FOLDER,
     TRAIN_PLAN,
+    CHOSEN,
 )
 from asyncfl.spec.catalogue import Scope, catalogued, scope_figures
+from asyncfl.spec.tuning import tuned_names, tuning_points
 from asyncfl.spec.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -87,6 +89,7 @@ FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)
 EMULATION_FIGURES = scope_figures(Scope.EMULATION, REFERENCE_J)
 STRAGGLER_FIGURES = scope_figures(Scope.SEVERITY_SWEEP, REFERENCE_J)
 SAMPLING_VARIANCE_FIGURE = catalogued("sampling_variance")
+TUNING_FIGURE = catalogued("tuning")
 ARCHIVE = [f"{ARCHIVE_DIR}/{name}" for name in ARCHIVE_FILES]
 # Which runs exist, the jobs that train them and each experiment's figures (asyncfl.spec.plan): the
 # functions below only look them up for the rules.
@@ -198,6 +201,13 @@ def train_many_inputs(name):
     }
 
 
+# The command of the partition rules (a validation split's adds its fraction)
+PARTITION_COMMAND = (
+    ASYNCFL
+    + " partition --dataset {wildcards.dataset:q} --root {params.root:q} --clients {wildcards.clients:q}"
+    " --alpha {wildcards.alpha:q} --seed {wildcards.seed:q}"
+    " --min-size {params.min_size:q} --out {output.npz:q} > {log:q} 2>&1"
+)
 # The command of the jobs that train several runs one after another (`input.plan`: their runs, a file,
 # since a sweep of hundreds of runs outgrows a command line)
 TRAIN_MANY = (
@@ -205,6 +215,31 @@ TRAIN_MANY = (
     + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {input.plan:q}"
     " --threads {threads:q} > {log:q} 2>&1"
 )
+# The same, for the final runs of an experiment with `tune:`: each run name with the settings chosen for it
+TRAIN_MANY_CHOSEN = TRAIN_MANY.replace(
+    " --threads", " --chosen {input.chosen:q} --threads"
+)
+# The experiments with a `tune:` grid, whose tuning job runs before their others
+TUNED = [name for name, plan in PLAN.experiments.items() if plan.tuning is not None]
+
+
+def tuning_inputs(name):
+    """The final runs' extra input where an experiment is tuned: the choice of its tuning stage."""
+    return {"chosen": CHOSEN.format(experiment=name)} if name in TUNED else {}
+
+
+def tuning_run_folders(name):
+    return [run.folder for run in PLAN[name].tuning.runs]
+
+
+def tuning_grid(name):
+    """Each tuned run name's grid points, as `asyncfl select --grid` takes them."""
+    return json.dumps(
+        {
+            algorithm: tuning_points(config["experiments"][name], algorithm)
+            for algorithm in tuned_names(config["experiments"][name])
+        }
+    )
 
 
 def train_runtime(name):

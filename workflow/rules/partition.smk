@@ -12,9 +12,7 @@ rule partition:
         root=lambda wildcards: data_root(wildcards.dataset),
         min_size=config["min_partition_size"],
     shell:
-        ASYNCFL + " partition --dataset {wildcards.dataset:q} --root {params.root:q}"
-        " --clients {wildcards.clients:q} --alpha {wildcards.alpha:q} --seed {wildcards.seed:q}"
-        " --min-size {params.min_size:q} --out {output.npz:q} > {log:q} 2>&1"
+        PARTITION_COMMAND
 
 
 # A partition less a validation split (an experiment's validation_fraction, asyncfl.data.holdout)
@@ -32,7 +30,6 @@ rule partition_validated:
         root=lambda wildcards: data_root(wildcards.dataset),
         min_size=config["min_partition_size"],
     shell:
-        ASYNCFL + " partition --dataset {wildcards.dataset:q} --root {params.root:q}"
-        " --clients {wildcards.clients:q} --alpha {wildcards.alpha:q} --seed {wildcards.seed:q}"
-        " --min-size {params.min_size:q} --validation-fraction {wildcards.validation:q}"
-        " --out {output.npz:q} > {log:q} 2>&1"
+        PARTITION_COMMAND.replace(
+            " --out", " --validation-fraction {wildcards.validation:q} --out"
+        )

@@ -48,6 +48,7 @@ for sweep in SWEEPS:
             f"train_{sweep.replace('-', '_')}"
         input:
             **train_many_inputs(sweep),
+            **tuning_inputs(sweep),
             plan=train_plan(sweep, "{severity}"),
         output:
             job_outputs(
@@ -73,7 +74,80 @@ for sweep in SWEEPS:
             dataset=config["experiments"][sweep]["dataset"],
             root=experiment_data_root(sweep),
         shell:
+            TRAIN_MANY_CHOSEN if sweep in TUNED else TRAIN_MANY
+
+
+# An experiment's `tune:` grid (asyncfl.spec.tuning): every tuned run name at every grid point on the
+# tuning seeds, one job; `select_tuning` then chooses each name's point on the validation split, and the
+# final runs read the choice (TRAIN_MANY_CHOSEN).
+for tuned in TUNED:
+
+    rule:
+        name:
+            f"tune_{tuned.replace('-', '_')}"
+        input:
+            **train_many_inputs(tuned),
+            tuning_partitions=list(PLAN[tuned].tuning_partitions),
+            plan=train_plan(tuned, "tuning"),
+        output:
+            [
+                f"{folder}/{file}"
+                for folder in tuning_run_folders(tuned)
+                for file in RUN_FILES
+            ],
+        log:
+            f"logs/train/{tuned}/tuning.log",
+        benchmark:
+            f"benchmarks/train/{tuned}/tuning.tsv"
+        priority: 2
+        conda:
+            torch_env
+        threads: TRAIN_THREADS
+        resources:
+            **TRAIN_RESOURCES,
+            runtime=PLAN[tuned].tuning.runtime,
+        params:
+            dataset=config["experiments"][tuned]["dataset"],
+            root=experiment_data_root(tuned),
+        shell:
             TRAIN_MANY
+
+    rule:
+        name:
+            f"select_tuning_{tuned.replace('-', '_')}"
+        input:
+            runs=[
+                f"{folder}/{file}"
+                for folder in tuning_run_folders(tuned)
+                for file in RUN_SUMMARY
+            ],
+            stats=[
+                partition.replace(".npz", ".json")
+                for partition in PLAN[tuned].tuning_partitions
+            ],
+        output:
+            chosen=CHOSEN,
+            png=figure_png(TUNING_FIGURE),
+            pdf=figure_pdf(TUNING_FIGURE),
+            table=FIGURE.format(experiment="{experiment}", name=TUNING_FIGURE.name)
+            + ".csv",
+        log:
+            "logs/figures/{experiment}_tuning.log",
+        wildcard_constraints:
+            experiment=re.escape(tuned),
+        conda:
+            torch_env
+        params:
+            out=subpath(output.png, parent=True),
+            runs=tuning_run_folders(tuned),
+            grid=tuning_grid(tuned),
+            target=config["experiments"][tuned]["target_accuracy"],
+            budget=config["experiments"][tuned]["budget"]["virtual_time"],
+        shell:
+            ASYNCFL
+            + " select --runs {params.runs:q} --grid {params.grid:q} --partition-stats {input.stats:q}"
+            " --target-accuracy {params.target:q} --virtual-time {params.budget:q} --title={wildcards.experiment:q}"
+            " --out {params.out:q} --chosen {output.chosen:q} > {log:q} 2>&1"
 
 
 # An experiment with `pack_seeds`: one job per algorithm × J trains its run of every seed, one after

@@ -17,6 +17,7 @@ class Scope(StrEnum):
     EMULATION = "emulation"  # asyncfl figures --emulation, where the experiment runs all it `compares`
     SEVERITY_SWEEP = "severity sweep"  # asyncfl stragglers, from every run of a severity sweep
     THEORY = "theory"  # asyncfl theory, from one finished run of a plain experiment
+    TUNING = "tuning"  # asyncfl select, from the tuning runs of a sweep with `tune:`
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,14 @@ CATALOGUE = (
         height=5.2,
     ),
     Figure("sampling_variance", "Variance of the sampled mean update", Scope.THEORY, height=2.8),
+    # With the table of its numbers (NAME.csv) beside the choice (tuning/chosen.json)
+    Figure(
+        "tuning",
+        "Tuning on the validation split: time to the target at each grid point",
+        Scope.TUNING,
+        panels=2,
+        height=3.8,
+    ),
 )
 
 

@@ -287,8 +287,11 @@ def check_workflow_config(config: dict[str, Any]) -> None:
     """Every check of the workflow's configuration the schema cannot make; raises InputError."""
     for dataset in config.get("data", {}).get("roots", {}):
         check_choice("data.roots", dataset, DATASETS)
+    from asyncfl.spec.tuning import check_tune  # tuning builds on this module's run settings
+
     for name, experiment in config["experiments"].items():
         check_experiment(name, experiment, config["reference_J"])
+        check_tune(f"experiments.{name}", experiment, config["reference_J"])
 
 
 def record_command(argv: list[str]) -> None:

@@ -21,6 +21,9 @@ VALIDATED_PARTITION = PARTITION + "_val{validation}"
 RUN_FOLDER = "results/{experiment}/runs/{algorithm}/J{J}/seed{seed}"
 # A run of an experiment that sweeps straggler severity (its `severities:`): one folder per severity
 SEVERITY_RUN_FOLDER = "results/{experiment}/severities/{severity}/{algorithm}/J{J}/seed{seed}"
+# A tuning run of an experiment's `tune:` grid: {point} names the grid point (`tuning.point_label`)
+TUNING_RUN_FOLDER = "results/{experiment}/tuning/{point}/{algorithm}/J{J}/seed{seed}"
+CHOSEN = "results/{experiment}/tuning/chosen.json"  # each tuned run name's chosen point (`asyncfl select`)
 # The runs one training job trains (asyncfl train-many --plan): {job} is a severity, or ALGORITHM_JN
 TRAIN_PLAN = "results/{experiment}/plans/{job}.json"
 FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a figure's table)

@@ -28,12 +28,14 @@ from asyncfl.spec.layout import (
     RUN_FOLDER,
     SEVERITY_RUN_FOLDER,
     TRAIN_PLAN,
+    TUNING_RUN_FOLDER,
     VALIDATED_PARTITION,
 )
 from asyncfl.spec.names import base_algorithm
+from asyncfl.spec.tuning import TUNING_JOB, point_label, tuned_names, tuned_settings, tuning_points, tuning_severity
 
 # The jobs' shapes, by what each trains
-ONE_RUN, SEEDS, SEVERITY = "one run", "seeds", "severity"
+ONE_RUN, SEEDS, SEVERITY, TUNING = "one run", "seeds", "severity", "tuning"
 
 
 @dataclass(frozen=True)
@@ -100,13 +102,15 @@ class ExperimentPlan:
     traces: tuple[str, ...]  # the availability traces its runs read (inputs of their jobs and figures)
     figures: tuple[Figure, ...]
     severities: tuple[str, ...] = ()
+    tuning: TrainingJob | None = None  # the runs of its `tune:` grid, one job, before the others
+    tuning_partitions: tuple[str, ...] = ()  # every tuning seed's FILE.npz
 
     @property
     def shape(self) -> str:
         return self.jobs[0].shape
 
     def job(self, key: str) -> TrainingJob:
-        (job,) = [job for job in self.jobs if job.key == key]
+        (job,) = [job for job in (*self.jobs, *([self.tuning] if self.tuning else [])) if job.key == key]
         return job
 
     def run(self, folder: str) -> PlannedRun:
@@ -183,6 +187,10 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         groups = {run.folder: [run] for run in runs}
         shape = ONE_RUN
     jobs = tuple(TrainingJob(name, shape, key, tuple(group), runtime * len(group)) for key, group in groups.items())
+    tuning = None
+    if "tune" in experiment:
+        tuning_runs = tuple(planned_tuning_runs(name, experiment, reference_j))
+        tuning = TrainingJob(name, TUNING, TUNING_JOB, tuning_runs, runtime * len(tuning_runs))
     return ExperimentPlan(
         name,
         experiment["dataset"],
@@ -192,7 +200,24 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         tuple(experiment_traces(experiment)),
         tuple(figures_of(experiment, reference_j)),
         severities,
+        tuning,
+        tuple(partition_file(experiment, seed) for seed in experiment.get("tune", {}).get("seeds", [])),
     )
+
+
+def planned_tuning_runs(name: str, experiment: dict[str, Any], reference_j: int) -> Iterator[PlannedRun]:
+    """Every run of an experiment's tuning grid: each tuned run name at each of its points, on each
+    tuning seed, at the tuning severity."""
+    severity = tuning_severity(experiment)
+    for algorithm in tuned_names(experiment):
+        for point in tuning_points(experiment, algorithm):
+            for seed in experiment["tune"]["seeds"]:
+                folder = TUNING_RUN_FOLDER.format(
+                    experiment=name, point=point_label(point), algorithm=algorithm, J=reference_j, seed=seed
+                )
+                settings = tuned_settings(experiment, algorithm, reference_j, point)
+                partition = partition_file(experiment, seed)
+                yield PlannedRun(algorithm, reference_j, seed, severity, folder, partition, settings)
 
 
 def planned_runs(
@@ -215,7 +240,8 @@ def figures_of(experiment: dict[str, Any], reference_j: int) -> list[Figure]:
     """An experiment's figures: a sweep's straggler claim; otherwise every figure, the sampling check, and
     each figure of the paper's code as it ran where the experiment runs every algorithm it compares."""
     if experiment.get("severities"):
-        return scope_figures(Scope.SEVERITY_SWEEP, reference_j)
+        tuning = scope_figures(Scope.TUNING, reference_j) if "tune" in experiment else []
+        return [*scope_figures(Scope.SEVERITY_SWEEP, reference_j), *tuning]
     algorithms = set(experiment["algorithms"])
     emulations = [f for f in scope_figures(Scope.EMULATION, reference_j) if set(f.compares) <= algorithms]
     return [*scope_figures(Scope.EXPERIMENT, reference_j), *scope_figures(Scope.THEORY, reference_j), *emulations]

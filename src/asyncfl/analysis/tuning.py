@@ -1,0 +1,149 @@
+"""`asyncfl select`: the choice of an experiment's tuning grid (docs/design.md "Tuning"), made on the
+validation split only, and the `tuning` figure that shows it.
+
+Per run name and grid point, over the tuning seeds: the restricted mean virtual time to the target on
+the validation split (a run that never reaches it by the budget T counts as T), then, to break ties,
+the mean validation accuracy at T; the first point of the grid wins a full tie. The test set is never
+read: the metrics come from each run's evaluations.csv, checked against its run.json.
+"""
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+
+from asyncfl.analysis.figures import load_partitions, load_runs, save_figure  # noqa: E402
+from asyncfl.analysis.stragglers import display_name, run_styles  # noqa: E402
+from asyncfl.files import atomic_path, write_json  # noqa: E402
+from asyncfl.runs.record import verify_run_files  # noqa: E402
+from asyncfl.spec.catalogue import catalogued  # noqa: E402
+from asyncfl.spec.errors import InputError  # noqa: E402
+from asyncfl.spec.layout import EVALUATIONS  # noqa: E402
+from asyncfl.spec.tuning import point_label  # noqa: E402
+
+
+def validation_scores(folder: Path, record: dict, target: float, budget: float) -> tuple[float, float]:
+    """A tuning run's virtual time to `target` validation accuracy (`budget` where it never got there)
+    and its validation accuracy at the budget, from its time grid."""
+    if EVALUATIONS not in record["sha256"]:
+        raise InputError(f"{folder} has no time grid (evaluations.csv); tuning runs need eval_every_seconds")
+    verify_run_files(folder, (EVALUATIONS,))
+    grid = pd.read_csv(Path(folder) / EVALUATIONS)
+    if "validation_accuracy" not in grid:
+        raise InputError(f"{folder} was trained without a validation split; tuning chooses on one")
+    grid = grid[grid.virtual_time <= budget]
+    reached = grid[grid.validation_accuracy >= target]
+    time = float(reached.virtual_time.iloc[0]) if len(reached) else budget
+    return time, float(grid.validation_accuracy.iloc[-1]) if len(grid) else math.nan
+
+
+def tuning_table(runs: Sequence[Path], partition_stats: list[Path], grid: dict[str, list[dict]], target: float,
+                 budget: float) -> pd.DataFrame:  # fmt: skip
+    """One row per tuning run: name, point, seed, and its validation scores, after checking that every
+    name × point × seed of `grid` is there once, each trained with its point's settings."""
+    _, partitions = load_partitions(partition_stats)
+    by_point: dict[str, list[Path]] = {}
+    for run in runs:  # the runs of one point are one set of (name, J, seed); the points hold the same ones
+        by_point.setdefault(Path(run).resolve().parents[2].name, []).append(Path(run))
+    records = [record for group in by_point.values() for record in load_runs(group, partitions).records.items()]
+    rows = []
+    for (name, _, seed), (folder, record) in records:
+        label = Path(folder).resolve().parents[2].name
+        at = {point_label(point): point for point in grid.get(name, [])}
+        if label not in at:
+            raise InputError(f"{folder} is not a run of a grid point of {name} (its folder says {label!r})")
+        differ = [key for key, value in at[label].items() if record["config"].get(key) != value]
+        if differ:
+            raise InputError(f"{folder} was not trained at its folder's point ({differ[0]} differs); train it again")
+        time, accuracy = validation_scores(folder, record, target, budget)
+        rows.append(
+            {"name": name, "point": label, "seed": seed, "time_to_target": time, "accuracy_at_budget": accuracy}
+        )
+    table = pd.DataFrame(rows)
+    seeds = set(table.seed)
+    for name, points in grid.items():
+        for point in points:
+            present = set(table[(table.name == name) & (table.point == point_label(point))].seed)
+            if present != seeds:
+                raise InputError(f"no {name} run at {point_label(point)} of seed {min(seeds - present)} among --runs")
+    return table
+
+
+def choose(table: pd.DataFrame, grid: dict[str, list[dict]]) -> tuple[dict[str, dict], list[str]]:
+    """Each name's chosen point (the lowest mean time, then the highest mean accuracy, then the grid's
+    first), and the names whose choice sits on an edge of its grid (a setting at its lowest or highest
+    value: the best may lie beyond it)."""
+    means = table.groupby(["name", "point"], sort=False)[["time_to_target", "accuracy_at_budget"]].mean()
+    chosen, on_edge = {}, []
+    for name, points in grid.items():
+        scores = [
+            (
+                means.loc[(name, point_label(p)), "time_to_target"],
+                -means.loc[(name, point_label(p)), "accuracy_at_budget"],
+                i,
+            )
+            for i, p in enumerate(points)
+        ]
+        best = points[min(scores)[2]]
+        chosen[name] = best
+        values = {key: sorted({point[key] for point in points}) for key in best}
+        if any(len(values[key]) > 2 and best[key] in (values[key][0], values[key][-1]) for key in best):
+            on_edge.append(name)
+    return chosen, on_edge
+
+
+def draw_tuning(axes: Sequence[Axes], table: pd.DataFrame, grid: dict[str, list[dict]], chosen: dict[str, dict],
+                target: float, budget: float) -> None:  # fmt: skip
+    """Left: mean time to the target on validation per grid point (T: never); right: validation
+    accuracy at T. A ring marks each name's choice."""
+    means = table.groupby(["name", "point"], sort=False)[["time_to_target", "accuracy_at_budget"]].mean()
+    styles = run_styles(list(grid))
+    for name, points in grid.items():
+        line, style = styles[name]
+        labels = [point_label(point) for point in points]
+        x = np.arange(len(points))
+        pick = labels.index(point_label(chosen[name]))
+        for ax, column in zip(axes, ("time_to_target", "accuracy_at_budget"), strict=True):
+            y = [means.loc[(name, label), column] for label in labels]
+            ax.plot(x, y, ls=line, label=display_name(name) if column == "time_to_target" else None, **style)
+            ax.plot([pick], [y[pick]], marker="o", ms=9, mfc="none", mec=style["color"], ls="none")
+        axes[0].set_xticks(x, labels, rotation=30, ha="right", fontsize="x-small")
+        axes[1].set_xticks(x, labels, rotation=30, ha="right", fontsize="x-small")
+    axes[0].set(
+        ylabel=f"Virtual time to {target:.0%} validation\naccuracy (s; {budget:g}: never)", ylim=(0, budget * 1.05)
+    )
+    axes[1].set(ylabel=f"Validation accuracy at T = {budget:g} s")
+    axes[0].figure.legend(
+        loc="outside lower center",
+        ncols=3,
+        fontsize="x-small",
+        frameon=False,
+        title="Ringed: the point chosen (means over the tuning seeds)",
+        title_fontsize="x-small",
+    )
+
+
+def select(runs: list[Path], partition_stats: list[Path], grid: dict[str, list[dict]], target: float, budget: float,
+           out: Path, chosen_path: Path, title: str) -> list[Path]:  # fmt: skip
+    """Choose every tuned name's point; write the choice (`chosen_path`), the table (tuning.csv) and the
+    `tuning` figure; return the paths written."""
+    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
+    table = tuning_table(runs, partition_stats, grid, target, budget)
+    chosen, on_edge = choose(table, grid)
+    figure = catalogued("tuning")
+    heading = f"{title}: {figure.title}" + (f"\nchoice on the grid's edge for {', '.join(on_edge)}" if on_edge else "")
+    stem = Path(out) / figure.name
+    written = save_figure(
+        lambda axes: draw_tuning(axes, table, grid, chosen, target, budget), figure, figure.height, heading, stem
+    )
+    with atomic_path(stem.with_suffix(".csv")) as tmp:
+        table.to_csv(tmp, index=False)
+    write_json(chosen_path, {"chosen": chosen, "on_edge": on_edge, "target_accuracy": target, "budget": budget})
+    return [*written, stem.with_suffix(".csv"), Path(chosen_path)]

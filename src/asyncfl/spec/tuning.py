@@ -1,0 +1,110 @@
+"""Tuning per algorithm on the validation split (an experiment's `tune:`, docs/design.md "Tuning"):
+every run name (an algorithm or a variant) trains at every point of its grid on the tuning seeds, at
+one severity, and the point with the best claimed metric on the validation split (the time to the
+target, then the accuracy at the budget) is the setting its final runs train with. Kept free of
+heavy imports: the workflow plans the tuning runs while it parses.
+"""
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from asyncfl.spec.config import applies, check_concurrency, make_config
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.experiments import BUDGET_KEYS, check_owned, decimal_text, run_settings
+from asyncfl.spec.names import base_algorithm
+
+TUNING_JOB = "tuning"  # the key of an experiment's tuning job (its plan file's name)
+
+
+def tuning_points(experiment: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """The grid of run name `name`: every combination of the shared grid's settings its algorithm reads
+    and of its own (`tune.by_algorithm`), in the config's order; [{}] where nothing applies to it."""
+    tune = experiment["tune"]
+    algorithm = base_algorithm(name)
+    axes = {key: values for key, values in tune.get("grid", {}).items() if applies(key, algorithm)}
+    axes.update(tune.get("by_algorithm", {}).get(name, {}))
+    return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
+
+
+def point_label(point: dict[str, Any]) -> str:
+    """A grid point as a folder name: `gamma0_0.01-mixing_0.5`."""
+    return "-".join(
+        f"{key}_{decimal_text(value) if isinstance(value, float) else value}" for key, value in point.items()
+    )
+
+
+def tuned_names(experiment: dict[str, Any]) -> list[str]:
+    """The run names with a grid of two points or more: those that are tuned."""
+    return [name for name in experiment["algorithms"] if len(tuning_points(experiment, name)) > 1]
+
+
+def tuning_severity(experiment: dict[str, Any]) -> str:
+    """The severity the tuning runs train at: `tune.severity`, or the sweep's first."""
+    return experiment["tune"].get("severity", next(iter(experiment["severities"])))
+
+
+def tuned_settings(experiment: dict[str, Any], name: str, reference_j: int, point: dict[str, Any]) -> dict[str, Any]:
+    """A tuning run's settings: the run name's at the tuning severity, with the grid point's."""
+    return {**run_settings(experiment, name, reference_j, reference_j, tuning_severity(experiment)), **point}
+
+
+def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
+    """An experiment's `tune:` block, refused in one line naming the key: a sweep's only, on the
+    validation split, on seeds apart from the evaluation seeds, every grid of two values or more, every
+    point a valid run of its algorithm."""
+    if "tune" not in experiment:
+        return
+    tune, block = experiment["tune"], f"{key}.tune"
+    if not experiment.get("severities"):
+        raise InputError(f"{block} applies to experiments with severities: (its metric is the time to the target)")
+    if "validation_fraction" not in experiment:
+        raise InputError(f"{block} chooses on the validation split: set {key}.validation_fraction (e.g. 0.2)")
+    shared = sorted(set(tune["seeds"]) & set(experiment["seeds"]))
+    if shared:
+        raise InputError(f"{block}.seeds {shared} are also {key}.seeds: tune on seeds the evaluation does not use")
+    if tune.get("severity") not in (None, *experiment["severities"]):
+        raise InputError(f"{block}.severity {tune['severity']!r} is not one of {key}.severities")
+    grids = {f"{block}.grid": tune.get("grid", {})}
+    for name, grid in tune.get("by_algorithm", {}).items():
+        if name not in experiment["algorithms"]:
+            raise InputError(f"{block}.by_algorithm.{name} is not among {key}.algorithms; list it or remove it")
+        grids[f"{block}.by_algorithm.{name}"] = grid
+    for where, grid in grids.items():
+        check_owned(where, grid)
+        for setting, values in grid.items():
+            if setting in (*BUDGET_KEYS.values(), "eval_every_updates", "eval_every_seconds"):
+                raise InputError(f"{where}.{setting}: the budget and the time grid are the experiment's, not tuned")
+            if len(values) < 2:
+                raise InputError(
+                    f"{where}.{setting} has one value: a grid needs two or more (a fixed value goes under train:)"
+                )
+    names = tuned_names(experiment)
+    if not names:
+        raise InputError(f"{block}: no algorithm of this experiment reads a setting of its grid; tune one they read")
+    for name in names:
+        for point in tuning_points(experiment, name):
+            settings = {**tuned_settings(experiment, name, reference_j, point), "algorithm": base_algorithm(name)}
+            config = make_config(
+                {**settings, "clients_per_round": reference_j}, f"{block} ({name}, {point_label(point)})"
+            )
+            check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, block)
+
+
+def read_chosen(path: Path, names: set[str]) -> dict[str, dict[str, Any]]:
+    """The settings `asyncfl select` chose, by run name, checked: only names among `names`."""
+    try:
+        chosen = json.loads(Path(path).read_text())["chosen"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise InputError(
+            f"{path} is not a choice asyncfl select wrote ({type(error).__name__}); run it again"
+        ) from None
+    if not isinstance(chosen, dict) or not all(isinstance(value, dict) for value in chosen.values()):
+        raise InputError(f"{path} is not a choice asyncfl select wrote; run it again")
+    unknown = sorted(set(chosen) - names)
+    if unknown:
+        raise InputError(
+            f"{path} chose settings for {unknown[0]}, which no run of --plan is; give the experiment's choice"
+        )
+    return chosen

@@ -1,0 +1,101 @@
+"""`asyncfl select`: each tuned run name's grid point chosen on the validation split, from real tuning
+runs laid out as the workflow lays them out; the test set never enters the choice."""
+
+import dataclasses
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from asyncfl.analysis.tuning import choose, select, tuning_table
+from asyncfl.cli import main
+from asyncfl.data.loading import load_dataset
+from asyncfl.data.partition import load_partition
+from asyncfl.files import sha256
+from asyncfl.sim.engine import Simulation
+from asyncfl.spec.config import make_config
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import TUNING_RUN_FOLDER
+from asyncfl.spec.tuning import point_label
+
+GRID = {"afl": [{"gamma0": 0.002}, {"gamma0": 0.02}], "sync": [{"gamma0": 0.002}, {"gamma0": 0.02}]}
+TARGET, BUDGET = 0.8, 20.0
+SETTINGS = {
+    "model": "mlp",
+    "local_epochs": 1,
+    "batch_size": 16,
+    "rounds": 10_000,
+    "max_virtual_time": BUDGET,
+    "eval_every": 1000,
+    "eval_every_seconds": 1.0,
+    "eval_gradient": False,
+    "seconds_per_sample": 0.01,
+}
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """The grid trained twice on one partition with a validation split: with digits' test labels, and
+    with them shuffled (another test set, the same training and validation data)."""
+    root = tmp_path_factory.mktemp("tuning")
+    npz = root / "part.npz"
+    argv = ["partition", "--dataset", "digits", "--clients", "5", "--alpha", "0.5", "--seed", "10",
+            "--validation-fraction", "0.2", "--out", str(npz)]  # fmt: skip
+    assert main(argv) == 0
+    partition, digest = load_partition(npz), sha256(npz)
+    dataset = load_dataset("digits", None)
+    order = torch.randperm(len(dataset.test_labels), generator=torch.Generator().manual_seed(1))
+    shuffled = dataclasses.replace(dataset, test_labels=dataset.test_labels[order])
+    runs = {}
+    for test_set, data in (("true", dataset), ("shuffled", shuffled)):
+        runs[test_set] = []
+        for name, points in GRID.items():
+            for point in points:
+                folder = (
+                    root
+                    / test_set
+                    / TUNING_RUN_FOLDER.format(experiment="x", point=point_label(point), algorithm=name, J=2, seed=10)
+                )
+                settings = {"algorithm": name, "clients_per_round": 2, "seed": 10, **SETTINGS, **point}
+                Simulation(make_config(settings), data, partition, folder, digest).run()
+                runs[test_set].append(folder)
+    return runs, npz.with_suffix(".json"), root
+
+
+def test_the_choice_reads_the_validation_split_only(tuned, tmp_path):
+    """Other test labels change every run's test accuracy and nothing of the choice."""
+    runs, stats, root = tuned
+    true = select(runs["true"], [stats], GRID, TARGET, BUDGET, tmp_path / "a", tmp_path / "a.json", "x")
+    shuffled = select(runs["shuffled"], [stats], GRID, TARGET, BUDGET, tmp_path / "b", tmp_path / "b.json", "x")
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+    assert pd.read_csv(true[-2]).equals(pd.read_csv(shuffled[-2]))  # the table: validation numbers only
+    grids = [pd.read_csv(folder / "evaluations.csv") for folder in (runs["true"][0], runs["shuffled"][0])]
+    assert not grids[0].test_accuracy.equals(grids[1].test_accuracy)
+    assert grids[0].validation_accuracy.equals(grids[1].validation_accuracy)
+    chosen = json.loads((tmp_path / "a.json").read_text())["chosen"]
+    assert set(chosen) == {"afl", "sync"} and all(point in GRID[name] for name, point in chosen.items())
+
+
+def test_a_grid_missing_a_point_is_refused(tuned):
+    runs, stats, _ = tuned
+    with pytest.raises(InputError, match="no afl run at gamma0_0.02 of seed 10"):
+        tuning_table(runs["true"][:1] + runs["true"][2:], [stats], GRID, TARGET, BUDGET)
+
+
+def test_a_run_trained_at_another_point_than_its_folder_says_is_refused(tuned):
+    runs, stats, _ = tuned
+    grid = {**GRID, "afl": [{"gamma0": 0.002}, {"gamma0": 0.03}]}
+    with pytest.raises(InputError, match="is not a run of a grid point of afl"):
+        tuning_table(runs["true"], [stats], grid, TARGET, BUDGET)
+
+
+def test_the_fastest_point_wins_then_the_most_accurate_then_the_first_and_an_edge_is_named():
+    points = [{"gamma0": g} for g in (0.001, 0.01, 0.1)]
+    rows = [("a", "gamma0_0.001", 5.0, 0.9), ("a", "gamma0_0.01", 5.0, 0.95), ("a", "gamma0_0.1", 9.0, 0.99),
+            ("b", "gamma0_0.001", 3.0, 0.9), ("b", "gamma0_0.01", 4.0, 0.9), ("b", "gamma0_0.1", 4.0, 0.9),
+            ("c", "gamma0_0.001", 7.0, 0.9), ("c", "gamma0_0.01", 7.0, 0.9), ("c", "gamma0_0.1", 7.0, 0.9)]  # fmt: skip
+    table = pd.DataFrame(rows, columns=["name", "point", "time_to_target", "accuracy_at_budget"]).assign(seed=0)
+    chosen, on_edge = choose(table, {"a": points, "b": points, "c": points})
+    assert chosen == {"a": {"gamma0": 0.01}, "b": {"gamma0": 0.001}, "c": {"gamma0": 0.001}}
+    assert on_edge == ["b", "c"]
