@@ -209,6 +209,26 @@ def cmd_train_many(args: argparse.Namespace) -> None:
         print(trained_line(config.algorithm, outcome, out), flush=True)
 
 
+def sweep_command(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    name: str,
+    summary: str,
+    description: str,
+    helps: tuple[str, str],
+) -> argparse.ArgumentParser:
+    """A command that reads a sweep's runs at one budget, with what such commands share: the runs, their
+    partitions, the target accuracy (`helps`: what the runs are, which split the target is read on),
+    the budget, the title and the output folder."""
+    parser = commands.add_parser(name, help=summary, description=description)
+    parser.add_argument("--runs", type=Path, nargs="+", required=True, help=helps[0])
+    parser.add_argument("--partition-stats", type=Path, nargs="+", required=True, help="FILE.json of each partition")
+    parser.add_argument("--target-accuracy", type=FRACTION, required=True, help=helps[1])
+    parser.add_argument("--virtual-time", type=POSITIVE, required=True, help="the runs' virtual-time budget T (s)")
+    parser.add_argument("--title", default="", help="experiment name shown in the title")
+    parser.add_argument("--out", type=Path, required=True, help="folder of the figures and their table")
+    return parser
+
+
 def cmd_select(args: argparse.Namespace) -> None:
     """Choose each tuned run name's grid point on the validation split; draw the tuning figure."""
     from asyncfl.analysis.tuning import select
@@ -376,23 +396,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     many.set_defaults(run=cmd_train_many)
 
-    selecting = commands.add_parser(
+    selecting = sweep_command(
+        commands,
         "select",
-        help="choose each run name's point of a tuning grid on the validation split (the tuning figure, its table)",
-        description="Runs are …/tuning/POINT/ALGORITHM/JN/seedS, as the workflow lays out an experiment's tune:.",
+        "choose each run name's point of a tuning grid on the validation split (the tuning figure, its table)",
+        "Runs are …/tuning/POINT/ALGORITHM/JN/seedS, as the workflow lays out an experiment's tune:.",
+        ("the tuning run folders", "validation accuracy to reach, in (0, 1]"),
     )
-    selecting.add_argument("--runs", type=Path, nargs="+", required=True, help="the tuning run folders")
     selecting.add_argument(
         "--grid",
         type=json_mapping,
         required=True,
         help='JSON object: each tuned run name\'s points ({"afl": [{"gamma0": 0.01}, …]})',
     )
-    selecting.add_argument("--partition-stats", type=Path, nargs="+", required=True, help="FILE.json of each partition")
-    selecting.add_argument("--target-accuracy", type=FRACTION, required=True, help="validation accuracy to reach")
-    selecting.add_argument("--virtual-time", type=POSITIVE, required=True, help="the runs' virtual-time budget T (s)")
-    selecting.add_argument("--title", default="", help="experiment name shown in the title")
-    selecting.add_argument("--out", type=Path, required=True, help="folder of the tuning figure and its table")
     selecting.add_argument("--chosen", type=Path, required=True, help="where the choice goes (JSON)")
     selecting.set_defaults(run=cmd_select)
 
@@ -418,25 +434,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     figures.set_defaults(run=cmd_figures)
 
-    stragglers = commands.add_parser(
+    stragglers = sweep_command(
+        commands,
         "stragglers",
-        help="the straggler_claim figure of a severity sweep (PNG, PDF and its table as CSV)",
-        description="Runs are …/SEVERITY/ALGORITHM/JN/seedS, as the workflow lays out an experiment with severities:.",
+        "the straggler_claim figure of a severity sweep (PNG, PDF and its table as CSV)",
+        "Runs are …/SEVERITY/ALGORITHM/JN/seedS, as the workflow lays out an experiment with severities:.",
+        ("run folders (…/SEVERITY/…)", "test accuracy to reach, in (0, 1]"),
     )
-    stragglers.add_argument("--runs", type=Path, nargs="+", required=True, help="run folders (…/SEVERITY/…)")
     stragglers.add_argument(
         "--severities",
         type=severity_settings,
         required=True,
         help='JSON object: each severity\'s settings by name, in the figure\'s order ({"sigma0": {"speed_sigma": 0}})',
     )
-    stragglers.add_argument(
-        "--partition-stats", type=Path, nargs="+", required=True, help="FILE.json of each partition"
-    )
-    stragglers.add_argument("--target-accuracy", type=FRACTION, required=True, help="test accuracy to reach, in (0, 1]")
-    stragglers.add_argument("--virtual-time", type=POSITIVE, required=True, help="the runs' virtual-time budget T (s)")
-    stragglers.add_argument("--title", default="", help="experiment name shown in the title")
-    stragglers.add_argument("--out", type=Path, required=True)
     stragglers.set_defaults(run=cmd_stragglers)
 
     theory = commands.add_parser(
