@@ -65,7 +65,7 @@ def test_the_grid_evaluates_the_model_standing_at_each_instant_and_changes_no_tr
     assert "evaluations.csv" in record and "evaluations.csv" not in (tmp_path / "plain" / "run.json").read_text()
 
 
-def test_client_busy_seconds_count_every_dispatch_until_it_ends_or_its_round_closes(tmp_path):
+def test_the_work_counts_every_dispatch_until_it_ends_or_its_round_closes(tmp_path):
     """Sync, J = 2, 50 % over-selection, three clients of 4, 8 and 12 samples: dispatches of 1.04, 1.08
     and 1.12 virtual s. Each round aggregates the first two at 1.08 and discards the third, busy until
     the round closes: 1.04 + 1.08 + 1.08 = 3.20 client-seconds a round; between rounds all three work."""
@@ -79,7 +79,8 @@ def test_client_busy_seconds_count_every_dispatch_until_it_ends_or_its_round_clo
             "eval_every_seconds": 0.54,
         }  # fmt: skip
     )
-    Simulation(config, tiny_dataset(24), contiguous_partition([4, 8, 12]), tmp_path).run()
+    simulation = Simulation(config, tiny_dataset(24), contiguous_partition([4, 8, 12]), tmp_path)
+    simulation.run()
     grid = {float(row["virtual_time"]): row for row in read_csv(tmp_path / "evaluations.csv")}
     assert float(grid[0.54]["busy_seconds"]) == pytest.approx(3 * 0.54)
     assert float(grid[1.08]["busy_seconds"]) == pytest.approx(3.20)  # the round closed at 1.08, the next just began
@@ -88,6 +89,13 @@ def test_client_busy_seconds_count_every_dispatch_until_it_ends_or_its_round_clo
     assert [grid[t]["round"] for t in (0.54, 1.08, 1.62, 3.24)] == ["0", "1", "1", "3"]
     assert [grid[t]["updates"] for t in (0.54, 1.08, 3.24)] == ["0", "2", "6"]
     assert [grid[t]["dispatched"] for t in (0.54, 1.08, 3.24)] == ["3", "6", "9"]
+    # a download per dispatch, an upload per update that reached the server (not the discarded ones)
+    model_bytes = simulation.context.model_bytes
+    assert [int(grid[t]["bytes_moved"]) for t in (0.54, 1.08, 3.24)] == [
+        model_bytes * (3 + 0),
+        model_bytes * (6 + 2),
+        model_bytes * (9 + 6),
+    ]
 
 
 def test_in_a_closed_loop_without_losses_the_work_is_m_clients_busy_all_the_time(tmp_path):

@@ -63,7 +63,8 @@ EVENTS_COLUMNS = (
 )
 TIMINGS_COLUMNS = ("round", "wall_seconds")
 # evaluations.csv, a run that evaluates on a time grid (`eval_every_seconds`): the global model standing at
-# each grid time, with the work spent by then (client updates aggregated, dispatches, client-busy seconds)
+# each grid time, with the work spent by then (client updates aggregated, dispatches, client-busy seconds,
+# the model bytes moved: a download per dispatch, an upload per update that reached the server)
 # metrics.csv and evaluations.csv of a run whose partition holds a validation split add its metrics
 VALIDATION_COLUMNS = ("validation_loss", "validation_accuracy")
 EVALUATION_COLUMNS = (
@@ -72,6 +73,7 @@ EVALUATION_COLUMNS = (
     "updates",
     "dispatched",
     "busy_seconds",
+    "bytes_moved",
     "test_loss",
     "test_accuracy",
 )

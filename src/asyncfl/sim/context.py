@@ -41,6 +41,7 @@ class RunContext:
     trainer: Trainer
     strategy: Strategy
     sizes: np.ndarray  # n_c per client
+    model_bytes: int  # of the model's state dict: what one transfer moves, each way
     client_indices: list[torch.Tensor]  # each client's training indices, on the device
     system: ClientSystem
     world: World
@@ -94,7 +95,8 @@ def prepare_run(
     switches are the command's (`runtime.configure_process`)."""
     device = choose_device(config.device)
     model = build_model(config.model, dataset.info, config.seed).to(device)
-    strategy, system, world = checked_parts(config, dataset, partition, device, state_bytes(model))
+    model_bytes = state_bytes(model)
+    strategy, system, world = checked_parts(config, dataset, partition, device, model_bytes)
     images = normalize(dataset.train_images.to(device), dataset.info)
     labels = dataset.train_labels.to(device)
     trainer = trainer or trainer_class(config.trainer, device)(model, images, labels, LocalSettings.of(config))
@@ -113,6 +115,7 @@ def prepare_run(
         trainer,
         strategy,
         partition.sizes,
+        model_bytes,
         [torch.from_numpy(partition.client_indices(c)).to(device) for c in range(partition.num_clients)],
         system,
         world,

@@ -96,6 +96,7 @@ class Dispatcher:
         del self.state.outstanding[job.key]
         self.in_flight[job.client] -= 1
         self.state.busy_seconds += (job.arrival_time if ended is None else ended) - job.dispatch_time
+        self.state.uploads += ended is None and not job.lost  # its update reached the server
 
     def withdraw(self) -> list[Job]:
         """Close the round on its dispatches still out (they are returned: their clients are free, their

@@ -60,6 +60,7 @@ class EvaluationGrid:
             "updates": state.aggregated(len(self.dispatcher.buffer)),
             "dispatched": state.dispatched,
             "busy_seconds": state.busy_seconds + in_flight,
+            "bytes_moved": context.model_bytes * (state.dispatched + state.uploads),
             "test_loss": loss,
             "test_accuracy": accuracy,
         }

@@ -56,6 +56,7 @@ class SimulationState:
     waiting: int = 0  # dispatches the server wants but has no online idle client for yet
     checkins: int = 0  # Poisson check-ins handled so far, under arrivals: poisson
     busy_seconds: float = 0.0  # client-seconds of the dispatches ended so far (`Dispatcher.arrived`)
+    uploads: int = 0  # updates whose upload completed (arrived, aggregated or not)
     evaluations: int = 0  # time-grid evaluations so far, under eval_every_seconds
     started_at: str = field(default_factory=utc_now)
     start_models: dict[int, ModelState] = field(default_factory=dict)  # global states that outstanding jobs start from
@@ -109,6 +110,7 @@ class SimulationState:
             "waiting": self.waiting,
             "checkins": self.checkins,
             "busy_seconds": self.busy_seconds,
+            "uploads": self.uploads,
             "evaluations": self.evaluations,
             "started_at": self.started_at,
             "global_model": self.global_model,
@@ -141,6 +143,7 @@ class SimulationState:
                 waiting=checkpoint["waiting"],
                 checkins=checkpoint["checkins"],
                 busy_seconds=checkpoint["busy_seconds"],
+                uploads=checkpoint["uploads"],
                 evaluations=checkpoint["evaluations"],
                 started_at=checkpoint["started_at"],
                 start_models=checkpoint["start_models"],
