@@ -39,6 +39,7 @@ from asyncfl.spec.layout import (
     RUN_RECORD,
     RUN_SUMMARY,
     SEVERITY_RUN_FOLDER,
+    STRAGGLER_VERDICTS,
     TRAIN_PLAN,
     CHOSEN,
 )

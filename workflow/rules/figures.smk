@@ -59,6 +59,8 @@ rule straggler_claim:
         [figure_pdf(figure) for figure in STRAGGLER_FIGURES],
         table=FIGURE.format(experiment="{experiment}", name=STRAGGLER_FIGURES[0].name)
         + ".csv",
+        verdicts=FIGURE.format(experiment="{experiment}", name=STRAGGLER_VERDICTS)
+        + ".csv",
     log:
         "logs/figures/{experiment}_straggler_claim.log",
     conda:

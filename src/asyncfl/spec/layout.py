@@ -27,6 +27,7 @@ CHOSEN = "results/{experiment}/tuning/chosen.json"  # each tuned run name's chos
 # The runs one training job trains (asyncfl train-many --plan): {job} is a severity, or ALGORITHM_JN
 TRAIN_PLAN = "results/{experiment}/plans/{job}.json"
 FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a figure's table)
+STRAGGLER_VERDICTS = "straggler_verdicts"  # + .csv, beside straggler_claim: every paired comparison and its CI
 ARCHIVE_DIR = "results/archive"
 # A run folder's tail, as RUN_FOLDER ends, for commands given run folders by hand: {algorithm}/J{J}/seed{seed}
 # (an algorithm, or a variant of one: ALGORITHM-SUFFIX, `names.base_algorithm`)

@@ -1,0 +1,107 @@
+"""Verdicts decided by confidence intervals (docs/theory.md "Stragglers"), never by the fastest of
+several noisy means.
+
+Per severity, AFL (and AFL at matched concurrency, where the sweep runs it) is compared with every
+other run name on the same seeds: the paired difference of their restricted mean times to the target
+(a run that never reached it counts as the budget T, so a censored run is neither dropped nor
+rewarded), with a 95 % bootstrap confidence interval over the seeds (`scipy.stats.bootstrap`,
+percentile, seeded: the same table gives the same interval). The interval decides: below zero AFL
+was faster, above zero slower, across zero no significant difference; with fewer than MIN_SEEDS
+seeds no verdict is given, and the table says so.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from asyncfl.spec.names import base_algorithm
+
+CONFIDENCE = 0.95
+MIN_SEEDS = 5  # fewer paired seeds than this give an interval too wide, or too unstable, to decide on
+RESAMPLES = 10_000
+FASTER, SLOWER, TIED, TOO_FEW = "faster", "slower", "no significant difference", "too few seeds"
+
+
+def censored(times: pd.Series | np.ndarray, budget: float) -> np.ndarray:
+    """Times to the target, a run that never reached it counted as the budget."""
+    return np.where(np.isnan(np.asarray(times, dtype=float)), budget, np.asarray(times, dtype=float))
+
+
+def restricted_mean_time(times: pd.Series | np.ndarray, budget: float) -> float:
+    """The mean time to the target over runs, censored at the budget."""
+    return float(censored(times, budget).mean())
+
+
+def paired_interval(differences: np.ndarray) -> tuple[float, float]:
+    """The 95 % bootstrap confidence interval of the mean of paired differences (one per seed)."""
+    if np.all(differences == differences[0]):  # no spread: the interval is the point itself
+        return float(differences[0]), float(differences[0])
+    interval = stats.bootstrap(
+        (differences,),
+        np.mean,
+        confidence_level=CONFIDENCE,
+        n_resamples=RESAMPLES,
+        method="percentile",
+        rng=np.random.default_rng(0),
+    ).confidence_interval
+    return float(interval.low), float(interval.high)
+
+
+def decided(low: float, high: float, seeds: int) -> str:
+    """The verdict an interval of the reference's minus the other's time gives."""
+    if seeds < MIN_SEEDS:
+        return TOO_FEW
+    return FASTER if high < 0 else SLOWER if low > 0 else TIED
+
+
+def verdict_table(table: pd.DataFrame, budget: float) -> pd.DataFrame:
+    """Per severity, reference (`afl`, and `afl-m*` where run) and other run name: the seeds paired,
+    the restricted mean times, the mean paired difference (reference − other) with its interval, and
+    the verdict (`table`: `claim_table`'s rows)."""
+    references = [name for name in table.algorithm.unique() if name == "afl" or name.startswith("afl-m")]
+    rows = []
+    for severity, runs in table.groupby("severity", sort=False):
+        times = runs.pivot(index="seed", columns="algorithm", values="time_to_target")
+        ran = runs.groupby("algorithm").seed.apply(set)
+        for reference in references:
+            for other in (name for name in runs.algorithm.unique() if name not in references):
+                pair = sorted(ran[reference] & ran[other])  # the seeds both ran (a censored time is a time)
+                mine, theirs = censored(times.loc[pair, reference], budget), censored(times.loc[pair, other], budget)
+                differences = mine - theirs
+                low, high = paired_interval(differences) if len(differences) > 1 else (math.nan, math.nan)
+                rows.append(
+                    {
+                        "severity": severity,
+                        "reference": reference,
+                        "other": other,
+                        "seeds": len(differences),
+                        "reference_time": float(mine.mean()),
+                        "other_time": float(theirs.mean()),
+                        "difference": float(differences.mean()),
+                        "ci_low": low,
+                        "ci_high": high,
+                        "verdict": decided(low, high, len(differences)),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def verdict_lines(verdicts: pd.DataFrame) -> list[str]:
+    """The claim in words, one line per severity and reference: its difference from every synchronous
+    run name, with the interval and what it decides, and the seed count; never a verdict without them
+    (the other comparisons are in the table)."""
+    lines = []
+    for (severity, reference), rows in verdicts.groupby(["severity", "reference"], sort=False):
+        seeds = int(rows.seeds.min())
+        if seeds < MIN_SEEDS:
+            lines.append(f"{severity}, {reference}: {seeds} paired seeds, too few for a verdict (≥ {MIN_SEEDS})")
+            continue
+        synchronous = rows[rows.other.map(base_algorithm) == "sync"]
+        parts = [
+            f"{row.other} {row.difference:+.1f} s [{row.ci_low:+.1f}, {row.ci_high:+.1f}]: {row.verdict}"
+            for row in synchronous.itertuples()
+        ]
+        lines.append(f"{severity}, {reference} − …, {seeds} seeds: " + "; ".join(parts))
+    return lines

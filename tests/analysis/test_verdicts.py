@@ -1,0 +1,70 @@
+"""Verdicts by confidence intervals: restricted mean times with censoring, a paired bootstrap interval
+that covers a known difference, and no verdict from too few seeds."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from asyncfl.analysis.verdicts import (
+    FASTER,
+    MIN_SEEDS,
+    SLOWER,
+    TIED,
+    TOO_FEW,
+    censored,
+    paired_interval,
+    restricted_mean_time,
+    verdict_lines,
+    verdict_table,
+)
+
+
+def test_a_run_that_never_reached_the_target_counts_as_the_budget():
+    assert censored(np.array([10.0, math.nan, 20.0]), 30.0).tolist() == [10.0, 30.0, 20.0]
+    assert restricted_mean_time(pd.Series([10.0, math.nan, 20.0]), 30.0) == 20.0
+
+
+def test_the_interval_of_a_known_paired_difference_covers_it():
+    """Ten seeds whose times differ by 2 s plus noise: the interval covers 2 and excludes 0."""
+    differences = 2.0 + np.random.default_rng(3).normal(0, 0.5, size=10)
+    low, high = paired_interval(differences)
+    assert low < 2.0 < high and low > 0
+    assert paired_interval(differences) == (low, high)  # seeded: the same table, the same interval
+
+
+def test_a_zero_difference_is_no_significant_difference_and_a_sign_decides():
+    table = pd.DataFrame(
+        [("s", name, seed, time) for seed in range(MIN_SEEDS + 1)
+         for name, time in (("afl", 10.0 + (-1) ** seed), ("sync", 10.0), ("sync-over", 14.0 + seed % 2),
+                            ("fedasync", 6.0 + seed % 2))],
+        columns=["severity", "algorithm", "seed", "time_to_target"],
+    )  # fmt: skip
+    verdicts = verdict_table(table, 30.0).set_index("other")
+    assert verdicts.loc["sync", "verdict"] == TIED and verdicts.loc["sync", "difference"] == 0.0
+    assert verdicts.loc["sync-over", "verdict"] == FASTER  # AFL's times minus theirs: below zero
+    assert verdicts.loc["fedasync", "verdict"] == SLOWER
+    (line,) = verdict_lines(verdict_table(table, 30.0))
+    assert line.startswith("s, afl − …, 6 seeds: sync +0.0 s [") and "sync-over -4.5 s" in line
+    assert "fedasync" not in line  # the claim is against the synchronous runs; the table has the rest
+
+
+def test_too_few_seeds_give_no_verdict_and_say_so():
+    table = pd.DataFrame(
+        [("s", "afl", 0, 5.0), ("s", "afl", 1, 6.0), ("s", "sync", 0, 20.0), ("s", "sync", 1, None)],
+        columns=["severity", "algorithm", "seed", "time_to_target"],
+    )
+    (row,) = verdict_table(table, 30.0).itertuples()
+    assert (row.seeds, row.verdict, row.difference) == (2, TOO_FEW, (5.0 - 20.0 + 6.0 - 30.0) / 2)
+    assert verdict_lines(verdict_table(table, 30.0)) == ["s, afl: 2 paired seeds, too few for a verdict (≥ 5)"]
+
+
+@pytest.mark.parametrize("matched", ["afl-m7"])
+def test_afl_at_matched_concurrency_is_a_reference_too(matched):
+    table = pd.DataFrame(
+        [("s", name, seed, 10.0 + seed) for seed in range(MIN_SEEDS) for name in ("afl", matched, "sync")],
+        columns=["severity", "algorithm", "seed", "time_to_target"],
+    )
+    verdicts = verdict_table(table, 30.0)
+    assert sorted(zip(verdicts.reference, verdicts.other, strict=True)) == [("afl", "sync"), (matched, "sync")]
