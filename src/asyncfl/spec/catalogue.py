@@ -106,7 +106,7 @@ CATALOGUE = (
         "Stragglers: time to the target accuracy, and accuracy at the budget, by severity",
         Scope.SEVERITY_SWEEP,
         panels=2,
-        height=3.8,
+        height=5.4,
     ),
     # One column per severity (its `panels` the sweep's count of severities)
     Figure(
