@@ -55,7 +55,7 @@ def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
     for experiment in quick["experiments"].values():
         experiment["seeds"] = [0]
     config = tmp_path / "quick_seed0.yaml"
-    config.write_text(yaml.safe_dump(quick))
+    config.write_text(yaml.safe_dump(quick, sort_keys=False))  # a sweep's severities keep their order
     result = snakemake(*SLURM_PROFILE, "--configfile", str(config), workdir=tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     runs = sorted(p.relative_to(tmp_path) for pattern in RUN_METRICS_GLOBS for p in tmp_path.glob(pattern))

@@ -65,7 +65,7 @@ def test_packed_seeds_train_in_one_job_per_algorithm_and_j_that_asks_for_their_r
     for seed in (0, 1):
         assert f"results/digits_cnn/runs/fedbuff/J5/seed{seed}/metrics.csv" in packed[0]
     assert "--plan results/digits_cnn/plans/fedbuff_J5.json" in packed[0].split("train-many")[1]
-    assert counts["plan_training"] == 7 + 3  # and one per severity of digits_stragglers
+    assert counts["plan_training"] == 7 + 3 + 1  # and one per severity of digits_stragglers, one for its tuning
     plan = "results/digits_cnn/plans/fedbuff_J5.json"
     made = snakemake(plan, "--cores", "1", "--configfile", str(QUICK_CONFIG), workdir=tmp_path)
     assert made.returncode == 0, made.stderr[-2000:]

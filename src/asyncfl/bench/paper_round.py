@@ -84,21 +84,23 @@ def sweep_updates(config: dict) -> dict[str, int]:
         for severity in experiment.get("severities") or [None]:
             for algorithm, j, _ in experiment_runs(experiment, reference_j):
                 settings = run_settings(experiment, algorithm, j, reference_j, severity)
-                updates = run_updates(settings, base_algorithm(algorithm), j, experiment["clients"])
+                kept = 1 - experiment.get("validation_fraction", 0)  # the clients' share of the training set
+                updates = run_updates(settings, base_algorithm(algorithm), j, experiment["clients"], kept)
                 totals[experiment["model"]] = totals.get(experiment["model"], 0) + updates
     return totals
 
 
-def run_updates(settings: dict, algorithm: str, j: int, clients: int) -> int:
+def run_updates(settings: dict, algorithm: str, j: int, clients: int, kept: float = 1.0) -> int:
     """Client updates one run trains: its update budget, or rounds × J. Under a virtual-time budget
     alone, an upper estimate: the clients it keeps training (J; M for the asynchronous algorithms;
     over-selected and rejected dispatches are not trained) × T over one dispatch of a client of the
-    paper's average size at speed 1 (stragglers only lower it)."""
+    paper's average size at speed 1, less the validation split (`kept`: the clients' share of the
+    training set; stragglers only lower it)."""
     if settings.get("max_updates") or "max_virtual_time" not in settings:
         return settings.get("max_updates") or settings["rounds"] * j
     config = make_config({**settings, "algorithm": algorithm, "clients_per_round": j})
     (shape,) = [shape for shape in PAPER_SHAPES if shape.model == config.model]
-    samples = shape.samples * CLIENTS / clients
+    samples = shape.samples * CLIENTS / clients * kept
     dispatch = config.local_epochs * samples * config.seconds_per_sample + config.latency_median
     in_flight = config.concurrency_or_default if algorithm in ASYNCHRONOUS else j
     return math.ceil(in_flight * settings["max_virtual_time"] / dispatch)
