@@ -69,6 +69,8 @@ def test_the_table_is_each_runs_first_time_at_the_target_and_its_accuracy_at_the
         assert row.accuracy_at_budget == in_budget[-1][1]
         reached = [time for time, accuracy in in_budget if accuracy >= target]
         assert (row.time_to_target == reached[0]) if reached else math.isnan(row.time_to_target)
+        stays = [time for index, (time, _) in enumerate(in_budget) if all(a >= target for _, a in in_budget[index:])]
+        assert (row.time_to_stay == stays[0]) if stays else math.isnan(row.time_to_stay)
 
 
 def test_a_target_no_run_reaches_is_marked_not_dropped(sweep, tmp_path):

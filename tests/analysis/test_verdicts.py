@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from asyncfl.analysis.stragglers import time_to_stay
 from asyncfl.analysis.verdicts import (
     FASTER,
     MIN_SEEDS,
@@ -19,6 +20,24 @@ from asyncfl.analysis.verdicts import (
     verdict_lines,
     verdict_table,
 )
+
+
+def test_staying_above_the_target_starts_after_the_last_dip_below_it():
+    run = pd.DataFrame({"virtual_time": [1.0, 2.0, 3.0, 4.0, 5.0], "test_accuracy": [0.5, 0.92, 0.88, 0.91, 0.95]})
+    assert time_to_stay(run, 0.9) == 4.0  # crossed at 2 s, fell back at 3 s, above from 4 s on
+    assert time_to_stay(run, 0.5) == 1.0
+    assert math.isnan(time_to_stay(run, 0.96))
+    assert math.isnan(time_to_stay(run.assign(test_accuracy=[0.95, 0.95, 0.95, 0.95, 0.8]), 0.9))
+
+
+def test_both_times_are_compared_and_the_legend_states_the_first_crossing():
+    table = pd.DataFrame(
+        [("s", name, seed, 10.0, 20.0) for seed in range(MIN_SEEDS) for name in ("afl", "sync")],
+        columns=["severity", "algorithm", "seed", "time_to_target", "time_to_stay"],
+    )
+    verdicts = verdict_table(table, 30.0)
+    assert verdicts.metric.tolist() == ["time_to_target", "time_to_stay"]
+    assert len(verdict_lines(verdicts)) == 1
 
 
 def test_a_run_that_never_reached_the_target_counts_as_the_budget():

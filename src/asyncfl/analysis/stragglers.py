@@ -139,6 +139,7 @@ def table_of(trajectories: pd.DataFrame, severities: dict[str, dict], target: fl
                 "algorithm": name,
                 "seed": seed,
                 "time_to_target": first.virtual_time if first is not None else math.nan,
+                "time_to_stay": time_to_stay(run, target),
                 "work_to_target": first.busy_seconds if first is not None else math.nan,
                 "accuracy_at_budget": run.test_accuracy.iloc[-1] if len(run) else math.nan,
                 "resolution": run.resolution.iloc[0],
@@ -148,6 +149,15 @@ def table_of(trajectories: pd.DataFrame, severities: dict[str, dict], target: fl
     order = {name: index for index, name in enumerate(run_names(table))}
     keys = [table.severity.map(list(severities).index), table.algorithm.map(order), table.seed]
     return table.iloc[np.lexsort(keys[::-1])].reset_index(drop=True)
+
+
+def time_to_stay(run: pd.DataFrame, target: float) -> float:
+    """The first evaluation from which every later one up to the budget is at or above `target` (NaN
+    where the last one is below it): a first crossing on a small test set can be noise, this cannot."""
+    below = np.flatnonzero(run.test_accuracy.to_numpy() < target)
+    if len(below) and below[-1] == len(run) - 1:
+        return math.nan
+    return float(run.virtual_time.iloc[below[-1] + 1 if len(below) else 0]) if len(run) else math.nan
 
 
 def run_names(table: pd.DataFrame) -> list[str]:

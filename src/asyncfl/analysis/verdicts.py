@@ -10,6 +10,7 @@ was faster, above zero slower, across zero no significant difference; with fewer
 seeds no verdict is given, and the table says so.
 """
 
+import itertools
 import math
 
 import numpy as np
@@ -22,6 +23,9 @@ CONFIDENCE = 0.95
 MIN_SEEDS = 5  # fewer paired seeds than this give an interval too wide, or too unstable, to decide on
 RESAMPLES = 10_000
 FASTER, SLOWER, TIED, TOO_FEW = "faster", "slower", "no significant difference", "too few seeds"
+# The times compared: the first evaluation at or above the target, and the first from which every later
+# one is (`stragglers.time_to_stay`): the legend states the first, the table both
+METRICS = ("time_to_target", "time_to_stay")
 
 
 def censored(times: pd.Series | np.ndarray, budget: float) -> np.ndarray:
@@ -57,13 +61,14 @@ def decided(low: float, high: float, seeds: int) -> str:
 
 
 def verdict_table(table: pd.DataFrame, budget: float) -> pd.DataFrame:
-    """Per severity, reference (`afl`, and `afl-m*` where run) and other run name: the seeds paired,
-    the restricted mean times, the mean paired difference (reference − other) with its interval, and
-    the verdict (`table`: `claim_table`'s rows)."""
+    """Per severity, metric (`METRICS`), reference (`afl`, and `afl-m*` where run) and other run name:
+    the seeds paired, the restricted mean times, the mean paired difference (reference − other) with
+    its interval, and the verdict (`table`: `claim_table`'s rows)."""
     references = [name for name in table.algorithm.unique() if name == "afl" or name.startswith("afl-m")]
     rows = []
-    for severity, runs in table.groupby("severity", sort=False):
-        times = runs.pivot(index="seed", columns="algorithm", values="time_to_target")
+    metrics = [metric for metric in METRICS if metric in table]
+    for (severity, runs), metric in itertools.product(table.groupby("severity", sort=False), metrics):
+        times = runs.pivot(index="seed", columns="algorithm", values=metric)
         ran = runs.groupby("algorithm").seed.apply(set)
         for reference in references:
             for other in (name for name in runs.algorithm.unique() if name not in references):
@@ -74,6 +79,7 @@ def verdict_table(table: pd.DataFrame, budget: float) -> pd.DataFrame:
                 rows.append(
                     {
                         "severity": severity,
+                        "metric": metric,
                         "reference": reference,
                         "other": other,
                         "seeds": len(differences),
@@ -93,7 +99,8 @@ def verdict_lines(verdicts: pd.DataFrame) -> list[str]:
     run name, with the interval and what it decides, and the seed count; never a verdict without them
     (the other comparisons are in the table)."""
     lines = []
-    for (severity, reference), rows in verdicts.groupby(["severity", "reference"], sort=False):
+    first_crossing = verdicts[verdicts.metric == METRICS[0]]
+    for (severity, reference), rows in first_crossing.groupby(["severity", "reference"], sort=False):
         seeds = int(rows.seeds.min())
         if seeds < MIN_SEEDS:
             lines.append(f"{severity}, {reference}: {seeds} paired seeds, too few for a verdict (≥ {MIN_SEEDS})")
