@@ -65,14 +65,22 @@ def check_complete(runs_by_severity: dict[str, set[tuple[str, int]]]) -> None:
             )
 
 
+def time_grid(folder: Path, record: dict) -> pd.DataFrame | None:
+    """A run's evaluations.csv, checked against its run.json; None for a run without a time grid."""
+    if EVALUATIONS not in record["sha256"]:
+        return None
+    verify_run_files(folder, (EVALUATIONS,))
+    return pd.read_csv(Path(folder) / EVALUATIONS)
+
+
 def trajectory(folder: Path, record: dict, metrics: pd.DataFrame) -> pd.DataFrame:
     """A run's test accuracy over virtual time, with the client work spent by then: its time grid
-    (evaluations.csv, checked against run.json) where it evaluated on one, else its evaluations at
-    aggregations in metrics.csv (no work column there: NaN)."""
-    if EVALUATIONS in record["sha256"]:
-        verify_run_files(folder, (EVALUATIONS,))
-        grid = pd.read_csv(Path(folder) / EVALUATIONS)[["virtual_time", "test_accuracy", "busy_seconds"]]
-        return grid.assign(resolution=record["config"]["eval_every_seconds"])
+    where it evaluated on one, else its evaluations at aggregations in metrics.csv (no work column
+    there: NaN)."""
+    grid = time_grid(folder, record)
+    if grid is not None:
+        shown = grid[["virtual_time", "test_accuracy", "busy_seconds"]]
+        return shown.assign(resolution=record["config"]["eval_every_seconds"])
     evaluated = metrics.dropna(subset=["test_accuracy"])[["virtual_time", "test_accuracy"]]
     return evaluated.assign(busy_seconds=math.nan, resolution=math.nan)
 

@@ -20,22 +20,19 @@ import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
 from asyncfl.analysis.figures import load_partitions, load_runs, save_figure  # noqa: E402
-from asyncfl.analysis.stragglers import display_name, run_styles  # noqa: E402
+from asyncfl.analysis.stragglers import display_name, run_styles, time_grid  # noqa: E402
 from asyncfl.files import atomic_path, write_json  # noqa: E402
-from asyncfl.runs.record import verify_run_files  # noqa: E402
 from asyncfl.spec.catalogue import catalogued  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
-from asyncfl.spec.layout import EVALUATIONS  # noqa: E402
 from asyncfl.spec.tuning import point_label  # noqa: E402
 
 
 def validation_scores(folder: Path, record: dict, target: float, budget: float) -> tuple[float, float]:
     """A tuning run's virtual time to `target` validation accuracy (`budget` where it never got there)
     and its validation accuracy at the budget, from its time grid."""
-    if EVALUATIONS not in record["sha256"]:
+    grid = time_grid(folder, record)
+    if grid is None:
         raise InputError(f"{folder} has no time grid (evaluations.csv); tuning runs need eval_every_seconds")
-    verify_run_files(folder, (EVALUATIONS,))
-    grid = pd.read_csv(Path(folder) / EVALUATIONS)
     if "validation_accuracy" not in grid:
         raise InputError(f"{folder} was trained without a validation split; tuning chooses on one")
     grid = grid[grid.virtual_time <= budget]
@@ -76,11 +73,16 @@ def tuning_table(runs: Sequence[Path], partition_stats: list[Path], grid: dict[s
     return table
 
 
+def point_means(table: pd.DataFrame) -> pd.DataFrame:
+    """Each name's and grid point's scores, the mean over the tuning seeds."""
+    return table.groupby(["name", "point"], sort=False)[["time_to_target", "accuracy_at_budget"]].mean()
+
+
 def choose(table: pd.DataFrame, grid: dict[str, list[dict]]) -> tuple[dict[str, dict], list[str]]:
     """Each name's chosen point (the lowest mean time, then the highest mean accuracy, then the grid's
     first), and the names whose choice sits on an edge of its grid (a setting at its lowest or highest
     value: the best may lie beyond it)."""
-    means = table.groupby(["name", "point"], sort=False)[["time_to_target", "accuracy_at_budget"]].mean()
+    means = point_means(table)
     chosen, on_edge = {}, []
     for name, points in grid.items():
         scores = [
@@ -103,7 +105,7 @@ def draw_tuning(axes: Sequence[Axes], table: pd.DataFrame, grid: dict[str, list[
                 target: float, budget: float) -> None:  # fmt: skip
     """Left: mean time to the target on validation per grid point (T: never); right: validation
     accuracy at T. A ring marks each name's choice."""
-    means = table.groupby(["name", "point"], sort=False)[["time_to_target", "accuracy_at_budget"]].mean()
+    means = point_means(table)
     styles = run_styles(list(grid))
     for name, points in grid.items():
         line, style = styles[name]

@@ -6,13 +6,13 @@ heavy imports: the workflow plans the tuning runs while it parses.
 """
 
 import itertools
-import json
 from pathlib import Path
 from typing import Any
 
 from asyncfl.spec.config import applies, check_concurrency, make_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import BUDGET_KEYS, check_owned, decimal_text, run_settings
+from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads
 from asyncfl.spec.names import base_algorithm
 
 TUNING_JOB = "tuning"  # the key of an experiment's tuning job (its plan file's name)
@@ -95,8 +95,8 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
 def read_chosen(path: Path, names: set[str]) -> dict[str, dict[str, Any]]:
     """The settings `asyncfl select` chose, by run name, checked: only names among `names`."""
     try:
-        chosen = json.loads(Path(path).read_text())["chosen"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        chosen = strict_json_loads(read_input(Path(path), MAX_RECORD_BYTES))["chosen"]
+    except (ValueError, KeyError, TypeError) as error:
         raise InputError(
             f"{path} is not a choice asyncfl select wrote ({type(error).__name__}); run it again"
         ) from None
