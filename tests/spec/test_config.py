@@ -27,6 +27,7 @@ from asyncfl.spec.traces import read_trace
         ({"offline_mean": 30.0}, "offline_mean applies only with availability: exponential or lognormal"),
         ({"availability": "exponential", "availability_sigma": 2.0}, "availability_sigma applies only with availab"),
         ({"slow_factor": 5.0}, "slow_factor applies only with slow_fraction > 0"),
+        ({"algorithm": "sync", "partial_work": True}, "partial_work applies only with round_deadline set"),
     ],
 )  # fmt: skip
 def test_a_setting_that_applies_only_with_another_is_refused_without_it(settings, message):
@@ -40,6 +41,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
     defaults = TrainConfig()
     where = {
         "min_report_fraction": {"algorithm": "sync", "round_deadline": 5.0},
+        "partial_work": {"algorithm": "sync", "round_deadline": 5.0},
         "stale_updates": {"max_staleness": 3},
         "slow_factor": {"slow_fraction": 0.2},
         "bandwidth_sigma": {"bandwidth_median": 5.0},
@@ -50,7 +52,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "availability_sigma": {"availability": "lognormal"},
     }
     assert set(where) == set(NEEDS)
-    other = {"stale_updates": "keep", "bandwidth_follows_speed": True, "min_report_fraction": 0.5}
+    other = {"stale_updates": "keep", "bandwidth_follows_speed": True, "partial_work": True, "min_report_fraction": 0.5}
     for key, context in where.items():
         value = other.get(key, 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5)
         assert getattr(make_config({**context, key: value}), key) == value

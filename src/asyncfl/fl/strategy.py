@@ -89,6 +89,8 @@ class Strategy(ABC):
     closes_rounds = False
     # A round ends at this many virtual seconds after its dispatches, aggregated or abandoned (None: no deadline)
     round_deadline: float | None = None
+    # A dispatch that would miss the deadline trains only the local steps that fit before it (sync's `partial_work`)
+    partial_work = False
 
     def __init__(self, config: TrainConfig):
         self.clients_per_round = config.clients_per_round

@@ -12,7 +12,8 @@ from asyncfl.data.partition import Partition
 from asyncfl.fl.algorithms import make_strategy
 from asyncfl.fl.strategy import Strategy
 from asyncfl.models import model_name_has_batchnorm
-from asyncfl.sim.client_system import ClientSystem
+from asyncfl.sim.client_system import ClientSystem, Phases
+from asyncfl.sim.partial_work import cut, samples_after
 from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
@@ -75,13 +76,13 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
         )
 
 
-def check_deadline(strategy: Strategy, system: ClientSystem, sizes: np.ndarray) -> None:
+def check_deadline(strategy: Strategy, system: ClientSystem, sizes: np.ndarray, batch_size: int) -> None:
     """A round deadline that too few clients can meet would abandon every round: refused, with the
-    fastest clients' times, before anything runs."""
+    fastest clients' times, before anything runs. Under partial work a client meets it with one step."""
     deadline = strategy.round_deadline
     if deadline is None:
         return
-    durations = sorted(system.median_phases(c, int(n)).total for c, n in enumerate(sizes))
+    durations = sorted(shortest_report(strategy, system, c, int(n), batch_size).total for c, n in enumerate(sizes))
     needed = strategy.min_reports
     if durations[needed - 1] > deadline:
         raise InputError(
@@ -89,6 +90,15 @@ def check_deadline(strategy: Strategy, system: ClientSystem, sizes: np.ndarray) 
             f"{sum(d <= deadline for d in durations)} clients (the fastest takes {durations[0]:.4g} s), and a round "
             f"needs {needed} reports (min_report_fraction of J); raise round_deadline above {durations[needed - 1]:.4g}"
         )
+
+
+def shortest_report(strategy: Strategy, system: ClientSystem, client: int, size: int, batch_size: int) -> Phases:
+    """The phases of the least a client can send at the jitter's median: its whole dispatch, or under
+    partial work its first local step."""
+    phases = system.median_phases(client, size)
+    if not strategy.partial_work:
+        return phases
+    return cut(phases, samples_after(1, size, batch_size), system.local_epochs * size)
 
 
 def checked_parts(
@@ -99,5 +109,5 @@ def checked_parts(
     its clients' system and its world. `asyncfl train-many` makes them for every run before the first trains."""
     check_run(config, dataset, partition, device)
     strategy, system = make_strategy(config), ClientSystem.draw(config, partition.num_clients, model_bytes)
-    check_deadline(strategy, system, partition.sizes)
+    check_deadline(strategy, system, partition.sizes, config.batch_size)
     return strategy, system, World.of(config, partition.num_clients)

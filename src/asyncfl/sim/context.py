@@ -1,6 +1,7 @@
 """What a run reads and never changes, put together once: settings, device, model, data, trainer,
 strategy and clients (docs/design.md "Training"). The engine and `asyncfl theory` build their runs here."""
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,13 +66,17 @@ class RunContext:
     def local_task(self, job: Job, start: ModelState) -> LocalTask:
         """What the trainer needs of a job: the model it starts from, its samples, rates and shuffle
         stream, and the local objective's proximal weight μ."""
+        indices = self.client_indices[job.client]
+        # partial work: the epochs it begins (`LocalTask.samples` cuts the last)
+        lrs = job.lrs if job.samples is None else job.lrs[: math.ceil(job.samples / len(indices))]
         return LocalTask(
             start,
-            self.client_indices[job.client],
-            job.lrs,
+            indices,
+            lrs,
             shuffle_key(self.config.seed, job.client, job.dispatch_index),
             self.config.prox_mu,
             self.strategy.optimizer_per_epoch,
+            job.samples,
         )
 
 

@@ -9,6 +9,7 @@ from asyncfl.sim.availability import NEVER
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
+from asyncfl.sim.partial_work import cut, samples_that_fit
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalResult
@@ -115,11 +116,13 @@ class Dispatcher:
     def start_round(self, count: int) -> None:
         """Dispatch `count` clients as `request` does; under a round deadline, a new round begins now
         and ends at the deadline at the latest."""
-        self.request(count)
         deadline = self.context.strategy.round_deadline
-        if deadline is not None:
-            self.state.deadline_at = self.state.now + deadline
-            self.events.at(Event(self.state.deadline_at, Kind.DEADLINE))
+        if deadline is None:
+            self.request(count)
+            return
+        self.state.deadline_at = ends = self.state.now + deadline  # known to the dispatches: partial work
+        self.request(count)
+        self.events.at(Event(ends, Kind.DEADLINE))
 
     def start(self) -> None:
         """The events a fresh or resumed run begins with: its clients in flight, the first dispatches or
@@ -195,12 +198,19 @@ def no_client_online(now: float) -> None:
 
 def next_job(context: RunContext, state: SimulationState, client: int, updates: int) -> Job:
     """The client's next dispatch, now, from the current version, after `updates` client updates were
-    aggregated: its arrival time and learning rates."""
-    system = context.system
+    aggregated: its arrival time and learning rates, and under partial work the samples it trains."""
+    system, size = context.system, int(context.sizes[client])
     index = int(state.dispatch_counts[client])
     state.dispatch_counts[client] += 1
-    phases = system.phases(client, int(context.sizes[client]), index)
+    phases = system.phases(client, size, index)
+    samples = None
+    if context.strategy.partial_work and state.deadline_at is not None:
+        config = context.config
+        samples = samples_that_fit(phases, state.now, state.deadline_at, size, config.batch_size, config.local_epochs)
+        samples = samples or None  # none fits: it trains whole and is discarded at the deadline
+        if samples is not None:
+            phases = cut(phases, samples, config.local_epochs * size)
     duration = phases.total
     lrs = context.strategy.learning_rates(state.version, updates, system.delay(client, duration))
     ends, lost = context.world.fate(client, index, state.now, state.now + phases.uploaded, state.now + duration)
-    return Job(client, index, state.version, state.now, ends, lrs, lost)
+    return Job(client, index, state.version, state.now, ends, lrs, lost, samples)

@@ -26,6 +26,7 @@ class Job:
     arrival_time: float
     lrs: tuple[float, ...]  # learning rate per local epoch
     lost: str = ""  # why its result never arrives (`world.OFFLINE`, `world.FAILED`; "" when it does)
+    samples: int | None = None  # partial work at a deadline: the samples it trains (None: all its epochs')
 
     @property
     def key(self) -> tuple[float, int, int]:

@@ -141,10 +141,13 @@ class TrainConfig:
     # production FL runs them (Bonawitz et al. 2019): dispatch ⌈J·(1 + over_selection)⌉ clients and
     # aggregate the first J arrivals (0.3: their "130 %", FedScale's overcommitment 1.3); end a round at
     # round_deadline virtual seconds after it starts with what arrived, or abandon it below
-    # ⌈min_report_fraction·J⌉ reports (the model unchanged). Late results are discarded.
+    # ⌈min_report_fraction·J⌉ reports (the model unchanged). Late results are discarded; with
+    # partial_work, a client that would miss the deadline trains only the local steps that fit before it
+    # and sends them (FedProx's inexact updates, FLGo's "completeness"): the project's choice, off.
     over_selection: float = setting(Group.STRAGGLERS, 0.0, lowest=NON_NEGATIVE, at_most=1000.0, read_by=("sync",))
     round_deadline: float | None = setting(Group.STRAGGLERS, None, lowest=POSITIVE, at_most=1e9, read_by=("sync",))
     min_report_fraction: float = setting(Group.STRAGGLERS, 0.8, lowest=UNIT_INTERVAL, read_by=("sync",))
+    partial_work: bool = setting(Group.STRAGGLERS, False, read_by=("sync",))
     # Asynchronous updates staler than max_staleness versions (FedScale's max_staleness, FLSim's) are
     # dropped (rejected, never aggregated) or kept with their staleness weight s(τ) and counted
     max_staleness: int | None = setting(Group.STRAGGLERS, None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
@@ -262,6 +265,7 @@ DRAWN_PERIODS = ("exponential", "lognormal")
 # Settings read only where another setting holds: given without it, refused (what it needs, and the test)
 NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "min_report_fraction": ("round_deadline set", lambda c: c.round_deadline is not None),
+    "partial_work": ("round_deadline set", lambda c: c.round_deadline is not None),
     "stale_updates": ("max_staleness set", lambda c: c.max_staleness is not None),
     "slow_factor": ("slow_fraction > 0", lambda c: c.slow_fraction > 0),
     "bandwidth_sigma": (

@@ -32,6 +32,7 @@ class LocalTask:
     shuffle_seed: tuple[int, ...]  # the client's own stream: (run seed, stream, client, dispatch index)
     prox_mu: float = 0.0  # FedProx's μ: the objective is the data loss + μ/2‖θ − θ_start‖²
     optimizer_per_epoch: bool = False  # a fresh optimizer every local epoch, not only every dispatch
+    samples: int | None = None  # train only the first this many samples of its epochs' orders (None: all)
 
 
 @dataclass(frozen=True)
@@ -99,10 +100,15 @@ class LocalTrainer(ABC):
 
 
 def epoch_permutations(task: LocalTask) -> list[torch.Tensor]:
-    """The shuffled order of the client's samples for every local epoch, from the client's own stream."""
+    """The shuffled order of the client's samples for every local epoch, from the client's own stream;
+    with `task.samples`, cut after that many (partial work: the steps that fit before a deadline, so
+    every trainer trains exactly those, each epoch's order the one the whole dispatch would train)."""
     rng = np.random.default_rng(task.shuffle_seed)
     n = len(task.indices)
-    return [task.indices[torch.from_numpy(rng.permutation(n)).to(task.indices.device)] for _ in task.lrs]
+    orders = [task.indices[torch.from_numpy(rng.permutation(n)).to(task.indices.device)] for _ in task.lrs]
+    if task.samples is None:
+        return orders
+    return [order[: task.samples - epoch * n] for epoch, order in enumerate(orders)]
 
 
 class EarlyStopping:

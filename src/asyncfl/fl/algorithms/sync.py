@@ -23,11 +23,16 @@ class SyncParameters(Parameters):
         is abandoned (costing D, the model unchanged) with fewer than ⌈min_report_fraction·J⌉ reports
         [null: off].
     min_report_fraction: of J, the reports a round needs by its deadline [0.8: the project's choice].
+    partial_work: with a deadline, a client that would arrive after it trains only the local steps that
+        fit before it (known at dispatch: its phases are) and sends them, weighted by its data size as
+        FedProx weighs its inexact updates; one that fits no step is discarded at the deadline as
+        before [false: the project's choice].
     """
 
     over_selection: float
     round_deadline: float | None
     min_report_fraction: float
+    partial_work: bool
 
 
 class Sync(Strategy):
@@ -41,6 +46,7 @@ class Sync(Strategy):
         super().__init__(config)
         self.parameters: SyncParameters = SyncParameters.of(config)
         self.round_deadline = self.parameters.round_deadline
+        self.partial_work = self.parameters.partial_work
         self.closes_rounds = self.parameters.over_selection > 0 or self.round_deadline is not None
 
     @property
