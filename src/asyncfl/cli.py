@@ -247,11 +247,12 @@ def cmd_figures(args: argparse.Namespace) -> None:
 
 
 def cmd_stragglers(args: argparse.Namespace) -> None:
-    """Draw the straggler_claim figure of a severity sweep from its runs' CSVs."""
+    """Draw the figures and tables of a severity sweep from its runs' CSVs."""
     from asyncfl.analysis.stragglers import draw_straggler_claim
 
+    targets = [args.target_accuracy, *args.other_targets]
     written = draw_straggler_claim(
-        args.runs, args.partition_stats, args.severities, args.target_accuracy, args.virtual_time, args.out, args.title
+        args.runs, args.partition_stats, args.severities, targets, args.virtual_time, args.out, args.title
     )
     print(f"{len(written)} files → {args.out}")
 
@@ -446,6 +447,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=severity_settings,
         required=True,
         help='JSON object: each severity\'s settings by name, in the figure\'s order ({"sigma0": {"speed_sigma": 0}})',
+    )
+    stragglers.add_argument(
+        "--other-targets",
+        type=FRACTION,
+        nargs="*",
+        default=[],
+        help="further test accuracies the verdicts and the async_advantage map are read at",
     )
     stragglers.set_defaults(run=cmd_stragglers)
 

@@ -75,15 +75,18 @@ def test_the_table_is_each_runs_first_time_at_the_target_and_its_accuracy_at_the
 
 def test_a_target_no_run_reaches_is_marked_not_dropped(sweep, tmp_path):
     _, runs, stats = sweep
-    written = draw_straggler_claim(runs, [stats], SEVERITIES, 1.0, BUDGET, tmp_path, "x")
+    written = draw_straggler_claim(runs, [stats], SEVERITIES, [1.0, 0.5], BUDGET, tmp_path, "x")
     figures = [f"{name}.{ext}" for name in ("straggler_claim", "straggler_curves") for ext in ("png", "pdf")]
-    assert [path.name for path in written] == [*figures, "straggler_claim.csv", "straggler_verdicts.csv"]
-    assert all(path.stat().st_size > 1000 for path in written[:4])
+    advantage = ["async_advantage.png", "async_advantage.pdf"]
+    assert [path.name for path in written] == [*figures, *advantage, "straggler_claim.csv", "straggler_verdicts.csv"]
+    assert all(path.stat().st_size > 1000 for path in written if path.suffix != ".csv")
     table = pd.read_csv(tmp_path / "straggler_claim.csv")
     assert len(table) == len(runs) and table.time_to_target.isna().all()  # every run is in it, without a time
     verdicts = pd.read_csv(tmp_path / "straggler_verdicts.csv")
     assert set(verdicts.verdict) == {"too few seeds"}  # one seed: no verdict is drawn from it
-    assert (verdicts.difference == 0).all()  # never reached: both counted as T
+    assert list(verdicts.target.unique()) == [1.0, 0.5]  # every comparison at each target, the figures' first
+    never = verdicts[verdicts.target == 1.0]
+    assert (never.difference == 0).all()  # never reached: both counted as T
 
 
 def test_runs_of_another_budget_or_severity_are_refused(sweep):

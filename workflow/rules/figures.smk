@@ -70,9 +70,11 @@ rule straggler_claim:
         runs=lambda wildcards: run_folders(wildcards.experiment),
         severities=lambda wildcards: json.dumps(experiment(wildcards)["severities"]),
         target=lambda wildcards: experiment(wildcards)["target_accuracy"],
+        other_targets=lambda wildcards: experiment(wildcards).get("other_targets", []),
         budget=lambda wildcards: experiment(wildcards)["budget"]["virtual_time"],
     shell:
         ASYNCFL
         + " stragglers --runs {params.runs:q} --severities {params.severities:q} --partition-stats {input.stats:q}"
-        " --target-accuracy {params.target:q} --virtual-time {params.budget:q} --title={wildcards.experiment:q}"
+        " --target-accuracy {params.target:q} --other-targets {params.other_targets:q}"
+        " --virtual-time {params.budget:q} --title={wildcards.experiment:q}"
         " --out {params.out:q} > {log:q} 2>&1"

@@ -21,13 +21,15 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
+from asyncfl.analysis.advantage import draw_advantage, matched_cells  # noqa: E402
 from asyncfl.analysis.figures import load_partitions, load_runs, save_figure  # noqa: E402
 from asyncfl.analysis.panels import ALGORITHM_COLOURS  # noqa: E402
 from asyncfl.analysis.verdicts import verdict_lines, verdict_table  # noqa: E402
 from asyncfl.files import atomic_path  # noqa: E402
+from asyncfl.fl.algorithms import make_strategy  # noqa: E402
 from asyncfl.runs.record import verify_run_files  # noqa: E402
 from asyncfl.spec.catalogue import catalogued  # noqa: E402
-from asyncfl.spec.config import applies  # noqa: E402
+from asyncfl.spec.config import applies, make_config  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.layout import EVALUATIONS, STRAGGLER_VERDICTS  # noqa: E402
 from asyncfl.spec.names import ALGORITHMS, base_algorithm  # noqa: E402
@@ -112,7 +114,9 @@ def claim_trajectories(runs: Sequence[Path], partition_stats: list[Path], severi
                 )
             metrics = loaded.metrics[(loaded.metrics.algorithm == name) & (loaded.metrics.seed == seed)]
             run = trajectory(folder, record, metrics)
-            parts.append(run[run.virtual_time <= budget].assign(severity=severity, algorithm=name, seed=seed))
+            in_flight = make_strategy(make_config(record["config"])).initial_clients
+            shown = run[run.virtual_time <= budget]
+            parts.append(shown.assign(severity=severity, algorithm=name, seed=seed, in_flight=in_flight))
     unknown = {severity_of(run) for run in runs} - set(severities)
     if unknown:
         raise InputError(f"runs of severities {sorted(unknown)} are not among --severities; list them or drop them")
@@ -157,6 +161,12 @@ def table_of(trajectories: pd.DataFrame, severities: dict[str, dict], target: fl
     order = {name: index for index, name in enumerate(run_names(table))}
     keys = [table.severity.map(list(severities).index), table.algorithm.map(order), table.seed]
     return table.iloc[np.lexsort(keys[::-1])].reset_index(drop=True)
+
+
+def table_in_flight(trajectories: pd.DataFrame, name: str) -> int:
+    """The clients a run name keeps in flight (M, or a synchronous round's ⌈J·(1+ε)⌉): one for all its runs."""
+    (in_flight,) = trajectories.in_flight[trajectories.algorithm == name].unique()
+    return int(in_flight)
 
 
 def time_to_stay(run: pd.DataFrame, target: float) -> float:
@@ -249,22 +259,29 @@ def draw_claim(
     )
 
 
-def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings: dict[str, dict], target: float,
-                         budget: float, out: Path, title: str) -> list[Path]:  # fmt: skip
-    """The sweep's figures as PNG and PDF, `straggler_claim` and `straggler_curves`, and the claim's
-    numbers, one row per run, as straggler_claim.csv (`settings`: each severity's, by name, in the
-    figures' order)."""
+def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings: dict[str, dict],
+                         targets: list[float], budget: float, out: Path, title: str) -> list[Path]:  # fmt: skip
+    """The sweep's figures as PNG and PDF, `straggler_claim`, `straggler_curves` and `async_advantage`,
+    the claim's numbers, one row per run, as straggler_claim.csv, and every paired comparison at each
+    of `targets` (the first: the figures' target) as straggler_verdicts.csv (`settings`: each
+    severity's, by name, in the figures' order)."""
     from asyncfl.analysis.straggler_curves import draw_curves
 
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
+    target = targets[0]
     trajectories = claim_trajectories(runs, partition_stats, settings, budget)
     table = table_of(trajectories, settings, target)
     means, severities = summary(table), list(settings)
-    verdicts = verdict_table(table, budget)
+    verdicts = pd.concat(
+        [verdict_table(table_of(trajectories, settings, each), budget).assign(target=each) for each in targets],
+        ignore_index=True,
+    )
+    verdicts = verdicts[["target", *verdicts.columns[:-1]]]
     claim, curves = catalogued("straggler_claim"), catalogued("straggler_curves")
     stem = Path(out) / claim.name
+    lines = verdict_lines(verdicts[verdicts.target == target])
     written = save_figure(
-        lambda axes: draw_claim(axes, means, severities, target, budget, verdict_lines(verdicts)), claim, claim.height,
+        lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, claim.height,
         f"{title}: {claim.title}", stem,
     )  # fmt: skip
     with atomic_path(stem.with_suffix(".csv")) as tmp:
@@ -276,5 +293,13 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     written += save_figure(
         lambda axes: draw_curves(axes, trajectories, severities, target, budget), curves, curves.height,
         f"{title}: {curves.title}", Path(out) / curves.name,
+    )  # fmt: skip
+    in_flight = {name: int(table_in_flight(trajectories, name)) for name in run_names(table)}
+    cells = matched_cells(verdicts, in_flight)
+    advantage = catalogued("async_advantage")
+    advantage = dataclasses.replace(advantage, panels=len(targets), height=advantage.height + 0.5 * len(severities))
+    written += save_figure(
+        lambda axes: draw_advantage(axes, cells, severities, in_flight), advantage, advantage.height,
+        f"{title}: {advantage.title}", Path(out) / advantage.name,
     )  # fmt: skip
     return [*written, stem.with_suffix(".csv"), verdicts_csv]

@@ -117,6 +117,13 @@ CATALOGUE = (
         rows=2,
         height=5.2,
     ),
+    # One panel per target; its numbers are straggler_verdicts.csv's
+    Figure(
+        "async_advantage",
+        "Where asynchrony wins: AFL minus synchronous FL at equal clients in flight",
+        Scope.SEVERITY_SWEEP,
+        height=1.6,
+    ),
     Figure("sampling_variance", "Variance of the sampled mean update", Scope.THEORY, height=2.8),
     # With the table of its numbers (NAME.csv) beside the choice (tuning/chosen.json)
     Figure(

@@ -159,8 +159,9 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     if severities is not None and experiment.get("pack_seeds"):
         raise InputError(f"{key}.pack_seeds: a severity sweep already trains one job per severity; remove it")
     if severities is None:
-        if "target_accuracy" in experiment:
-            raise InputError(f"{key}.target_accuracy applies to experiments with severities: only; remove it")
+        for owned in ("target_accuracy", "other_targets"):
+            if owned in experiment:
+                raise InputError(f"{key}.{owned} applies to experiments with severities: only; remove it")
         return
     for name, settings in severities.items():
         if not NAME.fullmatch(name) or len(name) > MAX_NAME:

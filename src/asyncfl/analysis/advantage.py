@@ -1,0 +1,83 @@
+"""The `async_advantage` map (docs/theory.md "Stragglers"): where asynchrony wins, and by how much.
+
+One cell per severity (a row) and synchronous run name (a column: plain, over-selection at each ε, a
+deadline, partial work, …): AFL at the same number of clients in flight (AFL at M = J against plain
+sync or a deadline, AFL at M = ⌈J·(1+ε)⌉ against over-selection at ε) minus the synchronous run, the
+paired difference of restricted mean times to the target with its 95 % CI (`verdicts`). The colour is
+the difference (blue: AFL faster); a cell whose interval crosses zero is hatched, one with too few
+seeds is grey and says so. One panel per target.
+"""
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.patches import Rectangle
+
+from asyncfl.analysis.verdicts import METRICS, MIN_SEEDS, TIED, TOO_FEW
+from asyncfl.spec.names import base_algorithm
+
+COLOURS = "RdBu_r"  # negative (AFL faster) blue, positive red
+
+
+def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataFrame:
+    """Per target, severity and synchronous run name: the comparison (time to the target) with the AFL
+    run name of its clients in flight, or a row without numbers where the sweep has no such AFL."""
+    afl = {in_flight[name]: name for name in in_flight if base_algorithm(name) == "afl"}
+    synchronous = [name for name in in_flight if base_algorithm(name) == "sync"]
+    first = verdicts[verdicts.metric == METRICS[0]].set_index(["target", "severity", "reference", "other"])
+    rows = []
+    for target, severity in verdicts[["target", "severity"]].drop_duplicates().itertuples(index=False):
+        for other in synchronous:
+            reference = afl.get(in_flight[other])
+            key = (target, severity, reference, other)
+            found = first.loc[key] if reference is not None and key in first.index else None
+            cell = {"target": target, "severity": severity, "other": other, "reference": reference or ""}
+            numbers = ("seeds", "difference", "ci_low", "ci_high", "verdict")
+            cell |= {column: (found[column] if found is not None else math.nan) for column in numbers}
+            rows.append(cell)
+    return pd.DataFrame(rows)
+
+
+def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str], in_flight: dict[str, int]) -> None:
+    """One heatmap per target: rows the severities, columns the synchronous run names."""
+    columns = list(dict.fromkeys(cells.other))
+    span = float(np.nanmax(np.abs(cells.difference.to_numpy(dtype=float)), initial=1.0)) or 1.0
+    norm = TwoSlopeNorm(0.0, -span, span)
+    for ax, (target, panel) in zip(np.atleast_1d(axes), cells.groupby("target", sort=False), strict=True):
+        grid = panel.pivot(index="severity", columns="other", values="difference").reindex(severities)[columns]
+        image = ax.imshow(grid.to_numpy(dtype=float), cmap=COLOURS, norm=norm, aspect="auto")
+        for row in panel.itertuples():
+            y, x = severities.index(row.severity), columns.index(row.other)
+            ax.text(x, y, cell_text(row, in_flight), ha="center", va="center", fontsize=4.5)
+            if row.verdict in (TIED, TOO_FEW) or not row.reference:
+                colour = "grey" if row.verdict != TIED else "black"
+                ax.add_patch(hatched(x, y, colour, filled=row.verdict != TIED))
+        ax.set_xticks(range(len(columns)), [f"{name}\n({in_flight[name]} in flight)" for name in columns])
+        ax.set_yticks(range(len(severities)), severities)
+        ax.tick_params(labelsize=5)
+        ax.grid(False)
+        ax.set_title(f"time to {target:.0%} test accuracy", fontsize="small")
+        ax.set_xlabel("synchronous run (against AFL with as many clients in flight)", fontsize="x-small")
+    axes_list = list(np.atleast_1d(axes))
+    colourbar = axes_list[0].figure.colorbar(image, ax=axes_list, shrink=0.8)
+    colourbar.set_label("AFL − synchronous, restricted mean time (s)\nblue: AFL faster", fontsize="x-small")
+    colourbar.ax.tick_params(labelsize=5)
+
+
+def cell_text(row: Any, in_flight: dict[str, int]) -> str:
+    """A cell's words: its difference and interval, or why it has none."""
+    if not row.reference:
+        return f"no AFL at\nM = {in_flight[row.other]}"
+    if row.verdict == TOO_FEW:
+        return f"{row.difference:+.1f} s\n{row.seeds:.0f} seeds:\ntoo few (≥ {MIN_SEEDS})"
+    return f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{row.verdict}\n{row.seeds:.0f} seeds"
+
+
+def hatched(x: int, y: int, colour: str, filled: bool) -> Rectangle:
+    """The mark of a cell that decides nothing: hatched (the interval crosses zero), or greyed and
+    hatched (too few seeds, or no AFL to compare)."""
+    face = (0.85, 0.85, 0.85, 0.8) if filled else "none"
+    return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor=colour, hatch="///", lw=0, alpha=0.5)
