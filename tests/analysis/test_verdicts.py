@@ -15,6 +15,7 @@ from asyncfl.analysis.verdicts import (
     TIED,
     TOO_FEW,
     censored,
+    median_time,
     paired_interval,
     restricted_mean_time,
     verdict_lines,
@@ -87,3 +88,24 @@ def test_afl_at_matched_concurrency_is_a_reference_too(matched):
     )
     verdicts = verdict_table(table, 30.0)
     assert sorted(zip(verdicts.reference, verdicts.other, strict=True)) == [("afl", "sync"), (matched, "sync")]
+
+
+def test_the_kaplan_meier_median_reads_censored_runs_as_not_yet_there():
+    """Five runs, two never at the target by T = 30: half had reached it at 14 s (the third of five
+    sorted times, the censored two counted as still running); with three of five censored, none."""
+    assert median_time(np.array([10.0, math.nan, 14.0, 12.0, math.nan]), 30.0) == 14.0
+    assert math.isnan(median_time(np.array([10.0, math.nan, 12.0, math.nan, math.nan]), 30.0))
+    assert median_time(np.array([4.0, 2.0]), 30.0) == 2.0  # half of two: the first
+    assert math.isnan(median_time(np.array([math.nan, math.nan]), 30.0))
+
+
+def test_the_table_counts_the_runs_that_reached_the_target():
+    times = {"afl": [5.0, 6.0, 7.0, 8.0, 9.0], "sync": [10.0, math.nan, 12.0, math.nan, math.nan]}
+    table = pd.DataFrame(
+        [("s", name, seed, time) for name, column in times.items() for seed, time in enumerate(column)],
+        columns=["severity", "algorithm", "seed", "time_to_target"],
+    )
+    (row,) = verdict_table(table, 30.0).itertuples()
+    assert (row.reference_reached, row.other_reached) == (5, 2)
+    assert row.reference_median == 7.0 and math.isnan(row.other_median)
+    assert row.other_time == (10 + 12 + 3 * 30) / 5 and row.verdict == FASTER

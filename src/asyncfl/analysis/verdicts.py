@@ -38,6 +38,21 @@ def restricted_mean_time(times: pd.Series | np.ndarray, budget: float) -> float:
     return float(censored(times, budget).mean())
 
 
+def median_time(times: pd.Series | np.ndarray, budget: float) -> float:
+    """The Kaplan–Meier median time to the target (`scipy.stats.ecdf`, a run that never reached it
+    right-censored at the budget): the time by which half the runs had reached it, NaN where fewer
+    than half did by the budget. Beside the restricted mean, it is the summary that a few censored
+    runs cannot move."""
+    times = np.asarray(times, dtype=float)
+    reached = ~np.isnan(times)
+    if not reached.any():
+        return math.nan
+    data = stats.CensoredData(uncensored=times[reached], right=np.full(int((~reached).sum()), budget))
+    curve = stats.ecdf(data).cdf
+    halfway = np.flatnonzero(curve.probabilities >= 0.5 - 1e-12)
+    return float(curve.quantiles[halfway[0]]) if len(halfway) else math.nan
+
+
 def paired_interval(differences: np.ndarray) -> tuple[float, float]:
     """The 95 % bootstrap confidence interval of the mean of paired differences (one per seed)."""
     if np.all(differences == differences[0]):  # no spread: the interval is the point itself
@@ -62,8 +77,9 @@ def decided(low: float, high: float, seeds: int) -> str:
 
 def verdict_table(table: pd.DataFrame, budget: float) -> pd.DataFrame:
     """Per severity, metric (`METRICS`), reference (`afl`, and `afl-m*` where run) and other run name:
-    the seeds paired, the restricted mean times, the mean paired difference (reference − other) with
-    its interval, and the verdict (`table`: `claim_table`'s rows)."""
+    the seeds paired, the restricted mean times, the seeds that reached the target and the
+    Kaplan–Meier medians, the mean paired difference (reference − other) with its interval, and the
+    verdict (`table`: `claim_table`'s rows)."""
     references = [name for name in table.algorithm.unique() if name == "afl" or name.startswith("afl-m")]
     rows = []
     metrics = [metric for metric in METRICS if metric in table]
@@ -85,6 +101,10 @@ def verdict_table(table: pd.DataFrame, budget: float) -> pd.DataFrame:
                         "seeds": len(differences),
                         "reference_time": float(mine.mean()),
                         "other_time": float(theirs.mean()),
+                        "reference_reached": int(times.loc[pair, reference].notna().sum()),
+                        "other_reached": int(times.loc[pair, other].notna().sum()),
+                        "reference_median": median_time(times.loc[pair, reference], budget),
+                        "other_median": median_time(times.loc[pair, other], budget),
                         "difference": float(differences.mean()),
                         "ci_low": low,
                         "ci_high": high,
