@@ -165,8 +165,8 @@ def test_quick_config_end_to_end(quick_local_run):
         assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
     assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
     # digits_cnn: 14 runs (7 jobs of 2 seeds), digits_resnet20: 5, digits_world: 4, digits_stragglers: 3
-    # severities × 9 × 2 seeds (its 27 tuning runs are not results: not archived)
-    assert sum(n.endswith("run.json") for n in sums) == 23 + 54
+    # severities × 8 × 5 seeds (its 24 tuning runs are not results: not archived)
+    assert sum(n.endswith("run.json") for n in sums) == 23 + 120
     # The tuning stage's choice reached the final runs through the DAG: each run name trained with its γ0
     chosen = json.loads((tmp_path / "results/digits_stragglers/tuning/chosen.json").read_text())["chosen"]
     assert set(chosen) == set(quick["experiments"]["digits_stragglers"]["algorithms"])

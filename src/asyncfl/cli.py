@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from asyncfl.data.holdout import Holdout
 from asyncfl.data.loading import prepare_dataset
 from asyncfl.data.partition import DirichletSplit, Subset, make_partition
-from asyncfl.files import write_json
+from asyncfl.files import atomic_path, write_json
 from asyncfl.runs.archive import archive_from_configs, fetch_record
 from asyncfl.spec.catalogue import CATALOGUE, Scope
 from asyncfl.spec.config import load_config, make_config, system_model_help, with_paths_from
@@ -21,6 +21,7 @@ from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, check_output, read_input
 from asyncfl.spec.layout import RUN_DIR
 from asyncfl.spec.names import ALGORITHMS, DATASETS, DEVICES, MODELS
+from asyncfl.spec.trace_import import FORMATS as TRACE_FORMATS
 from asyncfl.spec.tuning import read_chosen
 
 if TYPE_CHECKING:
@@ -276,6 +277,18 @@ FRACTION = bounded("a number in (0, 1]", lambda value: 0 < value <= 1)
 POSITIVE = bounded("a finite number > 0", lambda value: math.isfinite(value) and value > 0)
 
 
+def cmd_trace_import(args: argparse.Namespace) -> None:
+    """Convert a published trace; the CSV is checked as `availability: trace` reads it before it is kept."""
+    from asyncfl.spec.trace_import import import_trace
+    from asyncfl.spec.traces import read_trace
+
+    text = import_trace(args.source, args.format, args.clients, args.horizon)
+    with atomic_path(args.out) as tmp:
+        tmp.write_text(text)
+        periods = read_trace(tmp, args.clients)
+    print(f"{sum(map(len, periods.values()))} online periods of {args.clients} clients → {args.out}")
+
+
 def cmd_theory(args: argparse.Namespace) -> None:
     """The paper's sampling-variance claim on one finished run's client updates: table and figure."""
     from asyncfl.analysis.theory import sampling_variance
@@ -456,6 +469,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="further test accuracies the verdicts and the async_advantage map are read at",
     )
     stragglers.set_defaults(run=cmd_stragglers)
+
+    trace = commands.add_parser("trace", help="availability traces for availability: trace")
+    trace_commands = trace.add_subparsers(dest="trace_command", required=True)
+    imported = trace_commands.add_parser(
+        "import",
+        help="convert a published availability trace (FedScale, FLASH) to asyncfl's client,start,end CSV",
+        description='Formats and how each is read: docs/design.md "The clients\' world".',
+    )
+    imported.add_argument("source", type=Path, help="the trace file as its project publishes it")
+    imported.add_argument("--format", choices=TRACE_FORMATS, required=True)
+    imported.add_argument(
+        "--clients", type=at_least(1), required=True, help="C: the first C clients, in sorted id order"
+    )
+    imported.add_argument("--horizon", type=POSITIVE, help="virtual seconds to keep (a FedScale trace repeats to it)")
+    imported.add_argument("--out", type=Path, required=True, help="the CSV to write")
+    imported.set_defaults(run=cmd_trace_import)
 
     theory = commands.add_parser(
         "theory", help="variance of the sampled mean of client updates, with and without replacement"
