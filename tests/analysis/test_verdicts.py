@@ -109,3 +109,15 @@ def test_the_table_counts_the_runs_that_reached_the_target():
     assert (row.reference_reached, row.other_reached) == (5, 2)
     assert row.reference_median == 7.0 and math.isnan(row.other_median)
     assert row.other_time == (10 + 12 + 3 * 30) / 5 and row.verdict == FASTER
+
+
+def test_given_the_clients_in_flight_the_lines_compare_equal_resources_only():
+    names = ("afl", "afl-m7", "sync", "sync-overselect", "sync-deadline")
+    table = pd.DataFrame(
+        [("s", name, seed, 10.0 + seed + index) for seed in range(MIN_SEEDS) for index, name in enumerate(names)],
+        columns=["severity", "algorithm", "seed", "time_to_target"],
+    )
+    in_flight = {"afl": 5, "afl-m7": 7, "sync": 5, "sync-overselect": 7, "sync-deadline": 5}
+    first, matched = verdict_lines(verdict_table(table, 30.0), in_flight)
+    assert first.startswith("s, afl − …") and "sync-deadline" in first and "sync-overselect" not in first
+    assert matched.startswith("s, afl-m7 − …") and "sync-overselect" in matched and "sync " not in matched

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
 
-from asyncfl.analysis.verdicts import METRICS, MIN_SEEDS, TIED, TOO_FEW
+from asyncfl.analysis.verdicts import FASTER, METRICS, MIN_SEEDS, SLOWER, TIED, TOO_FEW
 from asyncfl.spec.names import base_algorithm
 
 COLOURS = "RdBu_r"  # negative (AFL faster) blue, positive red
@@ -42,16 +42,26 @@ def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataF
 
 
 def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str], in_flight: dict[str, int]) -> None:
-    """One heatmap per target: rows the severities, columns the synchronous run names."""
+    """One heatmap per target, in increasing order: rows the severities, columns the synchronous run names."""
     columns = list(dict.fromkeys(cells.other))
     span = float(np.nanmax(np.abs(cells.difference.to_numpy(dtype=float)), initial=1.0)) or 1.0
     norm = TwoSlopeNorm(0.0, -span, span)
-    for ax, (target, panel) in zip(np.atleast_1d(axes), cells.groupby("target", sort=False), strict=True):
+    panels = sorted(cells.groupby("target", sort=False), key=lambda item: float(item[0]))
+    for ax, (target, panel) in zip(np.atleast_1d(axes), panels, strict=True):
         grid = panel.pivot(index="severity", columns="other", values="difference").reindex(severities)[columns]
         image = ax.imshow(grid.to_numpy(dtype=float), cmap=COLOURS, norm=norm, aspect="auto")
         for row in panel.itertuples():
             y, x = severities.index(row.severity), columns.index(row.other)
-            ax.text(x, y, cell_text(row, in_flight), ha="center", va="center", fontsize=4.5)
+            dark = abs(row.difference) > 0.6 * span  # white words on the darkest cells
+            ax.text(
+                x,
+                y,
+                cell_text(row, in_flight),
+                ha="center",
+                va="center",
+                fontsize=5,
+                color="white" if dark else "black",
+            )
             if row.verdict in (TIED, TOO_FEW) or not row.reference:
                 colour = "grey" if row.verdict != TIED else "black"
                 ax.add_patch(hatched(x, y, colour, filled=row.verdict != TIED))
@@ -59,7 +69,9 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
         ax.set_yticks(range(len(severities)), severities)
         ax.tick_params(labelsize=5)
         ax.grid(False)
-        ax.set_title(f"time to {target:.0%} test accuracy", fontsize="small")
+        seeds = panel.seeds.dropna().unique()
+        paired = f", {seeds[0]:.0f} paired seeds" if len(seeds) == 1 else ""
+        ax.set_title(f"time to {target:.0%} test accuracy{paired}", fontsize="small")
         ax.set_xlabel("synchronous run (against AFL with as many clients in flight)", fontsize="x-small")
     axes_list = list(np.atleast_1d(axes))
     colourbar = axes_list[0].figure.colorbar(image, ax=axes_list, shrink=0.8)
@@ -67,13 +79,17 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
     colourbar.ax.tick_params(labelsize=5)
 
 
+# A verdict in a cell: short, the hatching and the caption say the rest
+CELL_VERDICTS = {FASTER: "AFL faster", SLOWER: "AFL slower", TIED: "n.s."}
+
+
 def cell_text(row: Any, in_flight: dict[str, int]) -> str:
-    """A cell's words: its difference and interval, or why it has none."""
+    """A cell's words: its difference, interval and verdict, or why it has none."""
     if not row.reference:
         return f"no AFL at\nM = {in_flight[row.other]}"
     if row.verdict == TOO_FEW:
         return f"{row.difference:+.1f} s\n{row.seeds:.0f} seeds:\ntoo few (≥ {MIN_SEEDS})"
-    return f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{row.verdict}\n{row.seeds:.0f} seeds"
+    return f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{CELL_VERDICTS[row.verdict]}"
 
 
 def hatched(x: int, y: int, colour: str, filled: bool) -> Rectangle:

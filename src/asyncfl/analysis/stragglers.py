@@ -279,7 +279,8 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     verdicts = verdicts[["target", *verdicts.columns[:-1]]]
     claim, curves = catalogued("straggler_claim"), catalogued("straggler_curves")
     stem = Path(out) / claim.name
-    lines = verdict_lines(verdicts[verdicts.target == target])
+    in_flight = {name: int(table_in_flight(trajectories, name)) for name in run_names(table)}
+    lines = verdict_lines(verdicts[verdicts.target == target], in_flight)
     written = save_figure(
         lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, claim.height,
         f"{title}: {claim.title}", stem,
@@ -294,7 +295,6 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
         lambda axes: draw_curves(axes, trajectories, severities, target, budget), curves, curves.height,
         f"{title}: {curves.title}", Path(out) / curves.name,
     )  # fmt: skip
-    in_flight = {name: int(table_in_flight(trajectories, name)) for name in run_names(table)}
     cells = matched_cells(verdicts, in_flight)
     advantage = catalogued("async_advantage")
     advantage = dataclasses.replace(advantage, panels=len(targets), height=advantage.height + 0.5 * len(severities))

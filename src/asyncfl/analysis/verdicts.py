@@ -12,6 +12,7 @@ seeds no verdict is given, and the table says so.
 
 import itertools
 import math
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,7 @@ FASTER, SLOWER, TIED, TOO_FEW = "faster", "slower", "no significant difference",
 # The times compared: the first evaluation at or above the target, and the first from which every later
 # one is (`stragglers.time_to_stay`): the legend states the first, the table both
 METRICS = ("time_to_target", "time_to_stay")
+LINE_WIDTH = 130  # characters of a verdict line under a figure's legend before it wraps
 
 
 def censored(times: pd.Series | np.ndarray, budget: float) -> np.ndarray:
@@ -114,21 +116,27 @@ def verdict_table(table: pd.DataFrame, budget: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def verdict_lines(verdicts: pd.DataFrame) -> list[str]:
+def verdict_lines(verdicts: pd.DataFrame, in_flight: dict[str, int] | None = None) -> list[str]:
     """The claim in words, one line per severity and reference: its difference from every synchronous
-    run name, with the interval and what it decides, and the seed count; never a verdict without them
-    (the other comparisons are in the table)."""
+    run name (with `in_flight`, each run name's clients in flight, only those with as many as the
+    reference: the comparisons of equal resources), with the interval and what it decides, and the seed
+    count; never a verdict without them (the other comparisons are in the table). Long lines wrap."""
     lines = []
     first_crossing = verdicts[verdicts.metric == METRICS[0]]
     for (severity, reference), rows in first_crossing.groupby(["severity", "reference"], sort=False):
+        synchronous = rows[rows.other.map(base_algorithm) == "sync"]
+        if in_flight is not None:
+            synchronous = synchronous[synchronous.other.map(in_flight) == in_flight[reference]]
+            if synchronous.empty:
+                continue
         seeds = int(rows.seeds.min())
         if seeds < MIN_SEEDS:
             lines.append(f"{severity}, {reference}: {seeds} paired seeds, too few for a verdict (≥ {MIN_SEEDS})")
             continue
-        synchronous = rows[rows.other.map(base_algorithm) == "sync"]
         parts = [
             f"{row.other} {row.difference:+.1f} s [{row.ci_low:+.1f}, {row.ci_high:+.1f}]: {row.verdict}"
             for row in synchronous.itertuples()
         ]
-        lines.append(f"{severity}, {reference} − …, {seeds} seeds: " + "; ".join(parts))
+        line = f"{severity}, {reference} − …, {seeds} seeds: " + "; ".join(parts)
+        lines.append("\n    ".join(textwrap.wrap(line, LINE_WIDTH)))
     return lines
