@@ -122,3 +122,26 @@ def test_a_grid_run_killed_and_resumed_writes_the_same_evaluations(tmp_path):
 def test_a_grid_finer_than_a_millisecond_is_refused_in_one_line(value):
     with pytest.raises(InputError, match="eval_every_seconds must be"):
         make_config({"eval_every_seconds": value})
+
+
+def test_a_model_unchanged_between_instants_is_scored_once_with_the_same_numbers(tmp_path, monkeypatch):
+    """Synchronous rounds of ~1.1 s on a 0.25 s grid: several instants see one model. Each model is
+    evaluated once, and evaluations.csv is the bytes of evaluating it at every instant."""
+    from asyncfl.sim import grid as grid_module
+
+    calls = []
+    real = grid_module.evaluate
+    monkeypatch.setattr(grid_module, "evaluate", lambda *args: calls.append(1) or real(*args))
+    run(tmp_path / "once", algorithm="sync", eval_every_seconds=0.25)
+    rows = read_csv(tmp_path / "once" / "evaluations.csv")
+    assert len(calls) == len({row["round"] for row in rows}) < len(rows)
+    original = grid_module.EvaluationGrid.scores
+
+    def every_time(self, model):
+        self.scored = None  # forget the last model: evaluate at every instant
+        return original(self, model)
+
+    monkeypatch.setattr(grid_module.EvaluationGrid, "scores", every_time)
+    run(tmp_path / "every", algorithm="sync", eval_every_seconds=0.25)
+    assert len(calls) == len({row["round"] for row in rows}) + len(rows)
+    assert (tmp_path / "every" / "evaluations.csv").read_bytes() == (tmp_path / "once" / "evaluations.csv").read_bytes()

@@ -3,6 +3,7 @@ as it stands at t = Δ, 2Δ, … evaluated on the test set, the same instants fo
 its rounds cost, with the work spent by then. Nothing a run trains depends on it: evaluating draws no
 random number and changes no state but its own count."""
 
+from asyncfl.models import ModelState
 from asyncfl.runs.logs import CsvLog
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.dispatcher import Dispatcher
@@ -18,6 +19,10 @@ class EvaluationGrid:
     def __init__(self, context: RunContext, state: SimulationState, dispatcher: Dispatcher):
         self.context, self.state, self.dispatcher = context, state, dispatcher
         self.every = context.config.eval_every_seconds
+        # The last model evaluated and its scores: a model that has not changed since (no aggregation
+        # between two instants, as in a synchronous round waiting for a straggler) scores the same, bit
+        # for bit, so it is not evaluated again. Held by reference: its identity is the model's.
+        self.scored: tuple[ModelState, dict[str, float | None]] | None = None
 
     def time(self, index: int) -> float:
         """The grid's `index`-th instant, a product rather than a running sum: no drift over long runs."""
@@ -50,9 +55,20 @@ class EvaluationGrid:
         while self.time(self.state.evaluations + 1) <= self.state.now:
             self.evaluate(self.state.evaluations + 1, log)
 
+    def scores(self, model: ModelState) -> dict[str, float | None]:
+        """The model's test (and validation) loss and accuracy; the last ones again for the same model."""
+        if self.scored is not None and self.scored[0] is model:
+            return self.scored[1]
+        context = self.context
+        loss, accuracy = evaluate(context.model, model, context.test_images, context.test_labels)
+        scores: dict[str, float | None] = {"test_loss": loss, "test_accuracy": accuracy}
+        if context.validation_images is not None:
+            scores["validation_loss"], scores["validation_accuracy"] = validation_metrics(context, model)
+        self.scored = (model, scores)
+        return scores
+
     def evaluate(self, index: int, log: CsvLog) -> None:
         state, context = self.state, self.context
-        loss, accuracy = evaluate(context.model, state.global_model, context.test_images, context.test_labels)
         in_flight = sum(self.time(index) - job.dispatch_time for job in state.outstanding.values())
         row: dict[str, float | None] = {
             "virtual_time": self.time(index),
@@ -61,10 +77,7 @@ class EvaluationGrid:
             "dispatched": state.dispatched,
             "busy_seconds": state.busy_seconds + in_flight,
             "bytes_moved": context.model_bytes * (state.dispatched + state.uploads),
-            "test_loss": loss,
-            "test_accuracy": accuracy,
+            **self.scores(state.global_model),
         }
-        if context.validation_images is not None:
-            row["validation_loss"], row["validation_accuracy"] = validation_metrics(context, state.global_model)
         log.append([row])
         state.evaluations = index
