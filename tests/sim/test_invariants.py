@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from asyncfl.fl.algorithms import AFL, FedBuff
-from asyncfl.sim import dispatcher
+from asyncfl.sim import dispatcher, outcomes
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.invariants import InvariantViolated
@@ -134,3 +134,30 @@ def test_an_offline_loss_comes_before_its_upload_ends(tmp_path, monkeypatch):
     real = World.fate
     monkeypatch.setattr(World, "fate", lambda self, *args: (real(self, *args)[0] + 1.0, OFFLINE))
     fails(simulation(tmp_path, **WORLD), tmp_path, "an offline loss before its upload ended")
+
+
+def test_a_run_makes_progress_within_its_bound_of_dispatches(tmp_path, monkeypatch):
+    """A round that never completes (the engine broken to never aggregate) stops with the liveness
+    invariant once more dispatches than any live run makes have gone by without an aggregation; the
+    guards' limits shrunk to 1 make the bound (K + 4M + 1)·1 = 11 for K = M = 2."""
+    real = OpenRound.take
+
+    def never_complete(self, job):  # a full round neither aggregates nor stops: it dispatches again
+        if real(self, job):
+            self.dispatcher.request(1)
+        return False
+
+    monkeypatch.setattr(OpenRound, "take", never_complete)
+    monkeypatch.setattr(outcomes, "MAX_LOST_IN_A_ROW", 1)
+    monkeypatch.setattr(outcomes, "MAX_ABANDONED_IN_A_ROW", 1)
+    assert outcomes.progress_bound(2, 2) == 11
+    fails(
+        simulation(tmp_path, algorithm="afl"),
+        tmp_path,
+        "progress: an aggregation, or a stated reason to stop, within 11",
+    )
+
+
+def test_the_progress_bound_counts_each_way_a_dispatch_can_end_without_an_aggregation():
+    # K arrivals, M rejected, M in flight, M a round for 1,001 closed rounds, and 999 lost between any two
+    assert outcomes.progress_bound(5, 7) == (5 + 7 * (1000 + 3) + 1) * 1000

@@ -28,10 +28,7 @@ from asyncfl.sim.events import Kind
 from asyncfl.sim.grid import EvaluationGrid
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.open_round import OpenRound
-from asyncfl.sim.outcomes import (
-    DISCARDED,
-    Unaggregated,
-)
+from asyncfl.sim.outcomes import DISCARDED, Unaggregated, progress_bound
 from asyncfl.sim.rounds import evaluate_global, evaluation_due, folded_round
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.config import TrainConfig
@@ -137,7 +134,8 @@ class Simulation:
         resumed = resumed_state(self.context, self.out)
         self.state = resumed[0] if resumed else self.state
         self.started = time.perf_counter()
-        self.check = SelfCheck.of(self.state, self.strategy.initial_clients, self.strategy.convex)
+        bound = progress_bound(self.strategy.arrivals_per_round, self.strategy.initial_clients)
+        self.check = SelfCheck.of(self.state, self.strategy, bound)
         buffer: list[tuple[Job, LocalResult]] = []
         self.dispatcher = Dispatcher(self.context, self.state, buffer, self.check)
         self.unaggregated = Unaggregated(self.state, self.check, self.dispatcher.withdraw)

@@ -7,6 +7,7 @@ as finished. None of them changes a number the run computes.
 import math
 from dataclasses import dataclass
 
+from asyncfl.fl.strategy import Strategy
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.partial_work import cut
 from asyncfl.sim.state import Job, SimulationState
@@ -39,29 +40,40 @@ class SelfCheck:
             and of dispatches that will never be (lost, discarded, rejected: `outcomes`), kept apart
             from the engine's state so that a job the engine loses track of is noticed.
         now, version: the virtual time and global version the checks last saw.
+        progress_bound, since_aggregation: the most dispatches a live run makes between two
+            aggregations (`outcomes.progress_bound`), and those made since the last one.
     """
 
     max_in_flight: int
     convex: bool
+    progress_bound: int
     dispatched: int = 0
     aggregated: int = 0
     unaggregated: int = 0
     now: float = 0.0
     version: int = 0
+    since_aggregation: int = 0
 
     @classmethod
-    def of(cls, state: SimulationState, max_in_flight: int, convex: bool) -> "SelfCheck":
-        """The checks of a run starting (or resuming) at `state`: at a checkpoint nothing is buffered."""
+    def of(cls, state: SimulationState, strategy: Strategy, bound: int) -> "SelfCheck":
+        """The checks of a run starting (or resuming) at `state` (at a checkpoint nothing is buffered),
+        with at most `bound` dispatches between aggregations (`outcomes.progress_bound`)."""
         unaggregated = state.dropped + state.discarded + state.rejected
-        return cls(max_in_flight, convex, state.dispatched, state.aggregated(0), unaggregated, state.now, state.version)
+        counts = (state.dispatched, state.aggregated(0), unaggregated, state.now, state.version)
+        return cls(strategy.initial_clients, strategy.convex, bound, *counts)
 
     def on_dispatch(self, job: Job, in_flight: int, online: bool) -> None:
         self.dispatched += 1
+        self.since_aggregation += 1
         event = f"the dispatch of client {job.client} at t = {job.dispatch_time!r} ({in_flight} in flight)"
         if in_flight > self.max_in_flight:
             violated(f"in flight ≤ M = {self.max_in_flight}", event)
         if not online:
             violated("only online clients are dispatched", event)
+        if self.since_aggregation > self.progress_bound:
+            violated(
+                f"progress: an aggregation, or a stated reason to stop, within {self.progress_bound} dispatches", event
+            )
 
     def on_unaggregated(self, count: int = 1) -> None:
         self.unaggregated += count
@@ -95,6 +107,7 @@ class SelfCheck:
         if self.convex and sum(coefficients) > 1 + TOLERANCE:
             violated(f"coefficients of a convex combination summing to at most 1 ({sum(coefficients)!r})", event)
         self.version, self.aggregated = version, self.aggregated + len(coefficients)
+        self.since_aggregation = 0
         if self.dispatched != self.aggregated + buffered + in_flight + self.unaggregated:
             violated(
                 f"every dispatch accounted for ({self.dispatched} dispatched, {self.aggregated} aggregated, "

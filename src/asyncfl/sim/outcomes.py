@@ -168,3 +168,15 @@ def starved_clients(events_text: str) -> list[int]:
         elif not row.get("lost"):
             accepted.add(client)
     return sorted(c for c, count in rejected.items() if count >= STARVED_AFTER and c not in accepted)
+
+
+def progress_bound(round_size: int, in_flight: int) -> int:
+    """The most dispatches a live run makes between two aggregations (the liveness invariant). Every
+    dispatch since the last one ended, or will, as one of: an arrival kept for the next aggregation
+    (fewer than K = `round_size`), an update rejected over the staleness cap (only those already in
+    flight at the last aggregation: at most M = `in_flight`), a dispatch discarded by a synchronous
+    round that closed (at most M a round, and after MAX_ABANDONED_IN_A_ROW abandoned rounds the run
+    stops, saying why), or one still in flight (at most M); and at most MAX_LOST_IN_A_ROW − 1 lost
+    dispatches lie between two of those before the lost-in-a-row guard stops the run, saying why."""
+    not_lost = round_size + in_flight * (MAX_ABANDONED_IN_A_ROW + 3)
+    return (not_lost + 1) * MAX_LOST_IN_A_ROW
