@@ -121,3 +121,13 @@ def test_every_dispatch_in_the_window_is_drawn(tmp_path):
         assert sum(bars) == len(started) > 10
     assert "not run" in axes[1, 0].texts[0].get_text()  # FedAsync: no run given
     plt.close(fig)
+
+
+def test_a_day_rhythm_shows_the_virtual_clocks_hour(tmp_path):
+    folder = train(tmp_path / "runs", "afl", availability="diurnal", online_mean=1.0, offline_mean=4.0)
+    loaded = load_runs([folder], {"": STATS})
+    fig, axes = plt.subplots(2, 2)
+    system_timeline(axes, loaded.dispatches, loaded.metrics, {"afl": loaded.records["afl", 2, 0]}, 2, len(SIZES))
+    labels = [child.get_xlabel() for child in axes[0, 0].child_axes]
+    assert labels == ["Virtual hour of day (the population most online at 00h)"]
+    plt.close(fig)

@@ -23,8 +23,8 @@ from asyncfl.spec.traces import read_trace
             "bandwidth_sigma applies only with bandwidth_median set and bandwidth_follows_speed false",
         ),
         ({"bandwidth_follows_speed": True}, "bandwidth_follows_speed applies only with bandwidth_median set"),
-        ({"online_mean": 30.0}, "online_mean applies only with availability: exponential or lognormal"),
-        ({"offline_mean": 30.0}, "offline_mean applies only with availability: exponential or lognormal"),
+        ({"online_mean": 30.0}, "online_mean applies only with availability: exponential, lognormal or diurnal"),
+        ({"offline_mean": 30.0}, "offline_mean applies only with availability: exponential, lognormal or diurnal"),
         ({"availability": "exponential", "availability_sigma": 2.0}, "availability_sigma applies only with availab"),
         ({"slow_factor": 5.0}, "slow_factor applies only with slow_fraction > 0"),
         ({"algorithm": "sync", "partial_work": True}, "partial_work applies only with round_deadline set"),
@@ -50,6 +50,8 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "online_mean": {"availability": "exponential"},
         "offline_mean": {"availability": "lognormal"},
         "availability_sigma": {"availability": "lognormal"},
+        "diurnal_swing": {"availability": "diurnal", "offline_mean": 200.0},
+        "diurnal_spread": {"availability": "diurnal"},
     }
     assert set(where) == set(NEEDS)
     other = {"stale_updates": "keep", "bandwidth_follows_speed": True, "partial_work": True, "min_report_fraction": 0.5}

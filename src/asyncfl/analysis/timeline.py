@@ -10,6 +10,7 @@ checked against the SHA-256 its run recorded).
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -20,6 +21,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.artist import Artist  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from asyncfl.files import sha256  # noqa: E402
 from asyncfl.runs.logs import PHASE_COLUMNS  # noqa: E402
@@ -126,9 +128,29 @@ def system_timeline(
         if clients > lanes:
             ax.text(1.0, 1.01, f"clients 0–{lanes - 1} of {clients}", ha="right", transform=ax.transAxes, fontsize=5)
     configs = [record["config"] for _, record in records.values()]
+    if any(config.get("availability") == "diurnal" for config in configs):
+        for ax in np.ravel(axes):
+            clock_hours(ax)
     offline = any(config.get("availability", "always") != "always" for config in configs)
     lost = offline or any(config.get("failure_probability", 0) > 0 for config in configs)
     legend(list(np.ravel(axes)), set(PHASE_COLUMNS) <= set(dispatches.columns), offline, lost)
+
+
+def to_hours(seconds: Any) -> Any:
+    return np.asarray(seconds, dtype=float) / 3600
+
+
+def to_seconds(hours: Any) -> Any:
+    return np.asarray(hours, dtype=float) * 3600
+
+
+def clock_hours(ax: Axes) -> None:
+    """The virtual clock's hour of day on the top axis, for a day's rhythm (`availability: diurnal`,
+    whose population is most online at t = 0, hour 00)."""
+    top = ax.secondary_xaxis("top", functions=(to_hours, to_seconds))
+    top.xaxis.set_major_formatter(FuncFormatter(lambda hours, _: f"{hours % 24:02.0f}h"))
+    top.set_xlabel("Virtual hour of day (the population most online at 00h)", fontsize="x-small")
+    top.tick_params(labelsize=5)
 
 
 def legend(axes: Sequence[Axes], with_phases: bool, offline: bool, lost: bool) -> None:

@@ -28,7 +28,7 @@ from asyncfl.spec.yaml_files import read_yaml
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
 DISTRIBUTIONS = ("lognormal", "constant")
 LR_CLOCKS = ("round", "equivalent_round", "epoch")
-AVAILABILITY_MODELS = ("always", "exponential", "lognormal", "trace")
+AVAILABILITY_MODELS = ("always", "exponential", "lognormal", "diurnal", "trace")
 ARRIVAL_PROCESSES = ("closed", "poisson")
 
 
@@ -129,6 +129,11 @@ class TrainConfig:
     online_mean: float = setting(Group.WORLD, 60.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
     offline_mean: float = setting(Group.WORLD, 20.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
     availability_sigma: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=10.0)  # σ of lognormal periods
+    # diurnal: the online share follows a 24 h cycle whose population-wide peak is diurnal_swing times its
+    # trough (Bonawitz et al. 2019, Fig. 5: a 4× swing in participating devices), each client's phase the
+    # population's plus a uniform draw within ± diurnal_spread hours (the project's choice)
+    diurnal_swing: float = setting(Group.WORLD, 4.0, lowest=POSITIVE, at_most=1000.0, at_least=1.0)
+    diurnal_spread: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=12.0)
     availability_trace: str | None = setting(Group.WORLD, None)  # the trace CSV's path, for availability: trace
     failure_probability: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=0.99)  # per dispatch: no result
     # closed: M clients in flight, a new dispatch per arrival; poisson: clients check in at rate
@@ -261,7 +266,7 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     return config
 
 
-DRAWN_PERIODS = ("exponential", "lognormal")
+DRAWN_PERIODS = ("exponential", "lognormal", "diurnal")
 # Settings read only where another setting holds: given without it, refused (what it needs, and the test)
 NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "min_report_fraction": ("round_deadline set", lambda c: c.round_deadline is not None),
@@ -274,8 +279,10 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     ),
     "upload_fraction": ("bandwidth_median set", lambda c: c.bandwidth_median is not None),
     "bandwidth_follows_speed": ("bandwidth_median set", lambda c: c.bandwidth_median is not None),
-    "online_mean": ("availability: exponential or lognormal", lambda c: c.availability in DRAWN_PERIODS),
-    "offline_mean": ("availability: exponential or lognormal", lambda c: c.availability in DRAWN_PERIODS),
+    "online_mean": ("availability: exponential, lognormal or diurnal", lambda c: c.availability in DRAWN_PERIODS),
+    "offline_mean": ("availability: exponential, lognormal or diurnal", lambda c: c.availability in DRAWN_PERIODS),
+    "diurnal_swing": ("availability: diurnal", lambda c: c.availability == "diurnal"),
+    "diurnal_spread": ("availability: diurnal", lambda c: c.availability == "diurnal"),
     "availability_sigma": ("availability: lognormal", lambda c: c.availability == "lognormal"),
 }
 
