@@ -35,7 +35,12 @@ from asyncfl.spec.layout import EVALUATIONS, STRAGGLER_VERDICTS  # noqa: E402
 from asyncfl.spec.names import ALGORITHMS, base_algorithm  # noqa: E402
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-VARIANT_LINES = ("-", "--", ":", "-.")  # an algorithm's own runs solid, its variants dashed, dotted, …
+# An algorithm's own runs solid, its variants dashed, dotted, …: six styles, so that synchronous FL and
+# its five variants of config/claim.yaml each have their own
+LineStyle = str | tuple[int, tuple[int, ...]]
+VARIANT_LINES: tuple[LineStyle, ...] = (
+    "-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2))
+)  # fmt: skip
 
 
 def severity_of(run: Path) -> str:
@@ -184,7 +189,7 @@ def run_names(table: pd.DataFrame) -> list[str]:
     return sorted(set(table.algorithm), key=lambda name: (order.index(base_algorithm(name)), name))
 
 
-def run_styles(names: list[str]) -> dict[str, tuple[str, dict]]:
+def run_styles(names: list[str]) -> dict[str, tuple[LineStyle, dict]]:
     """Each run name's line style and marker style, one for all the sweep's figures: its algorithm's
     colour, its own marker; an algorithm's own runs solid, its variants dashed, dotted, …"""
     styles, variants_seen = {}, dict[str, int]()
