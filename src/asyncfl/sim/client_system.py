@@ -16,6 +16,7 @@ import numpy as np
 
 from asyncfl.sim.network import Links
 from asyncfl.spec import random_streams
+from asyncfl.spec.classes import class_of_each_client, parse_classes
 from asyncfl.spec.config import DISTRIBUTIONS, TrainConfig
 
 
@@ -49,6 +50,7 @@ class ClientSystem:
         rng = np.random.default_rng([config.seed, random_streams.SYSTEM])
         speed = draw(rng, config.speed_distribution, 1.0, config.speed_sigma, num_clients)
         speed = slowed(speed, config.seed, config.slow_fraction, config.slow_factor)
+        speed = classed(speed, config.seed, config.speed_classes)
         latency = draw(rng, config.latency_distribution, config.latency_median, config.latency_sigma, num_clients)
         return cls(
             speed,
@@ -133,3 +135,16 @@ def slowed(speed: np.ndarray, seed: int, fraction: float, factor: float) -> np.n
     slower = speed.copy()
     slower[slow] /= factor
     return slower
+
+
+def classed(speed: np.ndarray, seed: int, speed_classes: str | None) -> np.ndarray:
+    """`speed` with each device class's clients FACTOR times slower (`speed_classes`, a factor drawn
+    uniformly where the class gives a range), the classes' members and factors from their own stream.
+    Without classes the speeds are returned untouched, bit for bit."""
+    if speed_classes is None:
+        return speed
+    classes = parse_classes(speed_classes, "speed_classes")
+    rng = np.random.default_rng([seed, random_streams.SPEED_CLASSES])
+    members = class_of_each_client(classes, rng, len(speed))
+    lows, highs = (np.array([getattr(c, end) for c in classes])[members] for end in ("low", "high"))
+    return speed / rng.uniform(lows, highs)

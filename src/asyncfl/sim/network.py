@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from asyncfl.spec import random_streams
+from asyncfl.spec.classes import class_of_each_client, parse_classes
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
 
@@ -27,7 +28,8 @@ class Links:
 
     Attributes:
         down: per client, bandwidth_median × a lognormal factor of σ bandwidth_sigma (median 1), or
-            × the client's compute speed where `bandwidth_follows_speed` (slow devices, slow links).
+            × the client's compute speed where `bandwidth_follows_speed` (slow devices, slow links),
+            or uniform within its link class's range (`link_classes`).
         up: `upload_fraction` of the downlink (measured mobile links upload slower than they download).
         model_bits: 8 × the bytes of the model's state dict, every parameter and buffer.
     """
@@ -38,14 +40,15 @@ class Links:
 
     @classmethod
     def draw(cls, config: TrainConfig, speed: np.ndarray, model_bytes: int) -> "Links | None":
-        if config.bandwidth_median is None:
+        if config.link_classes is not None:
+            down = class_bandwidths(config.link_classes, config.seed, len(speed)) * MEGABIT
+        elif config.bandwidth_median is None:
             return None
-        if config.bandwidth_follows_speed:
-            factor = speed
+        elif config.bandwidth_follows_speed:
+            down = config.bandwidth_median * MEGABIT * speed
         else:
             rng = np.random.default_rng([config.seed, random_streams.NETWORK])
-            factor = rng.lognormal(0.0, config.bandwidth_sigma, len(speed))
-        down = config.bandwidth_median * MEGABIT * factor
+            down = config.bandwidth_median * MEGABIT * rng.lognormal(0.0, config.bandwidth_sigma, len(speed))
         links = cls(down, down * config.upload_fraction, 8 * model_bytes)
         slowest = max((links.upload(c) for c in range(len(down))), default=0.0)
         if not slowest <= MAX_TRANSFER_SECONDS:
@@ -62,6 +65,16 @@ class Links:
 
     def upload(self, client: int) -> float:
         return float(self.model_bits / self.up[client])
+
+
+def class_bandwidths(link_classes: str, seed: int, clients: int) -> np.ndarray:
+    """Per client, its downlink in Mbit/s: uniform within its link class's range (`link_classes`), the
+    classes' members and bandwidths from their own stream."""
+    classes = parse_classes(link_classes, "link_classes")
+    rng = np.random.default_rng([seed, random_streams.LINK_CLASSES])
+    members = class_of_each_client(classes, rng, clients)
+    lows, highs = (np.array([getattr(c, end) for c in classes])[members] for end in ("low", "high"))
+    return rng.uniform(lows, highs)
 
 
 def state_bytes(model: torch.nn.Module) -> int:

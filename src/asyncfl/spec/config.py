@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from asyncfl.spec.classes import parse_classes
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.names import (
     ALGORITHMS,
@@ -22,6 +23,7 @@ from asyncfl.spec.names import (
     TRAINERS,
     UPDATES_PER_ROUND,
 )
+from asyncfl.spec.populations import POPULATION_NAMES, with_population
 from asyncfl.spec.rules import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Group, setting
 from asyncfl.spec.yaml_files import read_yaml
 
@@ -112,10 +114,15 @@ class TrainConfig:
     # times slower than their drawn speed (off by default; 10×: "a few clients 10× slower")
     slow_fraction: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=1.0)
     slow_factor: float = setting(Group.WORLD, 10.0, lowest=POSITIVE, at_most=1e6)
+    # device classes: SHARE:FACTOR,… compute time FACTOR times the drawn one for each class's share of the
+    # clients (`spec.classes`; e.g. AFL-Lib's edge devices 1:1,1:1.81,1:11.6); null: none
+    speed_classes: str | None = setting(Group.WORLD, None)
     # -- the clients' links (project's choice, off by default: docs/design.md "The clients' world"):
     # downlink bandwidth in Mbit/s, the median over clients (null: transfers take no time)
     # (at least 1 bit/s; a run whose slowest transfer would outlast network.MAX_TRANSFER_SECONDS is refused)
     bandwidth_median: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e9, at_least=1e-6)
+    # link classes instead of the lognormal: SHARE:LOW-HIGH,… Mbit/s down, uniform within each class's range
+    link_classes: str | None = setting(Group.WORLD, None)
     bandwidth_sigma: float = setting(Group.WORLD, 0.5, lowest=NON_NEGATIVE, at_most=10.0)  # σ of its lognormal spread
     upload_fraction: float = setting(Group.WORLD, 0.25, lowest=UNIT_INTERVAL, at_least=1e-6)  # uplink = this × downlink
     # slow devices on slow links: the bandwidth factor is the speed
@@ -124,6 +131,8 @@ class TrainConfig:
     # clients' world"): online/offline periods drawn per client (exponential or lognormal) or read from a
     # trace CSV (client,start,end online periods); a client offline before its upload completes drops the job
     availability: str = setting(Group.WORLD, "always", AVAILABILITY_MODELS)
+    # a named population: a preset of the settings above and below (`spec.populations`), expanded first
+    population: str | None = setting(Group.WORLD, None, POPULATION_NAMES)
     # mean online and offline periods, virtual seconds (at least a millisecond: periods far below a
     # dispatch only lose every dispatch, and below the clock's resolution they cannot be told apart)
     online_mean: float = setting(Group.WORLD, 60.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
@@ -231,7 +240,9 @@ def accepted_types() -> dict[str, set[type]]:
 
 
 def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
-    """Validate `values` (unknown keys, types, ranges) and fill in defaults; errors name the key."""
+    """Validate `values` (unknown keys, types, ranges) and fill in defaults, a population's preset
+    first (the given settings win); errors name the key."""
+    values = with_population(values, source)
     accepted = accepted_types()
     hints = typing.get_type_hints(TrainConfig)
     for key, value in values.items():
@@ -248,6 +259,11 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
         raise InputError(f"{source}: seconds_per_sample and latency_median are both 0, so clients would take no time")
     if config.eval_every_updates is not None and config.eval_every != 1:
         raise InputError(f"{source}: eval_every and eval_every_updates are both set; keep one")
+    for key in ("speed_classes", "link_classes"):
+        if getattr(config, key) is not None:
+            parse_classes(getattr(config, key), key, source)
+    if config.link_classes is not None and config.bandwidth_median is not None:
+        raise InputError(f"{source}: link_classes and bandwidth_median both set the links; keep one")
     if (config.availability == "trace") != (config.availability_trace is not None):
         raise InputError(f"{source}: availability: trace and availability_trace (the CSV's path) go together")
     defaults = {item.name: item.default for item in dataclasses.fields(TrainConfig)}
@@ -277,7 +293,10 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
         "bandwidth_median set and bandwidth_follows_speed false",
         lambda c: c.bandwidth_median is not None and not c.bandwidth_follows_speed,
     ),
-    "upload_fraction": ("bandwidth_median set", lambda c: c.bandwidth_median is not None),
+    "upload_fraction": (
+        "bandwidth_median or link_classes set",
+        lambda c: c.bandwidth_median is not None or c.link_classes is not None,
+    ),
     "bandwidth_follows_speed": ("bandwidth_median set", lambda c: c.bandwidth_median is not None),
     "online_mean": ("availability: exponential, lognormal or diurnal", lambda c: c.availability in DRAWN_PERIODS),
     "offline_mean": ("availability: exponential, lognormal or diurnal", lambda c: c.availability in DRAWN_PERIODS),

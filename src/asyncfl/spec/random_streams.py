@@ -20,6 +20,8 @@ FAILURE = 8  # whether one (client, dispatch) fails (`availability.dispatch_fail
 CHECKINS = 9  # the times clients check in, under arrivals: poisson (`arrivals.CheckIns`)
 SLOW_CLIENTS = 10  # which clients are the heavy tail's slow ones (`client_system.slowed`)
 VALIDATION = 11  # which training samples the validation split holds (`holdout.Holdout`)
+SPEED_CLASSES = 12  # which clients are in which device class (`client_system.classed`)
+LINK_CLASSES = 13  # which clients are in which link class, and their bandwidths (`network.Links`)
 
 
 def client_init_seed(seed: int, client: int) -> int:

@@ -1,0 +1,63 @@
+"""Client classes written in one setting (`speed_classes`, `link_classes`; config/README.md "The
+clients' world"): `SHARE:VALUE` or `SHARE:LOW-HIGH` items separated by commas, e.g. AFL-Lib's three
+edge devices `1:1,1:1.81,1:11.6` (compute time relative to the first) or its links `1:150-600,1:20-100`
+(Mbit/s, uniform within the range). Shares are relative weights; a run's C clients are split among the
+classes in proportion, by largest remainder (ties to the earlier class), and which client is in which
+class is drawn from the class's own random stream.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from asyncfl.spec.errors import InputError
+
+MAX_CLASSES = 32
+MAX_VALUE = 1e9
+
+
+@dataclass(frozen=True)
+class ClientClass:
+    share: float
+    low: float
+    high: float  # equal to `low` for a single value
+
+
+def parse_classes(text: str, key: str, source: str = "config") -> tuple[ClientClass, ...]:
+    """The classes of a setting's text; one line naming the first bad item otherwise."""
+    items = [item.strip() for item in text.split(",")]
+    if not 1 <= len(items) <= MAX_CLASSES:
+        raise InputError(f"{source}: {key} has {len(items)} classes; give 1 to {MAX_CLASSES} as SHARE:VALUE,…")
+    classes = []
+    for item in items:
+        share, _, values = item.partition(":")
+        low, _, high = values.partition("-")
+        try:
+            parsed = ClientClass(float(share), float(low), float(high or low))
+        except ValueError:
+            raise InputError(f"{source}: {key} item {item!r} is not SHARE:VALUE or SHARE:LOW-HIGH (numbers)") from None
+        numbers = (parsed.share, parsed.low, parsed.high)
+        if not all(math.isfinite(n) and 0 < n <= MAX_VALUE for n in numbers) or parsed.low > parsed.high:
+            raise InputError(
+                f"{source}: {key} item {item!r}: share and values must be finite, > 0 and ≤ {MAX_VALUE:g}, low ≤ high"
+            )
+        classes.append(parsed)
+    return tuple(classes)
+
+
+def class_counts(shares: list[float], clients: int) -> list[int]:
+    """Clients per class in proportion to `shares`: the floors, then one more to the largest remainders."""
+    total = sum(shares)
+    exact = [share * clients / total for share in shares]
+    counts = [math.floor(round(value, 9)) for value in exact]
+    by_remainder = sorted(range(len(shares)), key=lambda index: (-(exact[index] - counts[index]), index))
+    for index in by_remainder[: clients - sum(counts)]:
+        counts[index] += 1
+    return counts
+
+
+def class_of_each_client(classes: tuple[ClientClass, ...], rng: np.random.Generator, clients: int) -> np.ndarray:
+    """Per client, the index of its class: the counts of `class_counts`, shuffled by `rng`."""
+    counts = class_counts([c.share for c in classes], clients)
+    return rng.permutation(np.repeat(np.arange(len(classes)), counts))

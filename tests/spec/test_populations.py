@@ -1,0 +1,82 @@
+"""Named populations and client classes: a preset expands to exactly its documented settings, a given
+setting wins, and classes split the clients in proportion, each class's draws its own."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asyncfl.sim.client_system import ClientSystem
+from asyncfl.sim.engine import Simulation
+from asyncfl.sim.network import Links
+from asyncfl.spec.classes import class_counts, parse_classes
+from asyncfl.spec.config import TrainConfig, make_config
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.populations import POPULATIONS
+from engine_cases import contiguous_partition, tiny_dataset
+
+README = Path(__file__).resolve().parents[2] / "config/README.md"
+
+
+def documented() -> dict[str, dict[str, str]]:
+    """config/README.md's Populations table: each preset's `key: value` items, as text."""
+    rows = re.findall(r"^\| `(\w+)` \| (`.*?`) \| ", README.read_text(), flags=re.MULTILINE)
+    return {name: dict(item.split(": ", 1) for item in re.findall(r"`([^`]+)`", cells)) for name, cells in rows
+            if name in POPULATIONS}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(POPULATIONS))
+def test_a_preset_expands_to_exactly_its_documented_settings(name):
+    config, defaults = make_config({"population": name}), TrainConfig()
+    table = documented()[name]
+    assert set(table) == set(POPULATIONS[name])
+    for key, value in POPULATIONS[name].items():
+        assert getattr(config, key) == value and str(value) == table[key], key
+    changed = {key for key in vars(defaults) if getattr(config, key) != getattr(defaults, key)}
+    assert "population" in changed and changed <= set(POPULATIONS[name]) | {"population"}  # nothing else moves
+
+
+def test_a_setting_beside_a_preset_wins_and_is_recorded():
+    config = make_config({"population": "edge", "upload_fraction": 0.5, "seed": 3})
+    assert config.upload_fraction == 0.5 and config.speed_classes == "1:1,1:1.81,1:11.6"
+    with pytest.raises(InputError, match="population must be one of cross_silo, edge, mobile, got 'moon'"):
+        make_config({"population": "moon"})
+
+
+def test_classes_split_the_clients_by_largest_remainder():
+    assert class_counts([1, 1, 1], 10) == [4, 3, 3]  # ties to the earlier class
+    assert class_counts([1, 2], 10) == [3, 7]
+    assert class_counts([1, 1.81, 11.6], 3) == [0, 0, 3]
+    assert parse_classes("1:150-600, 2:20", "link_classes")[1].high == 20.0
+    for text, message in (("1:x", "is not SHARE:VALUE"), ("1:5-2", "low ≤ high"), ("0:1", "> 0")):
+        with pytest.raises(InputError, match=message):
+            make_config({"speed_classes": text})
+
+
+def test_edge_devices_compute_at_their_classes_times_and_links_stay_in_their_ranges():
+    config = make_config({"population": "edge", "seed": 1})
+    system = ClientSystem.draw(config, 30, model_bytes=1000)
+    assert sorted(set(np.round(1 / system.speed, 9))) == [1.0, 1.81, 11.6]
+    assert [int(np.sum(np.isclose(1 / system.speed, f))) for f in (1.0, 1.81, 11.6)] == [10, 10, 10]
+    links = Links.draw(config, system.speed, 1000)
+    assert links is not None
+    megabits = links.down / 1e6
+    assert np.all((megabits >= 20) & (megabits <= 1000)) and np.allclose(links.up, 0.7 * links.down)
+    other = ClientSystem.draw(make_config({"population": "edge", "seed": 2}), 30)
+    assert not np.array_equal(other.speed, system.speed)  # the classes' members come from the seed
+
+
+def test_link_classes_and_a_median_bandwidth_are_one_or_the_other():
+    with pytest.raises(InputError, match="link_classes and bandwidth_median both set the links"):
+        make_config({"link_classes": "1:10", "bandwidth_median": 5.0})
+
+
+@pytest.mark.parametrize("name", sorted(POPULATIONS))
+def test_each_population_trains_and_repeats_exactly(tmp_path, name):
+    sizes = [4, 8, 12, 8, 6, 10]
+    settings = {"population": name, "clients_per_round": 2, "rounds": 4, "local_epochs": 1, "batch_size": 4}
+    for run in ("a", "b"):
+        Simulation(make_config(settings), tiny_dataset(sum(sizes)), contiguous_partition(sizes), tmp_path / run).run()
+    for file in ("metrics.csv", "events.csv", "model.pt"):
+        assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes(), file
