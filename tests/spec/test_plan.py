@@ -24,7 +24,7 @@ def test_the_quick_config_plans_three_job_shapes():
     assert cnn.job("fedbuff_J5").plan_file == "results/digits_cnn/plans/fedbuff_J5.json"
     sweep = plan["digits_stragglers"]
     assert [job.key for job in sweep.jobs] == ["sigma0", "sigma1", "heavy_tail"]
-    assert all(len(job.runs) == 18 and job.runtime == 18 * runtime for job in sweep.jobs)  # 9 runs × 2 seeds
+    assert all(len(job.runs) == 40 and job.runtime == 40 * runtime for job in sweep.jobs)  # 8 runs × 5 seeds
     assert sweep.figures == (*scope_figures(Scope.SEVERITY_SWEEP, 5), *scope_figures(Scope.TUNING, 5))
     world = plan["digits_world"]
     assert [job.runtime for job in world.jobs] == [runtime] * 4
@@ -36,7 +36,7 @@ def test_a_runs_settings_are_assembled_once_with_its_severity_and_variant():
         "results/digits_stragglers/severities/heavy_tail/sync-deadline/J5/seed1"
     )
     assert (run.name, run.j, run.seed, run.severity) == ("sync-deadline", 5, 1, "heavy_tail")
-    assert run.partition == "results/partitions/digits_alpha0.5_C10_seed1_val0.2.npz"
+    assert run.partition == "results/partitions/digits_alpha0.1_C10_seed1_val0.2.npz"
     assert run.settings["round_deadline"] == 4.0 and run.settings["slow_fraction"] == 0.2
     assert run.settings["max_virtual_time"] == 30 and "algorithm" not in run.settings
     entry = run.plan_entry()
