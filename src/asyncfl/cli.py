@@ -475,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     imported = trace_commands.add_parser(
         "import",
         help="convert a published availability trace (FedScale, FLASH) to asyncfl's client,start,end CSV",
-        description='Formats and how each is read: docs/design.md "The clients\' world".',
+        description="The formats, and how each is read: docs/design.md, its section on the clients' world.",
     )
     imported.add_argument("source", type=Path, help="the trace file as its project publishes it")
     imported.add_argument("--format", choices=TRACE_FORMATS, required=True)

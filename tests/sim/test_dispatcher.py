@@ -10,6 +10,7 @@ from asyncfl.sim.dispatcher import Dispatcher, no_client_online
 from asyncfl.sim.engine import fresh_state
 from asyncfl.sim.events import Event, Kind
 from asyncfl.sim.invariants import SelfCheck
+from asyncfl.sim.outcomes import progress_bound
 from asyncfl.sim.state import Job
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
@@ -28,7 +29,8 @@ def dispatched(settings: dict, scenario, trace_rows: list[str] | None = None, tm
     config = make_config({**fixed_clients(1.0, 0.01), "rounds": 1, **settings})
     context = prepare_run(config, tiny_dataset(sum(SIZES)), contiguous_partition(SIZES), "", None)
     state = fresh_state(context, tiny_dataset(sum(SIZES)).info, len(SIZES))
-    check = SelfCheck.of(state, context.strategy.initial_clients, context.strategy.convex)
+    strategy = context.strategy
+    check = SelfCheck.of(state, strategy, progress_bound(strategy.arrivals_per_round, strategy.initial_clients))
     buffer: list[tuple[Job, LocalResult]] = []
 
     async def main():
