@@ -16,7 +16,7 @@ from asyncfl.spec.traces import read_trace
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"upload_fraction": 0.5}, "upload_fraction applies only with bandwidth_median set"),
+        ({"upload_fraction": 0.5}, "upload_fraction applies only with bandwidth_median or link_classes set"),
         ({"bandwidth_sigma": 1.0}, "bandwidth_sigma applies only with bandwidth_median set and"),
         (
             {"bandwidth_median": 5.0, "bandwidth_follows_speed": True, "bandwidth_sigma": 1.0},
