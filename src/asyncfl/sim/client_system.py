@@ -16,7 +16,7 @@ import numpy as np
 
 from asyncfl.sim.network import Links
 from asyncfl.spec import random_streams
-from asyncfl.spec.classes import class_of_each_client, parse_classes
+from asyncfl.spec.classes import drawn_per_client
 from asyncfl.spec.config import DISTRIBUTIONS, TrainConfig
 
 
@@ -143,8 +143,5 @@ def classed(speed: np.ndarray, seed: int, speed_classes: str | None) -> np.ndarr
     Without classes the speeds are returned untouched, bit for bit."""
     if speed_classes is None:
         return speed
-    classes = parse_classes(speed_classes, "speed_classes")
     rng = np.random.default_rng([seed, random_streams.SPEED_CLASSES])
-    members = class_of_each_client(classes, rng, len(speed))
-    lows, highs = (np.array([getattr(c, end) for c in classes])[members] for end in ("low", "high"))
-    return speed / rng.uniform(lows, highs)
+    return speed / drawn_per_client(speed_classes, "speed_classes", rng, len(speed))

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from asyncfl.spec import random_streams
-from asyncfl.spec.classes import class_of_each_client, parse_classes
+from asyncfl.spec.classes import drawn_per_client
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
 
@@ -70,11 +70,8 @@ class Links:
 def class_bandwidths(link_classes: str, seed: int, clients: int) -> np.ndarray:
     """Per client, its downlink in Mbit/s: uniform within its link class's range (`link_classes`), the
     classes' members and bandwidths from their own stream."""
-    classes = parse_classes(link_classes, "link_classes")
     rng = np.random.default_rng([seed, random_streams.LINK_CLASSES])
-    members = class_of_each_client(classes, rng, clients)
-    lows, highs = (np.array([getattr(c, end) for c in classes])[members] for end in ("low", "high"))
-    return rng.uniform(lows, highs)
+    return drawn_per_client(link_classes, "link_classes", rng, clients)
 
 
 def state_bytes(model: torch.nn.Module) -> int:

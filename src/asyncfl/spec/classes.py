@@ -61,3 +61,12 @@ def class_of_each_client(classes: tuple[ClientClass, ...], rng: np.random.Genera
     """Per client, the index of its class: the counts of `class_counts`, shuffled by `rng`."""
     counts = class_counts([c.share for c in classes], clients)
     return rng.permutation(np.repeat(np.arange(len(classes)), counts))
+
+
+def drawn_per_client(text: str, key: str, rng: np.random.Generator, clients: int) -> np.ndarray:
+    """Per client, a value drawn uniformly within its class's range (its class's value where the class
+    gives one): the classes of `text` (setting `key`), their members and the draws all from `rng`."""
+    classes = parse_classes(text, key)
+    members = class_of_each_client(classes, rng, clients)
+    lows, highs = (np.array([getattr(c, end) for c in classes])[members] for end in ("low", "high"))
+    return rng.uniform(lows, highs)
