@@ -75,14 +75,14 @@ def test_sweep_counts_client_updates_under_budgets():
     its 5,000-update budget, sync, FedAsync, FedBuff, AFL and sync as coded 5,000 each = 58,000; the
     staleness and FedProx variants 15,000 each, the clients' world one 20,000; × 3 seeds = 324,000.
     CIFAR-10: 200 rounds: 5,600 + 4 × 1,000 = 9,600, variant 3,000; × 3 = 37,800. The straggler sweeps,
-    3 seeds × 5 severities of 6 runs at M or J = 5 and 3 asynchronous ones at M = 7, each run ⌈M × T /
+    3 seeds × 5 severities of 7 runs at M or J = 5 and 3 asynchronous ones at M = 7, each run ⌈M × T /
     one dispatch⌉, a client's samples less its 10 % validation split: MNIST one dispatch 10 × 5,400 ×
     0.001 + 1 = 55 s, ⌈5 × 12,000 / 55⌉ = 1,091 and ⌈7 × 12,000 / 55⌉ = 1,528; CIFAR-10 10 × 4,500 ×
     0.001 + 1 = 46 s, ⌈5 × 10,000 / 46⌉ = 1,087 and ⌈7 × 10,000 / 46⌉ = 1,522."""
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     assert sweep_updates(config) == {
-        "cnn": 324_000 + 15 * (6 * 1_091 + 3 * 1_528),
-        "resnet20": 37_800 + 15 * (6 * 1_087 + 3 * 1_522),
+        "cnn": 324_000 + 15 * (7 * 1_091 + 3 * 1_528),
+        "resnet20": 37_800 + 15 * (7 * 1_087 + 3 * 1_522),
     }
 
 
