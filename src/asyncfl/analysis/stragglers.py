@@ -275,16 +275,16 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     target = targets[0]
     trajectories = claim_trajectories(runs, partition_stats, settings, budget)
-    table = table_of(trajectories, settings, target)
+    tables = {each: table_of(trajectories, settings, each) for each in targets}
+    table = tables[target]
     means, severities = summary(table), list(settings)
     verdicts = pd.concat(
-        [verdict_table(table_of(trajectories, settings, each), budget).assign(target=each) for each in targets],
-        ignore_index=True,
+        [verdict_table(rows, budget).assign(target=each) for each, rows in tables.items()], ignore_index=True
     )
     verdicts = verdicts[["target", *verdicts.columns[:-1]]]
     claim, curves = catalogued("straggler_claim"), catalogued("straggler_curves")
     stem = Path(out) / claim.name
-    in_flight = {name: int(table_in_flight(trajectories, name)) for name in run_names(table)}
+    in_flight = {name: table_in_flight(trajectories, name) for name in run_names(table)}
     lines = verdict_lines(verdicts[verdicts.target == target], in_flight)
     written = save_figure(
         lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, claim.height,

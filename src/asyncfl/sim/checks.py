@@ -13,7 +13,7 @@ from asyncfl.fl.algorithms import make_strategy
 from asyncfl.fl.strategy import Strategy
 from asyncfl.models import model_name_has_batchnorm
 from asyncfl.sim.client_system import ClientSystem, Phases
-from asyncfl.sim.partial_work import cut, samples_after
+from asyncfl.sim.partial_work import samples_after
 from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
@@ -98,7 +98,7 @@ def shortest_report(strategy: Strategy, system: ClientSystem, client: int, size:
     phases = system.median_phases(client, size)
     if not strategy.partial_work:
         return phases
-    return cut(phases, samples_after(1, size, batch_size), system.local_epochs * size)
+    return phases.cut(samples_after(1, size, batch_size), system.local_epochs * size)
 
 
 def checked_parts(

@@ -70,13 +70,14 @@ class ClientSystem:
         down, up = (links.download(client), links.upload(client)) if links else (0.0, 0.0)
         return Phases(down, float(compute), up, float(self.latency[client]))
 
-    def phases(self, client: int, n_samples: int, dispatch_index: int) -> "Phases":
-        """The virtual seconds of this client's `dispatch_index`-th dispatch, phase by phase."""
-        median = self.median_phases(client, n_samples)
-        if self.jitter_sigma == 0:
-            return median
-        rng = np.random.default_rng([self.seed, random_streams.JITTER, client, dispatch_index])
-        return replace(median, compute=median.compute * rng.lognormal(0.0, self.jitter_sigma))
+    def phases(self, client: int, n_samples: int, dispatch_index: int, samples: int | None = None) -> "Phases":
+        """The virtual seconds of this client's `dispatch_index`-th dispatch, phase by phase; of the
+        `samples` of its epochs it trains under partial work (None: all of them)."""
+        phases = self.median_phases(client, n_samples)
+        if self.jitter_sigma != 0:
+            rng = np.random.default_rng([self.seed, random_streams.JITTER, client, dispatch_index])
+            phases = replace(phases, compute=phases.compute * rng.lognormal(0.0, self.jitter_sigma))
+        return phases if samples is None else phases.cut(samples, self.local_epochs * n_samples)
 
     def duration(self, client: int, n_samples: int, dispatch_index: int) -> float:
         """Virtual seconds from dispatch to arrival for this client's `dispatch_index`-th dispatch."""
@@ -102,6 +103,11 @@ class Phases:
         """Dispatch to arrival: compute + latency first, so that without links (both transfers 0) a
         duration has the very bits it had before links existed."""
         return self.compute + self.latency + self.download + self.upload
+
+    def cut(self, samples: int, total_samples: int) -> "Phases":
+        """These phases when the dispatch trains `samples` of its `total_samples` (partial work): the
+        transfers and the latency whole, the compute in proportion."""
+        return replace(self, compute=self.compute * samples / total_samples)
 
     @property
     def uploaded(self) -> float:

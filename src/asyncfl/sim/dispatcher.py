@@ -9,7 +9,7 @@ from asyncfl.sim.availability import NEVER
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
-from asyncfl.sim.partial_work import cut, samples_that_fit
+from asyncfl.sim.partial_work import samples_that_fit
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalResult
@@ -209,7 +209,7 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
         samples = samples_that_fit(phases, state.now, state.deadline_at, size, config.batch_size, config.local_epochs)
         samples = samples or None  # none fits: it trains whole and is discarded at the deadline
         if samples is not None:
-            phases = cut(phases, samples, config.local_epochs * size)
+            phases = system.phases(client, size, index, samples)
     duration = phases.total
     lrs = context.strategy.learning_rates(state.version, updates, system.delay(client, duration))
     ends, lost = context.world.fate(client, index, state.now, state.now + phases.uploaded, state.now + duration)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from asyncfl.fl.strategy import Strategy
 from asyncfl.sim.client_system import ClientSystem
-from asyncfl.sim.partial_work import cut
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.sim.world import OFFLINE
 from asyncfl.spec.errors import InputError
@@ -82,11 +81,9 @@ class SelfCheck:
         event = f"the arrival of client {job.client} (dispatch {job.dispatch_index}) at t = {job.arrival_time!r}"
         if job.arrival_time < self.now:
             violated(f"the clock never goes back (it was at {self.now!r})", event)
-        phases = system.phases(job.client, size, job.dispatch_index)
-        if job.samples is not None:  # partial work: the steps that fit before its round's deadline
-            if not 0 < job.samples < system.local_epochs * size:
-                violated(f"partial work trains some but not all of its {system.local_epochs * size} samples", event)
-            phases = cut(phases, job.samples, system.local_epochs * size)
+        if job.samples is not None and not 0 < job.samples < system.local_epochs * size:  # partial work
+            violated(f"partial work trains some but not all of its {system.local_epochs * size} samples", event)
+        phases = system.phases(job.client, size, job.dispatch_index, job.samples)
         if not all(math.isfinite(value) and value >= 0 for value in vars(phases).values()):
             violated(f"every phase finite and ≥ 0 ({phases})", event)
         if job.lost == OFFLINE:  # lost when its client went offline, before its upload completed

@@ -8,7 +8,6 @@ over I·n_c samples), so the cut keeps the system model's one rule for compute t
 """
 
 import math
-from dataclasses import replace
 
 from asyncfl.sim.client_system import Phases
 
@@ -18,12 +17,6 @@ def samples_after(steps: int, n_samples: int, batch_size: int) -> int:
     last minibatch the smaller remainder)."""
     epochs, steps_into_epoch = divmod(steps, math.ceil(n_samples / batch_size))
     return epochs * n_samples + min(steps_into_epoch * batch_size, n_samples)
-
-
-def cut(phases: Phases, samples: int, total_samples: int) -> Phases:
-    """The dispatch's phases when it trains `samples` of its `total_samples`: the transfers and the
-    latency whole, the compute in proportion."""
-    return replace(phases, compute=phases.compute * samples / total_samples)
 
 
 def samples_that_fit(
@@ -37,7 +30,7 @@ def samples_that_fit(
         return None
 
     def arrives(steps: int) -> bool:
-        return dispatch_time + cut(phases, samples_after(steps, n_samples, batch_size), total).total <= deadline
+        return dispatch_time + phases.cut(samples_after(steps, n_samples, batch_size), total).total <= deadline
 
     if not arrives(0):
         return 0

@@ -67,7 +67,8 @@ def fedscale_periods(data: bytes, clients: int, horizon: float | None) -> Period
 
 
 def flash_periods(data: bytes, clients: int, horizon: float | None) -> Periods:
-    """FLASH's state messages as the periods each device is charging, on WiFi and idle, up to `horizon`."""
+    """FLASH's state messages as the periods each device is charging, on WiFi and idle (a trace is as
+    long as its messages: `horizon` only cuts, in `clipped`)."""
     try:
         trace = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
@@ -78,12 +79,12 @@ def flash_periods(data: bytes, clients: int, horizon: float | None) -> Periods:
     origin = min((events[0][0] for events in devices.values() if events), default=None)
     if origin is None:
         raise InputError("the FLASH trace's chosen devices have no timed message")
-    periods = {}
-    for client, events in enumerate(devices.values()):
-        spans = ready_spans(events)
-        shifted = [((start - origin).total_seconds(), (end - origin).total_seconds()) for start, end in spans]
-        periods[client] = shifted
-    return periods
+    return {
+        client: [
+            ((start - origin).total_seconds(), (end - origin).total_seconds()) for start, end in ready_spans(events)
+        ]
+        for client, events in enumerate(devices.values())
+    }
 
 
 def flash_events(key: str, device: Any) -> list[tuple[datetime, str]]:
