@@ -78,6 +78,19 @@ def test_a_deadline_that_only_one_step_meets_is_refused_without_partial_work_and
     assert all(float(row["arrival_time"]) - float(row["dispatch_time"]) == pytest.approx(1.04) for row in events)
 
 
+def test_the_logged_phases_of_a_partial_dispatch_are_its_cut_ones(tmp_path):
+    """With links on, events.csv's download, compute and upload of every dispatch, partial or whole, add
+    up with the 1 s latency to its arrival − dispatch (the compute logged is the steps it trained)."""
+    settings = {**FIXED, **PARTIAL, "round_deadline": 1.2, "bandwidth_median": 50.0, "rounds": 6}
+    simulation, recording = recorded_simulation(tmp_path, SIZES, **settings)
+    simulation.run()
+    events = read_csv(tmp_path / "events.csv")
+    assert any(task.samples is not None for call in recording.calls for task, _ in call)  # some were cut
+    for row in events:
+        logged = sum(float(row[column]) for column in ("download_seconds", "compute_seconds", "upload_seconds"))
+        assert logged + 1.0 == pytest.approx(float(row["arrival_time"]) - float(row["dispatch_time"]))
+
+
 def direct_steps(model, images, labels, task: LocalTask, steps: int, batch_size: int) -> dict:
     """The first `steps` minibatch steps of the task's one epoch, trained by hand with the trainers' own step."""
     model.load_state_dict(task.start_model)
