@@ -27,7 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from asyncfl.bench.paper_round import format_paper_rounds, paper_round_bench
 from asyncfl.bench.synthetic import engine_overhead
 from asyncfl.data.dataset import DatasetInfo
-from asyncfl.models import ModelState, build_model, has_batchnorm
+from asyncfl.models import ModelState, build_model
 from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.graphed import GraphedTrainer
 from asyncfl.training.interface import LocalSettings, LocalTask
@@ -91,18 +91,18 @@ def cpu_precision(capability: str) -> str:
     return "bf16" if capability.startswith("AVX512") else "fp32"
 
 
-def fast_numerics(model: torch.nn.Module, device: torch.device, capability: str | None = None) -> tuple[str, Numerics]:
+def fast_numerics(device: torch.device, capability: str | None = None) -> tuple[str, Numerics]:
     """The default trainer of the device with the speed knobs that suit it, for the knobs' row.
 
     CPU (plain): NHWC, oneDNN's fastest layout, with bf16 autocast where the CPU runs it at speed
-    (`capability`: torch's, by default). CUDA (vectorised): bf16, or TF32 where BatchNorm rules bf16
-    out under vmap; NCHW, since NHWC for cuDNN's grouped convolutions is not measured yet.
+    (`capability`: torch's, by default). CUDA (graphed): bf16 autocast, NCHW (NHWC ran resnet20's
+    captured step 1.2× slower on one H100, docs/performance.md "On a GPU").
     """
     name = trainer_name("auto", device)
     if name == "plain":
         precision = cpu_precision(capability or torch.backends.cpu.get_cpu_capability())
         return name, Numerics(precision, channels_last=True)
-    return name, Numerics("tf32" if has_batchnorm(model) else "bf16")
+    return name, Numerics("bf16")
 
 
 def synchronize(device: torch.device) -> None:
@@ -200,7 +200,7 @@ def case_runs(case: Case, device: torch.device) -> tuple[dict[str, Callable[[], 
     labels = torch.randint(0, 10, (n,), generator=generator).to(device)
     clients = [torch.arange(c * case.samples, (c + 1) * case.samples, device=device) for c in range(case.per_round)]
     tasks = [LocalTask(start, idx, (1e-3,) * case.epochs, shuffle_key(0, c, 0)) for c, idx in enumerate(clients)]
-    fast_trainer, fast = fast_numerics(model, device)
+    fast_trainer, fast = fast_numerics(device)
     settings = LocalSettings(case.batch_size)  # Adam, as the paper
     trainers = {
         "plain": PlainTrainer(model, images, labels, settings),

@@ -17,6 +17,7 @@ from asyncfl.sim.partial_work import samples_after
 from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
+from asyncfl.training.graphed import graphable
 from asyncfl.training.runtime import trainer_name
 
 
@@ -50,7 +51,8 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
         )
     strategy = make_strategy(config)
     strategy.check(clients)
-    if trainer_name(config.trainer, device) == "graphed":
+    trainer = trainer_name(config.trainer, device, graphable(config.prox_mu, strategy.optimizer_per_epoch))
+    if trainer == "graphed":
         if config.prox_mu:
             raise InputError(
                 f"prox_mu = {config.prox_mu} needs trainer: plain or vectorised (graphed has no proximal term)"
@@ -64,11 +66,7 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
         raise InputError("the partition has clients without samples; make it with --min-size 1 or more")
     if config.precision == "tf32" and device.type != "cuda":
         raise InputError("precision tf32 is a CUDA format and this run is on the CPU; use fp32 or bf16")
-    if (
-        config.precision == "bf16"
-        and trainer_name(config.trainer, device) == "vectorised"
-        and model_name_has_batchnorm(config.model)
-    ):
+    if config.precision == "bf16" and trainer == "vectorised" and model_name_has_batchnorm(config.model):
         raise InputError(
             "precision bf16 with the vectorised trainer needs a model without BatchNorm (vmap's "
             "batch-norm rule cannot mix bf16 activations with fp32 statistics); use trainer: plain "

@@ -20,6 +20,7 @@ from asyncfl.sim.state import Job
 from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.random_streams import client_init_seed, shuffle_key
+from asyncfl.training.graphed import graphable
 from asyncfl.training.interface import LocalSettings, LocalTask, Trainer
 from asyncfl.training.runtime import choose_device, trainer_class
 
@@ -104,7 +105,9 @@ def prepare_run(
     strategy, system, world = checked_parts(config, dataset, partition, device, model_bytes)
     images = normalize(dataset.train_images.to(device), dataset.info)
     labels = dataset.train_labels.to(device)
-    trainer = trainer or trainer_class(config.trainer, device)(model, images, labels, LocalSettings.of(config))
+    if trainer is None:
+        chosen = trainer_class(config.trainer, device, graphable(config.prox_mu, strategy.optimizer_per_epoch))
+        trainer = chosen(model, images, labels, LocalSettings.of(config))
     held = None if partition.validation is None else torch.from_numpy(partition.validation).to(device)
     return RunContext(
         config,

@@ -177,8 +177,8 @@ class TrainConfig:
     # -- the machine: results do not depend on these beyond the numerics' documented rounding
     device: str = setting(Group.MACHINE, "auto", DEVICES)  # auto | cpu | cuda
     # vectorised: the clients in flight train as one batch (torch.func); plain: one after another (the
-    # reference); auto: vectorised on CUDA, plain on CPU, where oneDNN runs vmap's grouped convolutions
-    # slower than one client's plain ones (asyncfl bench, docs/performance.md "Speed")
+    # reference); graphed: each step a CUDA graph replay; auto: runtime.trainer_name (graphed on CUDA,
+    # plain on CPU; docs/performance.md "Speed")
     trainer: str = setting(Group.MACHINE, "auto", TRAINERS)
     # optional speed knobs (numerics.Numerics): bf16 autocast, tf32 (CUDA only), NHWC memory layout
     precision: str = setting(Group.MACHINE, "fp32", PRECISIONS)

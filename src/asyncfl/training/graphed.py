@@ -28,14 +28,19 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from torch import nn
 
-from asyncfl.models import has_batchnorm
 from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask, LocalTrainer, optimizer_step, run_epochs
 from asyncfl.training.numerics import Numerics
 
 CAPTURE_SECONDS = 120  # a capture that has not finished by then is reported, never waited on forever
-STREAMS = 5  # replicas on their own CUDA streams; BatchNorm models use one (docs/performance.md "Speed")
+STREAMS = 5  # replicas on their own CUDA streams, BatchNorm models too (docs/performance.md "Speed")
 WARMUP_STEPS = 3  # eager steps before a capture: lazy optimizer state, cuBLAS and cuDNN workspaces
+
+
+def graphable(prox_mu: float, optimizer_per_epoch: bool) -> bool:
+    """Whether a run's clients can train as captured steps: the step has no proximal term (FedProx's μ)
+    and keeps one optimizer for the whole dispatch."""
+    return not prox_mu and not optimizer_per_epoch
 
 
 def batch_sizes(client_sizes: list[int], batch_size: int) -> set[int]:
@@ -154,7 +159,7 @@ class GraphedTrainer(LocalTrainer):
         """Each replica trains its own copy of the model."""
         super().__init__(model, images, labels, settings)
         cuda = self.images.device.type == "cuda"
-        count = (1 if has_batchnorm(self.model) else STREAMS) if cuda else 1
+        count = STREAMS if cuda else 1
         self.replicas = [
             Replica(copy.deepcopy(self.model), self.images, self.labels, settings.adam, settings.numerics)
             for _ in range(count)

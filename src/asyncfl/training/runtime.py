@@ -35,13 +35,16 @@ def configure_process(precision: str = "fp32") -> None:
     Numerics(precision).apply_globally()
 
 
-def trainer_name(name: str, device: torch.device) -> str:
-    """`trainer: auto` is vectorised on CUDA and plain on the CPU, where oneDNN runs vmap's grouped
-    convolutions slower than one client's plain ones (asyncfl bench, docs/performance.md "Speed"). `graphed` is
-    chosen by name only until the GPU benchmark has measured it (docs/performance.md "Speed")."""
-    if name == "auto":
-        return "vectorised" if device.type == "cuda" else "plain"
-    return name
+def trainer_name(name: str, device: torch.device, graphable: bool = True) -> str:
+    """`trainer: auto` is graphed on CUDA, the fastest trainer measured there for every model (one H100,
+    docs/performance.md "On a GPU"), or vectorised for a run whose clients need what a captured step
+    lacks (`graphable` false: `graphed.graphable`); plain on the CPU, where oneDNN runs vmap's grouped
+    convolutions slower than one client's plain ones and nothing is captured (docs/performance.md "Speed")."""
+    if name != "auto":
+        return name
+    if device.type != "cuda":
+        return "plain"
+    return "graphed" if graphable else "vectorised"
 
 
 TRAINER_CLASSES: dict[str, type[LocalTrainer]] = {
@@ -55,5 +58,5 @@ if {"auto", *TRAINER_CLASSES} != set(TRAINERS):  # the config's choices are exac
     raise ImportError(f"trainers {sorted(TRAINER_CLASSES)} (and auto) differ from names.TRAINERS {TRAINERS}")
 
 
-def trainer_class(name: str, device: torch.device) -> type[LocalTrainer]:
-    return TRAINER_CLASSES[trainer_name(name, device)]
+def trainer_class(name: str, device: torch.device, graphable: bool = True) -> type[LocalTrainer]:
+    return TRAINER_CLASSES[trainer_name(name, device, graphable)]

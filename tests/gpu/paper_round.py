@@ -1,0 +1,54 @@
+"""One row of tests/gpu/session.sh's paper-round table: the real engine (`asyncfl bench`'s synthetic AFL
+run, C = 10, J = 5, batch 64, the paper's per-client sizes) with one model and trainer, at I = EPOCHS local
+epochs, printed as one JSON line. A round's cost is linear in I (the same steps, I times), so a row
+measured at I < 10 also gives its paper round scaled to I = 10 and says it was scaled. Its own process,
+so that the caller's `timeout` bounds a CUDA graph capture that hangs.
+
+    python3 tests/gpu/paper_round.py MODEL TRAINER EPOCHS ROUNDS [DEVICE]
+"""
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from asyncfl.bench.paper_round import CLIENTS, EPOCHS, PAPER_SHAPES, PER_ROUND, QUICK_SAMPLES
+from asyncfl.bench.synthetic import synthetic_data, synthetic_run
+
+
+def main(model: str, trainer: str, epochs: int, rounds: int, device: str = "cuda") -> dict:
+    (shape,) = [shape for shape in PAPER_SHAPES if shape.model == model]
+    samples = QUICK_SAMPLES if device == "cpu" else shape.samples  # a CPU smoke run checks the script only
+    dataset, partition = synthetic_data("paper-round", shape.shape, CLIENTS, samples)
+    settings = {
+        "model": model,
+        "clients_per_round": PER_ROUND,
+        "rounds": rounds,
+        "local_epochs": epochs,
+        "device": device,
+        "trainer": trainer,
+    }
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as scratch:
+        wall = synthetic_run(dataset, partition, settings, Path(scratch))
+    per_round = float(np.median(np.diff(wall)))  # the first round pays captures and warm-up
+    return {
+        "model": model,
+        "trainer": trainer,
+        "samples_per_client": samples,
+        "local_epochs": epochs,
+        "rounds": rounds,
+        "first_round_s": round(wall[0], 3),
+        "seconds_per_round": round(per_round, 4),
+        "paper_seconds_per_round": round(per_round * EPOCHS / epochs, 3),
+        "scaled_from_epochs": epochs if epochs != EPOCHS else None,
+        "process_s": round(time.perf_counter() - started, 1),
+    }
+
+
+if __name__ == "__main__":
+    model, trainer, epochs, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    print(json.dumps(main(model, trainer, epochs, rounds, *sys.argv[5:])))
