@@ -47,6 +47,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "bandwidth_sigma": {"bandwidth_median": 5.0},
         "upload_fraction": {"bandwidth_median": 5.0},
         "bandwidth_follows_speed": {"bandwidth_median": 5.0},
+        "server_bandwidth": {"link_classes": "1:20-100"},
         "online_mean": {"availability": "exponential"},
         "offline_mean": {"availability": "lognormal"},
         "availability_sigma": {"availability": "lognormal"},
@@ -54,9 +55,15 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "diurnal_spread": {"availability": "diurnal"},
     }
     assert set(where) == set(NEEDS)
-    other = {"stale_updates": "keep", "bandwidth_follows_speed": True, "partial_work": True, "min_report_fraction": 0.5}
+    other = {
+        "stale_updates": "keep",
+        "bandwidth_follows_speed": True,
+        "partial_work": True,
+        "min_report_fraction": 0.5,
+        "server_bandwidth": 100.0,
+    }
     for key, context in where.items():
-        value = other.get(key, 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5)
+        value = other[key] if key in other else 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5
         assert getattr(make_config({**context, key: value}), key) == value
 
 

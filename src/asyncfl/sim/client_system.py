@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from asyncfl.sim.network import Links
+from asyncfl.sim.server_link import ServerLink
 from asyncfl.spec import random_streams
 from asyncfl.spec.classes import drawn_per_client
 from asyncfl.spec.config import DISTRIBUTIONS, TrainConfig
@@ -34,6 +35,8 @@ class ClientSystem:
         delay_is_latency: d_c of the learning rate is the latency only (config `lr_delay: latency`),
             not the whole duration (which includes the transfers).
         links: the clients' down- and uplinks, or None: transfers take no time.
+        server: the server's link that every transfer shares (`server_link`), or None: each transfer
+            has its client's link to itself.
     """
 
     speed: np.ndarray
@@ -44,6 +47,7 @@ class ClientSystem:
     jitter_sigma: float
     delay_is_latency: bool
     links: Links | None = None
+    server: ServerLink | None = None
 
     @classmethod
     def draw(cls, config: TrainConfig, num_clients: int, model_bytes: int = 0) -> "ClientSystem":
@@ -52,6 +56,7 @@ class ClientSystem:
         speed = slowed(speed, config.seed, config.slow_fraction, config.slow_factor)
         speed = classed(speed, config.seed, config.speed_classes)
         latency = draw(rng, config.latency_distribution, config.latency_median, config.latency_sigma, num_clients)
+        links = Links.draw(config, speed, model_bytes)
         return cls(
             speed,
             latency,
@@ -60,7 +65,8 @@ class ClientSystem:
             config.seconds_per_sample,
             config.jitter_sigma,
             config.lr_delay == "latency",
-            Links.draw(config, speed, model_bytes),
+            links,
+            ServerLink.of(config.server_bandwidth, links),
         )
 
     def median_phases(self, client: int, n_samples: int) -> "Phases":
@@ -70,13 +76,23 @@ class ClientSystem:
         down, up = (links.download(client), links.upload(client)) if links else (0.0, 0.0)
         return Phases(down, float(compute), up, float(self.latency[client]))
 
-    def phases(self, client: int, n_samples: int, dispatch_index: int, samples: int | None = None) -> "Phases":
+    def phases(
+        self,
+        client: int,
+        n_samples: int,
+        dispatch_index: int,
+        samples: int | None = None,
+        transfers: tuple[float, float] | None = None,
+    ) -> "Phases":
         """The virtual seconds of this client's `dispatch_index`-th dispatch, phase by phase; of the
-        `samples` of its epochs it trains under partial work (None: all of them)."""
+        `samples` of its epochs it trains under partial work (None: all of them); with the download and
+        upload seconds its `transfers` took on a shared server link (`server_link`; None: its own link's)."""
         phases = self.median_phases(client, n_samples)
         if self.jitter_sigma != 0:
             rng = np.random.default_rng([self.seed, random_streams.JITTER, client, dispatch_index])
             phases = replace(phases, compute=phases.compute * rng.lognormal(0.0, self.jitter_sigma))
+        if transfers is not None:
+            phases = replace(phases, download=transfers[0], upload=transfers[1])
         return phases if samples is None else phases.cut(samples, self.local_epochs * n_samples)
 
     def duration(self, client: int, n_samples: int, dispatch_index: int) -> float:

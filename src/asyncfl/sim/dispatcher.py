@@ -85,6 +85,8 @@ class Dispatcher:
             state.start_models.setdefault(job.version, state.global_model)
         self.state.outstanding[job.key] = job
         self.check.on_dispatch(job, len(state.outstanding), self.context.world.is_online(client, state.now))
+        if state.link is not None and self.context.system.server is not None:
+            self.check.on_booking(job, state.link.peak(), self.context.system.server.capacity)
         self.spawn(job)
 
     def spawn(self, job: Job) -> None:
@@ -202,7 +204,10 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
     system, size = context.system, int(context.sizes[client])
     index = int(state.dispatch_counts[client])
     state.dispatch_counts[client] += 1
-    phases = system.phases(client, size, index)
+    phases, transfers = system.phases(client, size, index), None
+    if system.server is not None and system.links is not None and state.link is not None:
+        transfers = system.server.book_transfers(state.link, system.links, client, state.now, phases.compute)
+        phases = system.phases(client, size, index, None, transfers)
     samples = None
     if context.strategy.partial_work and state.deadline_at is not None:
         config = context.config
@@ -213,4 +218,4 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
     duration = phases.total
     lrs = context.strategy.learning_rates(state.version, updates, system.delay(client, duration))
     ends, lost = context.world.fate(client, index, state.now, state.now + phases.uploaded, state.now + duration)
-    return Job(client, index, state.version, state.now, ends, lrs, lost, samples)
+    return Job(client, index, state.version, state.now, ends, lrs, lost, samples, transfers)

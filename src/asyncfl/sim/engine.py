@@ -170,7 +170,8 @@ def fresh_state(context: RunContext, info: DatasetInfo, num_clients: int) -> Sim
     own_models = None
     if not context.strategy.clients_load_global_model:
         own_models = client_initial_states(context.config, info, context.device, num_clients)
-    return SimulationState.fresh(model_state, context.config.seed, num_clients, own_models)
+    shared_link = context.system.server is not None
+    return SimulationState.fresh(model_state, context.config.seed, num_clients, own_models, shared_link)
 
 
 def open_logs(context: RunContext, out: Path, resumed: dict[str, str] | None, version: int) -> RunLogs:

@@ -74,6 +74,12 @@ class SelfCheck:
                 f"progress: an aggregation, or a stated reason to stop, within {self.progress_bound} dispatches", event
             )
 
+    def on_booking(self, job: Job, peak: float, capacity: float) -> None:
+        """After a dispatch's transfers were booked on the shared server link: never more than its capacity."""
+        if peak > capacity * (1 + TOLERANCE):
+            event = f"the dispatch of client {job.client} at t = {job.dispatch_time!r}"
+            violated(f"the server link's booked rate ≤ its capacity ({peak!r} > {capacity!r} bit/s)", event)
+
     def on_unaggregated(self, count: int = 1) -> None:
         self.unaggregated += count
 
@@ -83,9 +89,13 @@ class SelfCheck:
             violated(f"the clock never goes back (it was at {self.now!r})", event)
         if job.samples is not None and not 0 < job.samples < system.local_epochs * size:  # partial work
             violated(f"partial work trains some but not all of its {system.local_epochs * size} samples", event)
-        phases = system.phases(job.client, size, job.dispatch_index, job.samples)
+        phases = system.phases(job.client, size, job.dispatch_index, job.samples, job.transfers)
         if not all(math.isfinite(value) and value >= 0 for value in vars(phases).values()):
             violated(f"every phase finite and ≥ 0 ({phases})", event)
+        if job.transfers is not None and system.server is not None and system.links is not None:
+            fastest = system.server.fastest(system.links, job.client)
+            if any(took < least * (1 - TOLERANCE) for took, least in zip(job.transfers, fastest, strict=True)):
+                violated(f"no transfer faster than its link alone allows ({job.transfers} against {fastest})", event)
         if job.lost == OFFLINE:  # lost when its client went offline, before its upload completed
             if not job.dispatch_time <= job.arrival_time < job.dispatch_time + phases.uploaded:
                 violated(

@@ -45,7 +45,8 @@ def logged_phases(context: RunContext, jobs: list[Job]) -> list[tuple[float, flo
     (none otherwise: no columns)."""
     if context.system.links is None:
         return []
-    phases = [context.system.phases(j.client, int(context.sizes[j.client]), j.dispatch_index, j.samples) for j in jobs]
+    system, sizes = context.system, context.sizes
+    phases = [system.phases(j.client, int(sizes[j.client]), j.dispatch_index, j.samples, j.transfers) for j in jobs]
     return [(p.download, p.compute, p.upload) for p in phases]
 
 

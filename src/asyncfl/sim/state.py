@@ -9,6 +9,7 @@ import numpy as np
 
 from asyncfl.models import ModelState
 from asyncfl.runs.record import utc_now
+from asyncfl.sim.server_link import LinkBookings
 from asyncfl.spec import random_streams
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import EVALUATIONS, EVENTS, METRICS, TIMINGS
@@ -27,6 +28,7 @@ class Job:
     lrs: tuple[float, ...]  # learning rate per local epoch
     lost: str = ""  # why its result never arrives (`world.OFFLINE`, `world.FAILED`; "" when it does)
     samples: int | None = None  # partial work at a deadline: the samples it trains (None: all its epochs')
+    transfers: tuple[float, float] | None = None  # its download and upload seconds on a shared server link
 
     @property
     def key(self) -> tuple[float, int, int]:
@@ -67,6 +69,7 @@ class SimulationState:
     results: dict[tuple, LocalResult] = field(default_factory=dict)
     # Each client's own last model, for algorithms whose clients never load the global one
     client_models: dict[int, ModelState] = field(default_factory=dict)
+    link: LinkBookings | None = None  # the transfers booked on a shared server link (`server_bandwidth`)
 
     @property
     def dispatched(self) -> int:
@@ -87,15 +90,21 @@ class SimulationState:
 
     @classmethod
     def fresh(
-        cls, global_model: ModelState, seed: int, clients: int, own_models: dict[int, ModelState] | None = None
+        cls,
+        global_model: ModelState,
+        seed: int,
+        clients: int,
+        own_models: dict[int, ModelState] | None = None,
+        shared_link: bool = False,
     ) -> "SimulationState":
         """The state before the first dispatch; `own_models`: each client's own initial model, for
-        algorithms whose clients keep their own."""
+        algorithms whose clients keep their own; `shared_link`: transfers are booked on the server's link."""
         return cls(
             global_model,
             np.random.default_rng([seed, random_streams.SAMPLING]),
             np.zeros(clients, dtype=np.int64),
             client_models=own_models or {},
+            link=LinkBookings() if shared_link else None,
         )
 
     def payload(self, logs: dict[str, str]) -> dict[str, Any]:
@@ -122,7 +131,7 @@ class SimulationState:
             "outstanding": [dataclasses.asdict(job) for job in self.outstanding.values()],
             "results": [{"key": list(key), **dataclasses.asdict(result)} for key, result in self.results.items()],
             "logs": logs,
-        }
+        } | ({"link": dataclasses.asdict(self.link)} if self.link is not None else {})
 
     @classmethod
     def from_payload(cls, checkpoint: dict[str, Any], source: str) -> tuple["SimulationState", dict[str, str]]:
@@ -149,10 +158,9 @@ class SimulationState:
                 started_at=checkpoint["started_at"],
                 start_models=checkpoint["start_models"],
                 client_models=checkpoint["client_models"],
-                outstanding={
-                    job.key: job for job in (Job(**{**j, "lrs": tuple(j["lrs"])}) for j in checkpoint["outstanding"])
-                },
+                outstanding={job.key: job for job in (Job(**{**j, **tuples(j)}) for j in checkpoint["outstanding"])},
                 results={tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]},
+                link=LinkBookings(**checkpoint["link"]) if "link" in checkpoint else None,
             )
             logs = {name: str(checkpoint["logs"][name]) for name in (METRICS, EVENTS, TIMINGS)}
             if EVALUATIONS in checkpoint["logs"]:
@@ -163,3 +171,9 @@ class SimulationState:
                 "delete it to start the run afresh"
             ) from None
         return state, logs
+
+
+def tuples(job: dict[str, Any]) -> dict[str, Any]:
+    """A checkpointed job's tuple fields, which its payload stores as lists."""
+    transfers = job.get("transfers")
+    return {"lrs": tuple(job["lrs"]), "transfers": None if transfers is None else tuple(transfers)}

@@ -127,6 +127,9 @@ class TrainConfig:
     upload_fraction: float = setting(Group.WORLD, 0.25, lowest=UNIT_INTERVAL, at_least=1e-6)  # uplink = this × downlink
     # slow devices on slow links: the bandwidth factor is the speed
     bandwidth_follows_speed: bool = setting(Group.WORLD, False)
+    # the server's own link in Mbit/s, shared by every dispatch's transfers, each booked when its dispatch is
+    # made (`sim.server_link`); null: every transfer has its client's link to itself
+    server_bandwidth: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e12, at_least=1e-6)
     # -- the clients' availability and arrivals (project's choice, off by default: docs/design.md "The
     # clients' world"): online/offline periods drawn per client (exponential or lognormal) or read from a
     # trace CSV (client,start,end online periods); a client offline before its upload completes drops the job
@@ -264,6 +267,11 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
             parse_classes(getattr(config, key), key, source)
     if config.link_classes is not None and config.bandwidth_median is not None:
         raise InputError(f"{source}: link_classes and bandwidth_median both set the links; keep one")
+    if config.partial_work and config.server_bandwidth is not None:
+        raise InputError(
+            f"{source}: partial_work with server_bandwidth is not modelled (a cut dispatch's upload would move "
+            "on a link booked for the whole one); keep one"
+        )
     if (config.availability == "trace") != (config.availability_trace is not None):
         raise InputError(f"{source}: availability: trace and availability_trace (the CSV's path) go together")
     defaults = {item.name: item.default for item in dataclasses.fields(TrainConfig)}
@@ -298,6 +306,10 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
         lambda c: c.bandwidth_median is not None or c.link_classes is not None,
     ),
     "bandwidth_follows_speed": ("bandwidth_median set", lambda c: c.bandwidth_median is not None),
+    "server_bandwidth": (
+        "bandwidth_median or link_classes set",
+        lambda c: c.bandwidth_median is not None or c.link_classes is not None,
+    ),
     "online_mean": ("availability: exponential, lognormal or diurnal", lambda c: c.availability in DRAWN_PERIODS),
     "offline_mean": ("availability: exponential, lognormal or diurnal", lambda c: c.availability in DRAWN_PERIODS),
     "diurnal_swing": ("availability: diurnal", lambda c: c.availability == "diurnal"),
