@@ -57,9 +57,11 @@ class NullTrainer:
 
 
 # Every part of the clients' world on (docs/design.md "The clients' world"), for the engine's measure:
-# links, on/off periods, failures and Poisson check-ins at about the rate M clients in flight finish
+# links and the server's shared link, on/off periods, failures and Poisson check-ins at about the rate
+# M clients in flight finish
 WORLD = {
     "bandwidth_median": 20.0,
+    "server_bandwidth": 1000.0,
     "availability": "lognormal",
     "failure_probability": 0.05,
     "arrivals": "poisson",
