@@ -137,3 +137,11 @@ def test_settings_the_shared_link_refuses():
     links = Links(np.array([8.0]), np.array([8.0]), 8 * 10**9)
     with pytest.raises(InputError, match="raise server_bandwidth"):
         ServerLink.of(1e-6, links)
+
+
+def test_the_self_check_stops_bookings_over_the_capacity(tmp_path, monkeypatch):
+    """Break the booking (each transfer blind to the others, so four downloads run at once at the
+    server's whole rate): the run stops at the second dispatch."""
+    monkeypatch.setattr(LinkBookings, "rate_at", lambda self, index: 0.0)
+    with pytest.raises(InputError, match="the server link's booked rate ≤ its capacity"):
+        run(tmp_path, server_bandwidth=1.0).run()
