@@ -12,6 +12,7 @@ variant, so that a caller's `timeout` bounds a capture that hangs; on the CPU it
 import json
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -24,18 +25,14 @@ from asyncfl.training.numerics import Numerics
 from asyncfl.training.plain import PlainTrainer
 from asyncfl.training.runtime import configure_process
 
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the trainer tests' helpers, one definition
+from training_cases import relative_difference  # noqa: E402
+
 CLIENTS, SAMPLES, EPOCHS, BATCH = 5, 640, 2, 64
 
 
 def same(first: list[LocalResult], second: list[LocalResult]) -> bool:
     return all(torch.equal(a.state[k], b.state[k]) for a, b in zip(first, second, strict=True) for k in a.state)
-
-
-def relative_difference(result: LocalResult, reference: LocalResult, start: dict[str, torch.Tensor]) -> float:
-    keys = [k for k in start if start[k].is_floating_point()]
-    apart = sum(((result.state[k].double() - reference.state[k].double()) ** 2).sum() for k in keys)
-    moved = sum(((reference.state[k].double() - start[k].double()) ** 2).sum() for k in keys)
-    return float((apart / moved).sqrt())
 
 
 def main(name: str, variant: str) -> dict:
