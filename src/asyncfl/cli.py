@@ -314,7 +314,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     from asyncfl.bench.measure import run_bench
     from asyncfl.bench.paper_round import load_sweep
 
-    if args.sweep:  # every argument checked before minutes of measuring
+    if args.sweep and not args.engine:  # every argument checked before minutes of measuring
         load_sweep(args.sweep)
     if args.json:
         if not args.json.parent.is_dir():
@@ -322,7 +322,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
                 f"--json {args.json}: folder {args.json.parent} does not exist; create it or give another path"
             )
         check_output(args.json, "--json")
-    result = run_bench(args.device, args.quick, sweep=args.sweep)
+    result = run_bench(args.device, args.quick, sweep=None if args.engine else args.sweep, engine_only=args.engine)
     if args.json:
         write_json(args.json, result)
 
@@ -523,6 +523,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", choices=DEVICES, default="auto")
     bench.add_argument("--quick", action="store_true", help="smaller data, one repeat: under a minute on a CPU")
     bench.add_argument("--json", type=Path, help="also write the results as JSON")
+    bench.add_argument(
+        "--engine", action="store_true", help="only the engine at C = 10^4, 10^5 and 10^6 (--quick: 10^3, 10^4)"
+    )
     bench.add_argument(
         "--sweep",
         type=Path,

@@ -68,7 +68,7 @@ def test_the_probe_trains_with_the_runs_own_schedule(clock):
         duration = context.system.duration(client, 8, 1 << 30)
         t = {"round": [6] * 3, "equivalent_round": [5] * 3, "epoch": [0, 1, 2]}[clock]
         assert task.lrs == pytest.approx([0.1 / ((s + 1) ** 0.5 * (1 + 0.5 * duration)) for s in t], rel=1e-15)
-        assert torch.equal(task.indices, context.client_indices[client])
+        assert torch.equal(task.indices, context.client_indices(client))
 
 
 def test_a_large_population_is_probed_at_a_bounded_number_of_j():

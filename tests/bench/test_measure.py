@@ -87,7 +87,7 @@ def test_paper_round_runs_the_real_engine(tmp_path):
     shape = PAPER_SHAPES[0]
     dataset, partition = synthetic_data("paper-round", shape.shape, 10, 16)
     settings = {"model": shape.model, "clients_per_round": 5, "rounds": 3, "local_epochs": 1, "trainer": "plain"}
-    wall = synthetic_run(dataset, partition, settings, tmp_path)
+    wall = synthetic_run(dataset, partition, settings, tmp_path).rounds
     assert len(wall) == 3 and wall == sorted(wall)  # one timing per round, cumulative
     metrics = (tmp_path / "metrics.csv").read_text().splitlines()
     assert len(metrics) == 4 and metrics[-1].split(",")[4]  # three rounds; the last one evaluated

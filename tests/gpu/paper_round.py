@@ -33,7 +33,7 @@ def main(model: str, trainer: str, epochs: int, rounds: int, device: str = "cuda
     }
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
-        wall = synthetic_run(dataset, partition, settings, Path(scratch))
+        wall = synthetic_run(dataset, partition, settings, Path(scratch)).rounds
     per_round = float(np.median(np.diff(wall)))  # the first round pays captures and warm-up
     return {
         "model": model,

@@ -52,12 +52,12 @@ def test_a_request_dispatches_distinct_idle_clients_and_schedules_their_arrivals
 
     dispatcher, jobs, arrivals = dispatched({"clients_per_round": 3}, scenario)
     clients = sorted(job.client for job in jobs)
-    assert len(set(clients)) == 3 and dispatcher.in_flight.sum() == 3
-    assert all(dispatcher.in_flight[c] == 1 for c in clients)
+    assert len(set(clients)) == 3 and dispatcher.in_flight == {c: 1 for c in clients}
     # every client at speed 1 with 4 samples: 4 × 0.01 s of compute + 1 s of latency, all at once
     assert [event.time for event in arrivals] == [1.04] * 3
     assert [event.order[0] for event in arrivals] == clients  # equal times: by client
     assert set(dispatcher.candidates()) == set(range(len(SIZES))) - set(clients)
+    assert dispatcher.excluded().tolist() == clients
 
 
 def test_a_synchronous_round_never_draws_a_client_that_has_reported_in_it():
@@ -107,7 +107,7 @@ def test_withdraw_frees_every_client_out_and_forgets_what_waits():
 
     jobs, dispatcher = dispatched({"clients_per_round": 2}, scenario)
     assert len(jobs) == 2 and not dispatcher.state.outstanding and dispatcher.state.waiting == 0
-    assert not dispatcher.in_flight.any()
+    assert not dispatcher.in_flight
 
 
 def test_a_round_with_a_deadline_schedules_it_after_its_dispatches():

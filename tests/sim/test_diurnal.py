@@ -6,8 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from asyncfl.sim.availability import DAY, Availability
+from asyncfl.sim.availability import Availability
 from asyncfl.sim.engine import Simulation
+from asyncfl.sim.periods import DAY
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
 from engine_cases import contiguous_partition, tiny_dataset

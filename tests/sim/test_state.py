@@ -16,7 +16,8 @@ LOGS = {"metrics.csv": "round\n", "events.csv": "round\n", "timings.csv": "round
 def state_in_flight() -> SimulationState:
     state = SimulationState.fresh({"w": torch.ones(2)}, seed=7, clients=3)
     state.rng.integers(10, size=5)  # the sampling stream has moved
-    state.dispatch_counts[:] = [2, 1, 0]
+    for client in (0, 1, 0):
+        state.count_dispatch(client)
     state.version, state.now, state.dropped, state.deadline_at = 4, 12.5, 1, 14.0
     job = Job(0, 1, 3, 10.0, 13.0, (0.01,), "")
     state.outstanding[job.key] = job
@@ -39,6 +40,7 @@ def test_the_payload_round_trips_every_field():
             assert mine == theirs, item.name
     assert restored.rng.integers(1 << 30) == state.rng.integers(1 << 30)  # the same draws follow
     assert restored.aggregated(0) == state.aggregated(0) == 3 - 1 - 1
+    assert restored.dispatch_counts.tolist() == [2, 1, 0] and restored.dispatched == 3
 
 
 def test_a_payload_missing_an_entry_is_one_line_naming_the_checkpoint():

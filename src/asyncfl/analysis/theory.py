@@ -129,7 +129,7 @@ def probe_tasks(context: RunContext, start: dict[str, torch.Tensor], version: in
         duration = system.duration(client, int(context.sizes[client]), PROBE_DISPATCH)
         lrs = strategy.learning_rates(version, updates, system.delay(client, duration))
         stream = shuffle_key(context.config.seed, client, 0)
-        indices = context.client_indices[client]
+        indices = context.client_indices(client)
         tasks.append(LocalTask(start, indices, lrs, stream, context.config.prox_mu, strategy.optimizer_per_epoch))
     return tasks
 

@@ -61,9 +61,9 @@ def offline_periods(run: Path, record: dict, clients: int, until: float) -> list
         return [[] for _ in range(clients)]
     periods = []
     for client in range(clients):
-        availability.cover(client, until)
-        flips = [0.0, *availability.flips[client], np.inf]
-        starts_offline = not availability.starts_online[client]
+        starts_online, flips_after_start = availability.flips_until(client, until)
+        flips = [0.0, *flips_after_start, np.inf]
+        starts_offline = not starts_online
         pairs = enumerate(zip(flips, flips[1:], strict=False))
         spans = [(a, b - a) for i, (a, b) in pairs if (i % 2 == 0) == starts_offline]
         periods.append([(a, min(length, until - a)) for a, length in spans if a < until])

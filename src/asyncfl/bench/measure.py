@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 
 from asyncfl.bench.paper_round import format_paper_rounds, paper_round_bench
+from asyncfl.bench.scale import QUICK_SCALES, SCALES, engine_scale
 from asyncfl.bench.synthetic import engine_overhead
 from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import ModelState, build_model
@@ -246,13 +247,29 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_bench(device_name: str, quick: bool, report: Callable[[str], None] = print, sweep: Path | None = None) -> dict:
+def run_bench(
+    device_name: str,
+    quick: bool,
+    report: Callable[[str], None] = print,
+    sweep: Path | None = None,
+    engine_only: bool = False,
+) -> dict:
     """The whole benchmark: every case × trainer, the engine's share of the fastest cnn round, then
-    the paper round through the real engine and the projected cost of the `sweep` config.
+    the paper round through the real engine and the projected cost of the `sweep` config; last, the
+    engine at cross-device scale (`scale.engine_scale`). `engine_only`: that last part alone.
 
     `report` gets each part as it is measured (the full run takes minutes); the JSON-ready result is returned.
     """
     device = choose_device(device_name)
+    result: dict = {"device": str(device), "torch": torch.__version__, "quick": quick}
+    if not engine_only:
+        result |= trainer_bench(device, quick, report, sweep)
+    result["engine_scale"] = engine_scale(QUICK_SCALES if quick else SCALES, report)
+    return result
+
+
+def trainer_bench(device: torch.device, quick: bool, report: Callable[[str], None], sweep: Path | None) -> dict:
+    """Every case × trainer, the engine's share of the fastest cnn round, and the paper round."""
     peak = matmul_tflops(device)
     report(f"{device}: an fp32 matrix multiply runs at {peak:.3f} TFLOP/s here (to read the tflops column against)")
     rows = [row for case in cases(quick) for row in bench_case(case, device, repeats=1 if quick else 3)]
@@ -280,9 +297,6 @@ def run_bench(device_name: str, quick: bool, report: Callable[[str], None] = pri
             on = WORLD_ON if engine["world"] else ""
             report(f"engine{on}: {engine['share_of_paper_cnn_round']:.2%} of the fastest paper cnn round")
     return {
-        "device": str(device),
-        "torch": torch.__version__,
-        "quick": quick,
         "matmul_fp32_tflops": round(peak, 4),
         "trainers": rows,
         "engine": engines[0],

@@ -56,7 +56,7 @@ def seconds_per_round(shape: PaperShape, trainer: str, device: torch.device, qui
         "trainer": trainer,
     }
     with tempfile.TemporaryDirectory() as scratch:
-        wall = synthetic_run(dataset, partition, settings, Path(scratch))
+        wall = synthetic_run(dataset, partition, settings, Path(scratch)).rounds
     return float(np.median(np.diff(wall))) if len(wall) > 1 else wall[0]
 
 

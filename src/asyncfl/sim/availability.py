@@ -1,46 +1,26 @@
 """When each client is online (docs/design.md "The clients' world"): alternating online and offline
-periods drawn from the client's own random stream, or a trace the user gives; and which dispatches
-fail. Off by default (`availability: always`): every client is always online.
+periods drawn from the client's own random stream (`periods`), or a trace the user gives; and which
+dispatches fail. Off by default (`availability: always`): every client is always online.
 
-A client's periods are drawn ahead of time, in fixed chunks, in order, from its own stream
-(`random_streams.AVAILABILITY`, keyed by client): whatever times a run asks about, and whether it
-resumed from a checkpoint or not, a client's periods are the same numbers, and no other draw of the
-run moves. The first period is online with the stationary probability on/(on + off). Imports only
-numpy and the spec layer, so figures can draw a run's timeline from its settings.
+Drawn periods are known lazily: a client's are drawn the first time a run asks about it, and of them
+only the chunk around the last question is kept, since a run's clock only moves forward (a question
+about an earlier time draws the client's periods again from its stream's start, as figures and tests
+may ask). Imports only numpy and the spec layer, so figures can draw a run's timeline from its settings.
 """
 
-import bisect
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from asyncfl.sim.periods import PERIOD_DRAWS, ClientStreams, PeriodModel, period_model
 from asyncfl.spec import random_streams
 from asyncfl.spec.config import AVAILABILITY_MODELS, TrainConfig
-from asyncfl.spec.errors import InputError
 from asyncfl.spec.traces import read_trace
 
-CHUNK = 64  # periods drawn at a time per client: fixed, so a client's periods never depend on the queries
 NEVER = math.inf
-
-
-def exponential(rng: np.random.Generator, means: np.ndarray, sigma: float) -> np.ndarray:
-    return rng.exponential(1.0, (CHUNK, 2)) * means
-
-
-def lognormal(rng: np.random.Generator, means: np.ndarray, sigma: float) -> np.ndarray:
-    """Lognormal periods with the given means: μ = ln(mean) − σ²/2."""
-    return np.exp(rng.normal(0.0, sigma, (CHUNK, 2)) - sigma**2 / 2) * means
-
-
-PERIOD_DRAWS: dict[str, Callable[[np.random.Generator, np.ndarray, float], np.ndarray]] = {
-    "exponential": exponential,
-    "lognormal": lognormal,
-}
 if ("always", *PERIOD_DRAWS, "diurnal", "trace") != AVAILABILITY_MODELS:  # the config's choices are these
     raise ImportError(f"availability models {list(PERIOD_DRAWS)} differ from the config's {AVAILABILITY_MODELS}")
-DAY = 86_400.0  # virtual seconds: the diurnal cycle's period
 
 
 class Availability:
@@ -48,18 +28,19 @@ class Availability:
     flips at or before t follow an offline start (or an even number an online one).
 
     Attributes:
-        flips: per client, the sorted times where it goes online or offline (extended as asked).
-        starts_online: per client, whether it is online at time 0.
+        model, streams: what draws a client's periods, and from which streams (None: a trace's, all known).
+        starts_online: per client, whether it is online at time 0 (-1: not drawn yet).
+        windows: per client asked about, [t0, its flips from t0 on …]: t0 is 0 or a flip after an even
+            number of flips, and the last flip lies past the last question (a trace: all of its flips).
         online_now, known_from, known_until: per client, its state over the period [from, until) that
-            a query last fell in: the engine asks about all idle clients at every dispatch, and the
+            a question last fell in: the engine asks about many idle clients at every dispatch, and the
             clock only moves forward, so most answers come from these arrays, not from a search.
     """
 
-    def __init__(
-        self, flips: list[list[float]], starts_online: list[bool], draw: Callable[[int, float], np.ndarray] | None
-    ):
-        self.flips, self.starts_online, self.draw = flips, starts_online, draw
-        clients = len(flips)
+    def __init__(self, clients: int, model: PeriodModel | None, streams: ClientStreams | None):
+        self.model, self.streams = model, streams
+        self.starts_online = np.full(clients, -1, dtype=np.int8)
+        self.windows: dict[int, np.ndarray] = {}
         self.online_now = np.zeros(clients, dtype=bool)
         self.known_from, self.known_until = np.full(clients, NEVER), np.full(clients, -NEVER)
 
@@ -70,57 +51,58 @@ class Availability:
             return None
         if config.availability == "trace":
             return cls.from_trace(read_trace(Path(str(config.availability_trace)), clients))
-        generators = [np.random.default_rng([config.seed, random_streams.AVAILABILITY, c]) for c in range(clients)]
-        if config.availability == "diurnal":
-            return Diurnal.of(config, generators).availability()
-        means = np.array([config.online_mean, config.offline_mean])
-        share = config.online_mean / (config.online_mean + config.offline_mean)
-        starts_online = [bool(g.random() < share) for g in generators]
-        period = PERIOD_DRAWS[config.availability]
-
-        def draw(client: int, start: float) -> np.ndarray:
-            periods = period(generators[client], means, config.availability_sigma)
-            return periods if starts_online[client] else periods[:, ::-1]  # (first state, second) per pair
-
-        return cls([[] for _ in range(clients)], starts_online, draw)
+        return cls(clients, period_model(config, clients), ClientStreams(config.seed, clients))
 
     @classmethod
     def from_trace(cls, intervals: dict[int, list[tuple[float, float]]]) -> "Availability":
-        clients = len(intervals)
-        flips: list[list[float]] = [[] for _ in range(clients)]
-        starts_online = [False] * clients
+        availability = cls(len(intervals), None, None)
         for client, spans in intervals.items():
+            flips = [0.0]
             for start, end in spans:
-                if start == 0.0 and not flips[client]:
-                    starts_online[client] = True
-                else:
-                    flips[client].append(start)
-                flips[client].append(end)
-        return cls(flips, starts_online, None)
+                if start != 0.0 or len(flips) > 1:
+                    flips.append(start)
+                flips.append(end)
+            availability.starts_online[client] = bool(spans) and spans[0][0] == 0.0
+            availability.windows[client] = np.array(flips)
+        return availability
 
-    def cover(self, client: int, t: float) -> None:
-        """Draw the client's periods until they reach past `t` (a trace is as long as it is)."""
-        flips = self.flips[client]
-        while self.draw is not None and (not flips or flips[-1] <= t):
-            last = flips[-1] if flips else 0.0
-            flips.extend((last + np.cumsum(self.draw(client, last).ravel())).tolist())
+    def window(self, client: int, t: float) -> np.ndarray:
+        """The client's flips around `t`: its window, drawn on until its last flip lies past `t`."""
+        window = self.windows.get(client)
+        if self.model is None or self.streams is None:
+            assert window is not None  # a trace's windows are all known
+            return window
+        if window is not None and window[0] <= t < window[-1]:
+            return window
+        if window is None or t < window[0]:  # not asked about yet, or about an earlier time: from the start
+            rng = self.streams.opened(client)
+            self.starts_online[client] = self.model.first_state(client, rng)
+            window = np.array([0.0])
+        else:
+            rng = self.streams.resumed(client)
+        while window[-1] <= t:
+            periods = self.model.chunk(client, rng, float(window[-1]), bool(self.starts_online[client]))
+            window = window[-1] + np.concatenate([[0.0], np.cumsum(periods)])
+        self.streams.save(client, rng)
+        self.windows[client] = window
+        return window
 
-    def is_online(self, client: int, t: float) -> bool:
-        self.cover(client, t)
-        flipped = bisect.bisect_right(self.flips[client], t)
-        return self.starts_online[client] != bool(flipped % 2)
+    def learn(self, client: int, t: float) -> None:
+        """Remember the period the client is in at `t`: its state, when it began and when it ends."""
+        window = self.window(client, t)
+        flipped = int(np.searchsorted(window, t, side="right"))  # ≥ 1: window[0] ≤ t
+        self.known_from[client] = window[flipped - 1]
+        self.known_until[client] = window[flipped] if flipped < len(window) else NEVER
+        self.online_now[client] = bool(self.starts_online[client]) != bool((flipped - 1) % 2)
 
     def online_mask(self, clients: np.ndarray, t: float) -> np.ndarray:
-        """Whether each of `clients` is online at `t` (as `is_online`, for many clients at once)."""
-        stale = clients[(t < self.known_from[clients]) | (t >= self.known_until[clients])]
-        for client in stale.tolist():
-            self.cover(client, t)
-            flips = self.flips[client]
-            flipped = bisect.bisect_right(flips, t)
-            self.known_from[client] = flips[flipped - 1] if flipped else -NEVER
-            self.known_until[client] = flips[flipped] if flipped < len(flips) else NEVER
-            self.online_now[client] = self.starts_online[client] != bool(flipped % 2)
+        """Whether each of `clients` is online at `t`."""
+        for client in clients[(t < self.known_from[clients]) | (t >= self.known_until[clients])].tolist():
+            self.learn(client, t)
         return self.online_now[clients]
+
+    def is_online(self, client: int, t: float) -> bool:
+        return bool(self.online_mask(np.array([client]), t)[0])
 
     def first_online(self, clients: np.ndarray, t: float) -> float:
         """The first time at or after `t` one of `clients` is online (inf: none ever is again)."""
@@ -129,83 +111,17 @@ class Availability:
 
     def online_until(self, client: int, t: float) -> float:
         """When the client, online at `t`, goes offline (inf: never, past a trace's end it is offline)."""
-        self.cover(client, t)
-        flips = self.flips[client]
-        index = bisect.bisect_right(flips, t)
-        return flips[index] if index < len(flips) else NEVER
+        self.online_mask(np.array([client]), t)
+        return float(self.known_until[client])
 
-
-class Diurnal:
-    """A day's rhythm (`availability: diurnal`): each client alternates online periods, exponential with
-    mean `online_mean`, and offline ones that end at the time-varying rate λ_on(t) = p(t) / ((1 − p(t)) ·
-    online_mean), so that its online share follows p(t) = p̄ · (1 + a·cos(2π·t/DAY − φ_c)), p̄ the share
-    `online_mean` / (`online_mean` + `offline_mean`) gives (a = 0 is `exponential` exactly in
-    distribution). φ_c is the client's phase: uniform within ± `diurnal_spread` hours of the population's
-    (whose peak is at t = 0: the virtual clock starts at its night), drawn first from its stream. The
-    amplitude a makes the population-wide peak `diurnal_swing` times its trough: the spread of phases
-    flattens the population's cycle by κ = sin(h)/h (h the spread in radians), so a = (S − 1)/(S + 1)/κ.
-    Offline periods are drawn by thinning (candidates at the peak rate, each kept with λ_on(t)/λ_peak),
-    period by period from the client's own stream, so a client's periods never depend on the queries.
-
-    Attributes:
-        generators: per client, its availability stream.
-        phases: per client, φ_c in radians.
-        share, amplitude: p̄ and a.
-        online_mean: the mean online period.
-    """
-
-    def __init__(self, generators: list[np.random.Generator], phases: np.ndarray, share: float, amplitude: float,
-                 online_mean: float):  # fmt: skip
-        self.generators, self.phases, self.share = generators, phases, share
-        self.amplitude, self.online_mean = amplitude, online_mean
-        self.peak_rate = self.rate_on(self.share * (1 + amplitude))
-
-    @classmethod
-    def of(cls, config: TrainConfig, generators: list[np.random.Generator]) -> "Diurnal":
-        spread = 2 * math.pi * config.diurnal_spread / 24
-        flattening = math.sin(spread) / spread if spread else 1.0
-        amplitude = (config.diurnal_swing - 1) / (config.diurnal_swing + 1) / flattening
-        share = config.online_mean / (config.online_mean + config.offline_mean)
-        if amplitude > 1 or share * (1 + amplitude) >= 1:
-            raise InputError(
-                f"config: availability: diurnal with diurnal_swing = {config.diurnal_swing!r} needs an online share at "
-                f"the peak below 1, and online_mean / (online_mean + offline_mean) = {share:.3g} reaches "
-                f"{share * (1 + amplitude):.3g} (amplitude {amplitude:.3g} of the mean); raise offline_mean, or lower "
-                "diurnal_swing or diurnal_spread"
-            )
-        phases = np.array([g.uniform(-spread, spread) for g in generators])
-        return cls(generators, phases, share, amplitude, config.online_mean)
-
-    def rate_on(self, share: float) -> float:
-        """The offline→online rate at which a client with online periods of mean `online_mean` is online
-        `share` of the time."""
-        return share / ((1 - share) * self.online_mean)
-
-    def share_at(self, client: int, t: float) -> float:
-        return self.share * (1 + self.amplitude * math.cos(2 * math.pi * t / DAY - self.phases[client]))
-
-    def offline_period(self, client: int, start: float) -> float:
-        """An offline period beginning at `start`, by thinning."""
-        rng, t = self.generators[client], start
-        while True:
-            t += rng.exponential(1 / self.peak_rate)
-            if rng.random() * self.peak_rate <= self.rate_on(self.share_at(client, t)):
-                return t - start
-
-    def availability(self) -> Availability:
-        starts_online = [bool(g.random() < self.share_at(c, 0.0)) for c, g in enumerate(self.generators)]
-
-        def draw(client: int, start: float) -> np.ndarray:
-            periods, t, online = [], start, starts_online[client]
-            for _ in range(2 * CHUNK):
-                period = (
-                    self.generators[client].exponential(self.online_mean) if online else self.offline_period(client, t)
-                )
-                periods.append(period)
-                t, online = t + period, not online
-            return np.array(periods)
-
-        return Availability([[] for _ in self.generators], starts_online, draw)
+    def flips_until(self, client: int, until: float) -> tuple[bool, list[float]]:
+        """Whether the client starts online, and its flips from time 0 to the first past `until`: its
+        whole timeline, for a figure."""
+        window = self.window(client, 0.0)
+        flips = window[1:].tolist()
+        while self.model is not None and flips[-1] <= until:
+            flips += self.window(client, flips[-1])[1:].tolist()
+        return bool(self.starts_online[client]), flips
 
 
 def dispatch_fails(config: TrainConfig, client: int, dispatch_index: int) -> bool:

@@ -44,14 +44,17 @@ class RunContext:
     strategy: Strategy
     sizes: np.ndarray  # n_c per client
     model_bytes: int  # of the model's state dict: what one transfer moves, each way
-    client_indices: list[torch.Tensor]  # each client's training indices, on the device
+    # Every training sample of the partition, grouped by client, on the device: the data of
+    # L(θ) = Σ_c (n_c/n)·L_c(θ); client c's are all_indices[offsets[c]:offsets[c + 1]]
+    all_indices: torch.Tensor
+    offsets: np.ndarray
     system: ClientSystem
     world: World
 
-    @property
-    def all_indices(self) -> torch.Tensor:
-        """Every training sample of the partition: the data of L(θ) = Σ_c (n_c/n)·L_c(θ)."""
-        return torch.cat(self.client_indices)
+    def client_indices(self, client: int) -> torch.Tensor:
+        """The client's training indices, a view: one tensor per client would cost each of a million
+        clients its own tensor object."""
+        return self.all_indices[int(self.offsets[client]) : int(self.offsets[client + 1])]
 
     @property
     def accounting_columns(self) -> tuple[str, ...]:
@@ -67,7 +70,7 @@ class RunContext:
     def local_task(self, job: Job, start: ModelState) -> LocalTask:
         """What the trainer needs of a job: the model it starts from, its samples, rates and shuffle
         stream, and the local objective's proximal weight μ."""
-        indices = self.client_indices[job.client]
+        indices = self.client_indices(job.client)
         # partial work: the epochs it begins (`LocalTask.samples` cuts the last)
         lrs = job.lrs if job.samples is None else job.lrs[: math.ceil(job.samples / len(indices))]
         return LocalTask(
@@ -124,7 +127,8 @@ def prepare_run(
         strategy,
         partition.sizes,
         model_bytes,
-        [torch.from_numpy(partition.client_indices(c)).to(device) for c in range(partition.num_clients)],
+        torch.from_numpy(partition.indices).to(device),
+        partition.offsets,
         system,
         world,
     )

@@ -3,6 +3,9 @@ tasks that stand for them on the virtual clock, and the server's own events (a c
 a Poisson check-in). The engine (`engine.Simulation`) serves what arrives.
 """
 
+from collections import Counter
+from functools import partial
+
 import numpy as np
 
 from asyncfl.sim.availability import NEVER
@@ -10,6 +13,7 @@ from asyncfl.sim.context import RunContext
 from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.partial_work import samples_that_fit
+from asyncfl.sim.sampling import draw_idle
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalResult
@@ -21,7 +25,7 @@ class Dispatcher:
 
     Attributes:
         buffer: the engine's arrived updates not yet aggregated (shared: they count as dispatched).
-        in_flight: per client, its jobs dispatched and not yet arrived or lost.
+        in_flight: per client in flight, its jobs dispatched and not yet arrived or lost.
         events: the arrivals and the server's own events, scheduled on the virtual clock.
         wakeups: times a client comes online that the loop will wake at.
     """
@@ -30,34 +34,41 @@ class Dispatcher:
         self, context: RunContext, state: SimulationState, buffer: list[tuple[Job, LocalResult]], check: SelfCheck
     ):
         self.context, self.state, self.buffer, self.check = context, state, buffer, check
-        self.in_flight = np.zeros(len(context.sizes), dtype=np.int64)
+        self.in_flight: Counter[int] = Counter()
         self.events = EventQueue()
         self.desk = CheckInDesk(self)
         self.wakeups: set[float] = set()
 
-    def candidates(self) -> np.ndarray:
-        """The clients a dispatch may go to, online or not: all of them with replacement; otherwise the
-        idle ones, and in a synchronous round only those that have not reported in it, since a round
-        draws its clients without replacement (Algorithm 1): a lost dispatch's replacement never trains
-        a reported client again from the same model. One always remains (reported and in flight are
-        fewer than J ≤ C when a replacement is asked for); a client whose dispatch was lost may be
-        drawn again, having contributed nothing."""
-        if self.context.config.replacement:
-            return np.arange(len(self.context.sizes))
-        idle = self.in_flight == 0
+    def excluded(self) -> np.ndarray:
+        """The clients a dispatch without replacement may not go to, sorted: those in flight, and in
+        a synchronous round those that reported in it, since a round draws its clients without
+        replacement (Algorithm 1): a lost dispatch's replacement never trains a reported client again
+        from the same model. They are fewer than C (reported and in flight are fewer than J ≤ C when a
+        replacement is asked for); a client whose dispatch was lost may be drawn again, having
+        contributed nothing."""
+        busy = list(self.in_flight)
         if self.context.strategy.synchronous:
-            idle[[job.client for job, _ in self.buffer]] = False
-        return np.flatnonzero(idle)
+            busy += [job.client for job, _ in self.buffer]
+        return np.unique(np.array(busy, dtype=np.int64))
+
+    def candidates(self) -> np.ndarray:
+        """The clients a dispatch may go to, online or not, as one array of O(C): for the rare question
+        of when the next of them comes online (every idle client is offline)."""
+        everyone = np.arange(len(self.context.sizes))
+        return everyone if self.context.config.replacement else np.setdiff1d(everyone, self.excluded())
 
     def sample_clients(self, count: int) -> np.ndarray:
-        """Uniform draw of up to `count` online clients: idle ones without replacement, any with it."""
-        pool = self.context.world.online(self.candidates(), self.state.now)
+        """Uniform draw of up to `count` online clients: idle ones without replacement (`sampling`), any
+        with it (where some are offline, after a pass over all C to find the online ones)."""
+        world, now, clients = self.context.world, self.state.now, len(self.context.sizes)
+        if not self.context.config.replacement:
+            online = None if world.availability is None else partial(world.online, t=now)
+            return draw_idle(self.state.rng, clients, self.excluded(), count, online)
+        if world.availability is None:
+            return self.state.rng.integers(clients, size=min(count, clients))
+        pool = world.online(self.candidates(), now)
         take = min(count, len(pool))
-        if not take:
-            return pool[:0]
-        if self.context.config.replacement:
-            return pool[self.state.rng.integers(len(pool), size=take)]
-        return self.state.rng.choice(pool, size=take, replace=False)
+        return pool[self.state.rng.integers(len(pool), size=take)] if take else pool[:0]
 
     def request(self, count: int) -> None:
         """Dispatch `count` more clients, and those still waiting, to online clients now; what finds no
@@ -98,6 +109,8 @@ class Dispatcher:
         longer outstanding, its client free, its client's busy time counted."""
         del self.state.outstanding[job.key]
         self.in_flight[job.client] -= 1
+        if not self.in_flight[job.client]:
+            del self.in_flight[job.client]
         self.state.busy_seconds += (job.arrival_time if ended is None else ended) - job.dispatch_time
         self.state.uploads += ended is None and not job.lost  # its update reached the server
 
@@ -202,8 +215,7 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
     """The client's next dispatch, now, from the current version, after `updates` client updates were
     aggregated: its arrival time and learning rates, and under partial work the samples it trains."""
     system, size = context.system, int(context.sizes[client])
-    index = int(state.dispatch_counts[client])
-    state.dispatch_counts[client] += 1
+    index = state.count_dispatch(client)
     phases, transfers = system.phases(client, size, index), None
     if system.server is not None and system.links is not None and state.link is not None:
         transfers = system.server.book_transfers(state.link, system.links, client, state.now, phases.compute)

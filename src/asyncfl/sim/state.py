@@ -70,10 +70,15 @@ class SimulationState:
     # Each client's own last model, for algorithms whose clients never load the global one
     client_models: dict[int, ModelState] = field(default_factory=dict)
     link: LinkBookings | None = None  # the transfers booked on a shared server link (`server_bandwidth`)
+    # Σ dispatch_counts, kept as it grows: summing C clients' counts at every dispatch cost O(C)
+    dispatched: int = 0
 
-    @property
-    def dispatched(self) -> int:
-        return int(self.dispatch_counts.sum())
+    def count_dispatch(self, client: int) -> int:
+        """The client's next dispatch index (its dispatches so far), now counted."""
+        index = int(self.dispatch_counts[client])
+        self.dispatch_counts[client] += 1
+        self.dispatched += 1
+        return index
 
     def aggregated(self, buffered: int) -> int:
         """Client updates aggregated so far: every dispatch not buffered (`buffered`), in flight, lost,
@@ -139,10 +144,12 @@ class SimulationState:
         try:
             rng = np.random.default_rng()
             rng.bit_generator.state = checkpoint["rng"]
+            dispatch_counts = np.array(checkpoint["dispatch_counts"], dtype=np.int64)
             state = cls(
                 global_model=checkpoint["global_model"],
                 rng=rng,
-                dispatch_counts=np.array(checkpoint["dispatch_counts"], dtype=np.int64),
+                dispatch_counts=dispatch_counts,
+                dispatched=int(dispatch_counts.sum()),
                 version=checkpoint["version"],
                 now=checkpoint["now"],
                 wall_seconds=checkpoint["wall_seconds"],
