@@ -63,6 +63,27 @@ def test_quick_bench_command_writes_json(tmp_path):
     }
     assert all(r["extrapolated"] and r["paper_seconds_per_round"] > r["seconds_per_round"] > 0 for r in paper["rounds"])
     assert paper["sweep_device_hours"]["total"] > 0 and "device-hours" in result.stdout
+    assert [(row["clients"], row["world"]) for row in report["engine_scale"]] == [
+        (1000, False),
+        (1000, True),
+        (10_000, False),
+        (10_000, True),
+    ]
+    assert "bytes_per_client" in result.stdout
+
+
+@pytest.mark.subprocess
+def test_the_engine_alone_at_scale(tmp_path):
+    """`asyncfl bench --engine`: the engine's table only, each row from a process of its own."""
+    out = tmp_path / "engine.json"
+    command = [sys.executable, "-m", "asyncfl", "bench", "--engine", "--quick", "--json", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert "trainers" not in report and "paper_round" not in report
+    for row in report["engine_scale"]:
+        assert row["rounds"] == 10 and row["seconds_per_round"] > 0 and row["first_round_seconds"] > 0
+        assert row["peak_memory_mib"] > 0 and row["bytes_per_client"] > 0
 
 
 def test_sweep_counts_client_updates_under_budgets():
@@ -104,6 +125,7 @@ def test_engine_overhead_runs_rounds_with_a_null_trainer(tmp_path, world):
     are lost and logged."""
     result = engine_overhead(clients=200, per_round=20, rounds=4, out=tmp_path, world=world)
     assert result["rounds"] == 2 and result["arrivals_per_second"] > 0 and result["world"] == world
+    assert result["first_round_seconds"] > 0
     assert (tmp_path / "metrics.csv").read_text().count("\n") == 5  # header and four rounds
     assert ("upload_seconds" in (tmp_path / "events.csv").read_text()) == world
 

@@ -71,3 +71,20 @@ def test_a_draw_asks_about_few_clients_when_most_are_online():
     drawn = draw_idle(np.random.default_rng(5), 1_000_000, np.arange(0, 300, 3), 100, online)
     assert len(drawn) == 100 and not np.any(drawn % 4 == 0)
     assert len(asked) == len(set(asked)) < 400
+
+
+def test_a_run_of_a_hundred_thousand_clients_asks_about_few_of_them(tmp_path):
+    """The whole engine with every part of the clients' world on (the bench's `WORLD`), 100,000 clients,
+    10 rounds of J = M = 100: the clients whose availability was drawn are about those dispatched
+    (1,000 and the replacements of lost ones) over their online share, not all 100,000."""
+    from asyncfl.bench.synthetic import WORLD, NullTrainer, engine_data
+    from asyncfl.sim.engine import Simulation
+    from asyncfl.spec.config import make_config
+
+    dataset, partition = engine_data(100_000)
+    settings = {**WORLD, "clients_per_round": 100, "rounds": 10, "local_epochs": 1, "eval_every": 10}
+    simulation = Simulation(make_config(settings), dataset, partition, tmp_path, trainer=NullTrainer())
+    simulation.run()
+    availability = simulation.context.world.availability
+    assert availability is not None and simulation.state.version == 10
+    assert simulation.state.dispatched < len(availability.windows) < 3 * simulation.state.dispatched
