@@ -56,8 +56,8 @@ def test_a_request_dispatches_distinct_idle_clients_and_schedules_their_arrivals
     # every client at speed 1 with 4 samples: 4 × 0.01 s of compute + 1 s of latency, all at once
     assert [event.time for event in arrivals] == [1.04] * 3
     assert [event.order[0] for event in arrivals] == clients  # equal times: by client
-    assert set(dispatcher.candidates()) == set(range(len(SIZES))) - set(clients)
-    assert dispatcher.excluded().tolist() == clients
+    assert set(dispatcher.picker.candidates()) == set(range(len(SIZES))) - set(clients)
+    assert dispatcher.picker.excluded().tolist() == clients
 
 
 def test_a_synchronous_round_never_draws_a_client_that_has_reported_in_it():
@@ -66,7 +66,7 @@ def test_a_synchronous_round_never_draws_a_client_that_has_reported_in_it():
         first = min(dispatcher.state.outstanding.values(), key=lambda job: job.key)
         dispatcher.arrived(first)
         dispatcher.buffer.append((first, None))  # reported: in the round's buffer
-        return first, dispatcher.candidates()
+        return first, dispatcher.picker.candidates()
 
     first, candidates = dispatched({"algorithm": "sync", "clients_per_round": 2}, scenario)
     assert first.client not in candidates
@@ -77,7 +77,7 @@ def test_a_synchronous_round_never_draws_a_client_that_has_reported_in_it():
 def test_with_replacement_every_client_is_a_candidate_even_in_flight():
     async def scenario(dispatcher):
         dispatcher.request(3)
-        return dispatcher.candidates()
+        return dispatcher.picker.candidates()
 
     assert list(dispatched({"clients_per_round": 3, "replacement": True}, scenario)) == list(range(len(SIZES)))
 

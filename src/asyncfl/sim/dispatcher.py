@@ -4,7 +4,6 @@ a Poisson check-in). The engine (`engine.Simulation`) serves what arrives.
 """
 
 from collections import Counter
-from functools import partial
 
 import numpy as np
 
@@ -13,7 +12,7 @@ from asyncfl.sim.context import RunContext
 from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.partial_work import samples_that_fit
-from asyncfl.sim.sampling import draw_idle
+from asyncfl.sim.sampling import ClientPicker
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalResult
@@ -26,6 +25,7 @@ class Dispatcher:
     Attributes:
         buffer: the engine's arrived updates not yet aggregated (shared: they count as dispatched).
         in_flight: per client in flight, its jobs dispatched and not yet arrived or lost.
+        picker: who a dispatch may go to, and the draw of them (`sampling.ClientPicker`).
         events: the arrivals and the server's own events, scheduled on the virtual clock.
         wakeups: times a client comes online that the loop will wake at.
     """
@@ -35,46 +35,16 @@ class Dispatcher:
     ):
         self.context, self.state, self.buffer, self.check = context, state, buffer, check
         self.in_flight: Counter[int] = Counter()
+        self.picker = ClientPicker(context, state, self.in_flight, buffer)
         self.events = EventQueue()
         self.desk = CheckInDesk(self)
         self.wakeups: set[float] = set()
-
-    def excluded(self) -> np.ndarray:
-        """The clients a dispatch without replacement may not go to, sorted: those in flight, and in
-        a synchronous round those that reported in it, since a round draws its clients without
-        replacement (Algorithm 1): a lost dispatch's replacement never trains a reported client again
-        from the same model. They are fewer than C (reported and in flight are fewer than J ≤ C when a
-        replacement is asked for); a client whose dispatch was lost may be drawn again, having
-        contributed nothing."""
-        busy = list(self.in_flight)
-        if self.context.strategy.synchronous:
-            busy += [job.client for job, _ in self.buffer]
-        return np.unique(np.array(busy, dtype=np.int64))
-
-    def candidates(self) -> np.ndarray:
-        """The clients a dispatch may go to, online or not, as one array of O(C): for the rare question
-        of when the next of them comes online (every idle client is offline)."""
-        everyone = np.arange(len(self.context.sizes))
-        return everyone if self.context.config.replacement else np.setdiff1d(everyone, self.excluded())
-
-    def sample_clients(self, count: int) -> np.ndarray:
-        """Uniform draw of up to `count` online clients: idle ones without replacement (`sampling`), any
-        with it (where some are offline, after a pass over all C to find the online ones)."""
-        world, now, clients = self.context.world, self.state.now, len(self.context.sizes)
-        if not self.context.config.replacement:
-            online = None if world.availability is None else partial(world.online, t=now)
-            return draw_idle(self.state.rng, clients, self.excluded(), count, online)
-        if world.availability is None:
-            return self.state.rng.integers(clients, size=min(count, clients))
-        pool = world.online(self.candidates(), now)
-        take = min(count, len(pool))
-        return pool[self.state.rng.integers(len(pool), size=take)] if take else pool[:0]
 
     def request(self, count: int) -> None:
         """Dispatch `count` more clients, and those still waiting, to online clients now; what finds no
         online client waits, and the loop wakes when the next one comes online."""
         wanted = count + self.state.waiting
-        chosen = self.sample_clients(wanted)
+        chosen = self.picker.sample(wanted)
         for client in chosen:
             self.dispatch(int(client))
         self.state.waiting = wanted - len(chosen)
@@ -82,7 +52,7 @@ class Dispatcher:
             self.wake_when_online()
 
     def wake_when_online(self) -> None:
-        comes_online = self.context.world.next_online(self.candidates(), self.state.now)
+        comes_online = self.context.world.next_online(self.picker.candidates(), self.state.now)
         if comes_online == NEVER and not self.state.outstanding:
             no_client_online(self.state.now)
         if comes_online not in self.wakeups and comes_online != NEVER:
@@ -177,7 +147,7 @@ class CheckInDesk:
         """Dispatch the check-in's client, or turn it away; schedule the next check-in that can matter."""
         assert self.checkins is not None  # a check-in happens only under arrivals: poisson
         room = len(self.state.outstanding) < self.cap
-        chosen = self.dispatcher.sample_clients(1) if room else np.zeros(0, dtype=np.int64)
+        chosen = self.dispatcher.picker.sample(1) if room else np.zeros(0, dtype=np.int64)
         for client in chosen:
             self.dispatcher.dispatch(int(client))
         (index,) = event.order
@@ -196,7 +166,9 @@ class CheckInDesk:
         online = NEVER  # with M in flight, only an arrival frees a place
         if len(self.state.outstanding) < self.cap:
             online = (
-                now if self.world.availability is None else self.world.next_online(self.dispatcher.candidates(), now)
+                now
+                if self.world.availability is None
+                else self.world.next_online(self.dispatcher.picker.candidates(), now)
             )
         if arrival == NEVER and online == NEVER:
             no_client_online(now)

@@ -5,9 +5,15 @@ idle client of a given rank is found from that list alone. What a million client
 then what a hundred cost.
 """
 
+from collections import Counter
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
+
+from asyncfl.sim.context import RunContext
+from asyncfl.sim.state import Job, SimulationState
+from asyncfl.training.interface import LocalResult
 
 
 def complement_at(excluded: np.ndarray, ranks: np.ndarray) -> np.ndarray:
@@ -49,3 +55,52 @@ def draw_idle(
         count -= len(kept)
         excluded = np.union1d(excluded, drawn)
     return np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
+
+
+class ClientPicker:
+    """Who a dispatch may go to, and the draw of them, over the dispatcher's counters.
+
+    Attributes:
+        in_flight: the dispatcher's, per client in flight, its jobs out.
+        buffer: the engine's arrived updates not yet aggregated.
+    """
+
+    def __init__(
+        self,
+        context: RunContext,
+        state: SimulationState,
+        in_flight: Counter[int],
+        buffer: list[tuple[Job, LocalResult]],
+    ):
+        self.context, self.state, self.in_flight, self.buffer = context, state, in_flight, buffer
+
+    def excluded(self) -> np.ndarray:
+        """The clients a dispatch without replacement may not go to, sorted: those in flight, and in
+        a synchronous round those that reported in it, since a round draws its clients without
+        replacement (Algorithm 1): a lost dispatch's replacement never trains a reported client again
+        from the same model. They are fewer than C (reported and in flight are fewer than J ≤ C when a
+        replacement is asked for); a client whose dispatch was lost may be drawn again, having
+        contributed nothing."""
+        busy = list(self.in_flight)
+        if self.context.strategy.synchronous:
+            busy += [job.client for job, _ in self.buffer]
+        return np.unique(np.array(busy, dtype=np.int64))
+
+    def candidates(self) -> np.ndarray:
+        """The clients a dispatch may go to, online or not, as one array of O(C): for the rare question
+        of when the next of them comes online (every idle client is offline)."""
+        everyone = np.arange(len(self.context.sizes))
+        return everyone if self.context.config.replacement else np.setdiff1d(everyone, self.excluded())
+
+    def sample(self, count: int) -> np.ndarray:
+        """Uniform draw of up to `count` online clients: idle ones without replacement (`draw_idle`), any
+        with it (where some are offline, after a pass over all C to find the online ones)."""
+        world, now, clients, rng = self.context.world, self.state.now, len(self.context.sizes), self.state.rng
+        if not self.context.config.replacement:
+            online = None if world.availability is None else partial(world.online, t=now)
+            return draw_idle(rng, clients, self.excluded(), count, online)
+        if world.availability is None:
+            return rng.integers(clients, size=min(count, clients))
+        pool = world.online(self.candidates(), now)
+        take = min(count, len(pool))
+        return pool[rng.integers(len(pool), size=take)] if take else pool[:0]
