@@ -98,6 +98,9 @@ def test_the_window_holds_the_slowest_algorithms_first_rounds():
     rows = [("afl", t, "") for t in range(1, 40)] + [("sync", 2 * t, "") for t in range(1, 40)]
     dispatches = pd.DataFrame(rows + [("sync", 1, "offline")], columns=["algorithm", "arrival_time", "lost"])
     assert window_end(dispatches, 2) == 20.0  # sync's 10th update aggregated (5 rounds × J = 2); losses skipped
+    assert window_end(dispatches, 2, day=True) == 78.0  # a day's rhythm: the runs' end, sooner than a day
+    later = pd.concat([dispatches, pd.DataFrame([("afl", 200_000.0, "")], columns=dispatches.columns)])
+    assert window_end(later, 2, day=True) == 86_400.0  # or the first virtual day
 
 
 def test_every_dispatch_in_the_window_is_drawn(tmp_path):

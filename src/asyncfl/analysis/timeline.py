@@ -1,6 +1,7 @@
 """The system behind the curves (docs/design.md "The clients' world"): each client's dispatches over
 virtual time, split into their phases, with its offline periods and its lost dispatches, for the
-first rounds of every algorithm described by the paper, at the reference J and the first seed.
+first rounds (under a day's rhythm, the first virtual day) of every algorithm described by the paper,
+at the reference J and the first seed.
 
 Drawn from events.csv (dispatch and arrival times, the phases where the clients have links, `lost`)
 and, for the offline periods, from the run's own settings in run.json: availability is drawn from
@@ -26,6 +27,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from asyncfl.files import sha256  # noqa: E402
 from asyncfl.runs.logs import PHASE_COLUMNS  # noqa: E402
 from asyncfl.sim.availability import Availability  # noqa: E402
+from asyncfl.sim.periods import DAY  # noqa: E402
 from asyncfl.spec.config import make_config  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.names import ALGORITHMS  # noqa: E402
@@ -70,8 +72,12 @@ def offline_periods(run: Path, record: dict, clients: int, until: float) -> list
     return periods
 
 
-def window_end(dispatches: pd.DataFrame, j: int) -> float:
-    """When the slowest algorithm shown has aggregated FIRST_ROUNDS × J updates (or all it aggregated)."""
+def window_end(dispatches: pd.DataFrame, j: int, day: bool = False) -> float:
+    """When the slowest algorithm shown has aggregated FIRST_ROUNDS × J updates (or all it aggregated);
+    under a day's rhythm (`day`), the first virtual day, or the runs' last arrival if sooner: the
+    rhythm is what there is to see."""
+    if day:
+        return float(min(DAY, dispatches.arrival_time.max()))
     aggregated = dispatches[dispatches.lost == ""].sort_values("arrival_time")
     return float(max(runs.arrival_time.iloc[: FIRST_ROUNDS * j].max() for _, runs in aggregated.groupby("algorithm")))
 
@@ -102,7 +108,9 @@ def system_timeline(
     """One panel per algorithm shown, over the same window of virtual time: a lane per client with its
     dispatches and its offline periods (`records`: each algorithm's run folder and run.json, of one J and seed)."""
     lanes = min(clients, MAX_LANES)
-    until = window_end(dispatches[dispatches.algorithm.isin(SHOWN)], j)
+    configs = [record["config"] for _, record in records.values()]
+    diurnal = any(config.get("availability") == "diurnal" for config in configs)
+    until = window_end(dispatches[dispatches.algorithm.isin(SHOWN)], j, diurnal)
     for ax, algorithm in zip(np.ravel(axes), SHOWN, strict=True):
         ax.set(xlim=(0, until), ylim=(lanes - 0.5, -0.5), xlabel="Virtual time (s)", ylabel="Client")
         ax.set_title(ALGORITHMS[algorithm], fontsize="small")
@@ -127,8 +135,7 @@ def system_timeline(
             ax.axvline(time, color="black", lw=0.4, alpha=0.35)
         if clients > lanes:
             ax.text(1.0, 1.01, f"clients 0–{lanes - 1} of {clients}", ha="right", transform=ax.transAxes, fontsize=5)
-    configs = [record["config"] for _, record in records.values()]
-    if any(config.get("availability") == "diurnal" for config in configs):
+    if diurnal:
         for ax in np.ravel(axes):
             clock_hours(ax)
     offline = any(config.get("availability", "always") != "always" for config in configs)

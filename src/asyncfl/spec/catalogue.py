@@ -77,7 +77,7 @@ CATALOGUE = (
     Figure("gradient_norm", "Training-gradient norm of the global model, {j}", panels=2, height=4.4),
     Figure(
         "system_timeline",
-        "Clients over virtual time, first rounds, {j}",
+        "Clients over virtual time, {j}",
         panels=2,
         rows=2,
         height=2.0,
