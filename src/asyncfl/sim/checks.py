@@ -90,7 +90,7 @@ def check_deadline(strategy: Strategy, system: ClientSystem, sizes: np.ndarray, 
     durations.sort()
     raise InputError(
         f"round_deadline = {deadline!r} virtual seconds is shorter than the dispatches of all but "
-        f"{sum(d <= deadline for d in durations)} clients (the fastest takes {durations[0]:.4g} s), and a round "
+        f"{meeting} clients (the fastest takes {durations[0]:.4g} s), and a round "
         f"needs {needed} reports (min_report_fraction of J); raise round_deadline above {durations[needed - 1]:.4g}"
     )
 
