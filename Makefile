@@ -20,6 +20,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: setup
+	@$(BIN)/python -m asyncfl.bench.quick_estimate
 	$(BIN)/snakemake $(QUICK) --cores 2
 	# The report is written aside and moved in whole: a full disk leaves no truncated report.html.
 	$(BIN)/snakemake $(QUICK) --report results/.report.partial.html

@@ -35,9 +35,9 @@ def slurm():
 def write_config(path: Path, rounds: int = 30, **train) -> Path:
     """The quick config reduced to one small experiment with one AFL run of `rounds` rounds (no budget)."""
     config = yaml.safe_load((QUICK_CONFIG).read_text())
-    experiment = {**config["experiments"]["digits_cnn"], "algorithms": ["afl"], "participation": [5], "seeds": [0]}
+    experiment = {**config["experiments"]["digits_mlp"], "algorithms": ["afl"], "participation": [5], "seeds": [0]}
     experiment.pop("budget", None)
-    experiment.pop("pack_seeds", None)  # one job per run: the `train` rule and its per-run log
+    experiment.pop("pack_runs", None)  # one job per run: the `train` rule and its per-run log
     experiment["rounds"] = rounds  # the workflow's key: refused under train:
     experiment["train"] = {**experiment["train"], **train}
     config["experiments"] = {"small": experiment}

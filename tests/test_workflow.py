@@ -48,30 +48,35 @@ def test_paper_config_plans_every_training_run():
     assert counts["figure_as_coded_vs_described"] == counts["figure_afl_vs_sync_as_published"] == 1
 
 
-def test_packed_seeds_train_in_one_job_per_algorithm_and_j_that_asks_for_their_runtime(tmp_path):
-    """The quick config packs digits_cnn's seeds: 7 jobs (AFL at J = 3 and 5, five algorithms at J = 5) each
-    training both seeds, for twice one run's runtime; its other experiments keep one job per run."""
+def test_packed_runs_train_in_jobs_of_pack_runs_that_ask_for_their_runtime(tmp_path):
+    """The quick config packs digits_mlp's 14 runs 7 a job, and digits_resnet20's and digits_world's 4
+    runs each in one: a job per pack, asking for its runs' runtime, none left to the per-run rule."""
     quick = yaml.safe_load(QUICK_CONFIG.read_text())
-    assert quick["experiments"]["digits_cnn"]["pack_seeds"] and quick["experiments"]["digits_cnn"]["seeds"] == [0, 1]
+    mlp = quick["experiments"]["digits_mlp"]
+    assert mlp["pack_runs"] == 7 and mlp["seeds"] == [0, 1]
     result = snakemake("-n", "-p", "--configfile", str(QUICK_CONFIG), workdir=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     counts = job_counts(result.stdout)
-    assert counts["train_digits_cnn"] == 7 and counts["train"] == 5 + 4  # digits_resnet20 and digits_world
+    assert counts["train_digits_mlp_pack0"] == counts["train_digits_mlp_pack1"] == 1 and "train" not in counts
+    assert counts["train_digits_resnet20_pack0"] == counts["train_digits_world_pack0"] == 1
     jobs = result.stdout.split("\n\n")
-    packed = [job for job in jobs if "rule train_digits_cnn:" in job and "wildcards: algorithm=fedbuff, J=5" in job]
+    packed = [job for job in jobs if "rule train_digits_mlp_pack1:" in job]
     assert len(packed) == 1
     runtime = quick["resources"]["train"]["runtime"]
-    assert f"runtime={2 * runtime}" in packed[0]
+    assert f"runtime={7 * runtime}" in packed[0]
     for seed in (0, 1):
-        assert f"results/digits_cnn/runs/fedbuff/J5/seed{seed}/metrics.csv" in packed[0]
-    assert "--plan results/digits_cnn/plans/fedbuff_J5.json" in packed[0].split("train-many")[1]
-    assert counts["plan_training"] == 7 + 3 + 1  # and one per severity of digits_stragglers, one for its tuning
-    plan = "results/digits_cnn/plans/fedbuff_J5.json"
+        assert f"results/digits_mlp/runs/fedbuff/J5/seed{seed}/metrics.csv" in packed[0]
+    assert "--plan results/digits_mlp/plans/pack1.json" in packed[0].split("train-many")[1]
+    assert counts["plan_training"] == 2 + 1 + 1 + 3 + 1  # and one per severity of digits_stragglers, one for its tuning
+    plan = "results/digits_mlp/plans/pack1.json"
     made = snakemake(plan, "--cores", "1", "--configfile", str(QUICK_CONFIG), workdir=tmp_path)
     assert made.returncode == 0, made.stderr[-2000:]
     runs = json.loads((tmp_path / plan).read_text())
-    assert [run["out"] for run in runs] == [f"results/digits_cnn/runs/fedbuff/J5/seed{seed}" for seed in (0, 1)]
-    assert [run["settings"]["seed"] for run in runs] == [0, 1] and runs[0]["settings"]["algorithm"] == "fedbuff"
+    assert [run["out"].split("/runs/")[1] for run in runs] == [
+        "fedasync/J5/seed1", "fedbuff/J5/seed0", "fedbuff/J5/seed1", "afl_as_coded/J5/seed0", "afl_as_coded/J5/seed1",
+        "sync_as_coded/J5/seed0", "sync_as_coded/J5/seed1",
+    ]  # fmt: skip
+    assert runs[1]["settings"]["seed"] == 0 and runs[1]["settings"]["algorithm"] == "fedbuff"
 
 
 def test_a_trace_under_a_variant_is_an_input_of_its_severity_jobs(tmp_path):
@@ -105,23 +110,23 @@ def test_snakefmt_is_clean():
 @pytest.mark.parametrize(
     "edit,message",
     [
-        (lambda c: c["experiments"]["digits_cnn"].update(rounds_per_epoch=3), "'rounds_per_epoch' was unexpected"),
+        (lambda c: c["experiments"]["digits_mlp"].update(rounds_per_epoch=3), "'rounds_per_epoch' was unexpected"),
         (lambda c: c.update(reference_J="five"), "'five' is not of type 'integer'"),
-        (lambda c: c["experiments"]["digits_cnn"]["train"].update(gama0=0.1), "unknown key 'gama0'"),
-        (lambda c: c["experiments"]["digits_cnn"]["train"].update(patience=1.5), "patience must be int"),
-        (lambda c: c["experiments"]["digits_cnn"].update(dataset="mnsit"), "digits_cnn.dataset: unknown name 'mnsit'"),
+        (lambda c: c["experiments"]["digits_mlp"]["train"].update(gama0=0.1), "unknown key 'gama0'"),
+        (lambda c: c["experiments"]["digits_mlp"]["train"].update(patience=1.5), "patience must be int"),
+        (lambda c: c["experiments"]["digits_mlp"].update(dataset="mnsit"), "digits_mlp.dataset: unknown name 'mnsit'"),
         (
-            lambda c: c["experiments"]["digits_cnn"].update(participation=[2, 3]),
+            lambda c: c["experiments"]["digits_mlp"].update(participation=[2, 3]),
             "participation [2, 3] lacks reference_J = 5",
         ),
         (
-            lambda c: c["experiments"]["digits_cnn"]["train"].update(seed=7),
-            "digits_cnn.train.seed is set by the workflow",
+            lambda c: c["experiments"]["digits_mlp"]["train"].update(seed=7),
+            "digits_mlp.train.seed is set by the workflow",
         ),
         # each of these once passed the dry run and failed after training
-        (lambda c: c.update(experiments={"-n": c["experiments"]["digits_cnn"]}), "not starting with -; rename it"),
-        (lambda c: c["experiments"]["digits_cnn"].update(alpha=1e-300), "characters written out in the partition"),
-        (lambda c: c["experiments"]["digits_cnn"]["train"].update(concurrency=20), "exceeds the 10 clients"),
+        (lambda c: c.update(experiments={"-n": c["experiments"]["digits_mlp"]}), "not starting with -; rename it"),
+        (lambda c: c["experiments"]["digits_mlp"].update(alpha=1e-300), "characters written out in the partition"),
+        (lambda c: c["experiments"]["digits_mlp"]["train"].update(concurrency=20), "exceeds the 10 clients"),
     ],
 )
 def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
@@ -136,7 +141,7 @@ def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
 
 def test_a_failed_rule_shows_its_log(tmp_path):
     config = yaml.safe_load((QUICK_CONFIG).read_text())
-    config["experiments"] = {"offline": {**config["experiments"]["digits_cnn"], "dataset": "mnist"}}
+    config["experiments"] = {"offline": {**config["experiments"]["digits_mlp"], "dataset": "mnist"}}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     result = snakemake(
@@ -164,9 +169,9 @@ def test_quick_config_end_to_end(quick_local_run):
         assert all(member.mtime == 0 and member.uid == 0 for member in tar.getmembers())
         assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
     assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
-    # digits_cnn: 14 runs (7 jobs of 2 seeds), digits_resnet20: 5, digits_world: 4, digits_stragglers: 3
+    # digits_mlp: 14 runs (2 jobs of 7), digits_resnet20: 4, digits_world: 4, digits_stragglers: 3
     # severities × 8 × 5 seeds (its 24 tuning runs are not results: not archived)
-    assert sum(n.endswith("run.json") for n in sums) == 23 + 120
+    assert sum(n.endswith("run.json") for n in sums) == 22 + 120
     # The tuning stage's choice reached the final runs through the DAG: each run name trained with its γ0
     chosen = json.loads((tmp_path / "results/digits_stragglers/tuning/chosen.json").read_text())["chosen"]
     assert set(chosen) == set(quick["experiments"]["digits_stragglers"]["algorithms"])
@@ -176,7 +181,7 @@ def test_quick_config_end_to_end(quick_local_run):
     world = (tmp_path / "results/digits_world/runs/sync/J5/seed0/events.csv").read_text()
     assert ",offline\n" in world and "upload_seconds" in world  # the world experiment's runs lose dispatches
     for emulation in ("as_coded_vs_described", "afl_vs_sync_as_published"):
-        assert (tmp_path / f"results/figures/digits_cnn/{emulation}.png").stat().st_size > 1000
+        assert (tmp_path / f"results/figures/digits_mlp/{emulation}.png").stat().st_size > 1000
         assert not (tmp_path / f"results/figures/digits_resnet20/{emulation}.png").exists()
 
     again = snakemake("--cores", "2", "--configfile", config, workdir=tmp_path)
@@ -246,9 +251,9 @@ def test_an_availability_trace_is_an_input_of_the_runs_that_read_it(tmp_path):
 def tiny_config(**changes) -> dict:
     """The quick config cut to one small experiment: AFL and sync, one seed, two rounds."""
     config = yaml.safe_load((QUICK_CONFIG).read_text())
-    tiny = {**config["experiments"]["digits_cnn"], "rounds": 2, "participation": [5], "seeds": [0]}
+    tiny = {**config["experiments"]["digits_mlp"], "rounds": 2, "participation": [5], "seeds": [0]}
     tiny.update(algorithms=["afl", "sync"], budget={"updates": 10})
-    tiny.pop("pack_seeds", None)  # one job per run: the `train` rule
+    tiny.pop("pack_runs", None)  # one job per run: the `train` rule
     config["experiments"] = {"tiny": tiny}
     config.update(changes)
     return config
@@ -284,11 +289,11 @@ def test_numbers_as_users_write_them(tmp_path):
     """Scientific notation is a number, and an α of 1e-06 names its partition file in decimals."""
     config = tiny_config()
     config["experiments"]["tiny"]["alpha"] = 1e-06
-    text = yaml.safe_dump(config).replace("gamma0: 0.01", "gamma0: 1e-2").replace("alpha: 1.0e-06", "alpha: 1e-6")
-    assert "gamma0: 1e-2" in text and "alpha: 1e-6" in text  # text to PyYAML, as users write them
+    text = yaml.safe_dump(config).replace("gamma0: 0.001", "gamma0: 1e-3").replace("alpha: 1.0e-06", "alpha: 1e-6")
+    assert "gamma0: 1e-3" in text and "alpha: 1e-6" in text  # text to PyYAML, as users write them
     path = tmp_path / "config.yaml"
     path.write_text(text)
     result = snakemake("-n", "-p", "--configfile", str(path), workdir=tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert "results/partitions/digits_alpha0.000001_C10_seed0.npz" in result.stdout
-    assert '"gamma0": 0.01' in result.stdout
+    assert '"gamma0": 0.001' in result.stdout

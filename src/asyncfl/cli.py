@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from asyncfl.data.holdout import Holdout
-from asyncfl.data.loading import prepare_dataset
-from asyncfl.data.partition import DirichletSplit, Subset, make_partition
 from asyncfl.files import atomic_path, write_json
 from asyncfl.runs.archive import archive_from_configs, fetch_record
 from asyncfl.spec.catalogue import CATALOGUE, Scope
@@ -22,7 +20,7 @@ from asyncfl.spec.integrity import MAX_RECORD_BYTES, check_output, read_input
 from asyncfl.spec.layout import RUN_DIR
 from asyncfl.spec.names import ALGORITHMS, DATASETS, DEVICES, MODELS
 from asyncfl.spec.trace_import import FORMATS as TRACE_FORMATS
-from asyncfl.spec.tuning import read_chosen
+from asyncfl.spec.tuning import check_choice, read_chosen
 
 if TYPE_CHECKING:
     from asyncfl.launch import TrainedFolder
@@ -45,6 +43,22 @@ def json_mapping(text: str) -> dict:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("expected a JSON object")
     return value
+
+
+def tuning_grid(text: str) -> dict[str, list[dict]]:
+    """argparse type of `select --grid`: each tuned run name's points, a non-empty list of distinct
+    objects of the same settings, at least two points a name."""
+    grid = json_mapping(text)
+    for name, points in grid.items():
+        if not (isinstance(points, list) and len(points) >= 2 and all(isinstance(p, dict) and p for p in points)):
+            raise argparse.ArgumentTypeError(
+                f"{name}: expected a list of two or more grid points, each a JSON object of settings"
+            )
+        if any(set(point) != set(points[0]) for point in points) or any(p in points[:i] for i, p in enumerate(points)):
+            raise argparse.ArgumentTypeError(f"{name}: its points must set the same settings, each point once")
+    if not grid:
+        raise argparse.ArgumentTypeError("expected at least one tuned run name")
+    return grid
 
 
 def severity_settings(text: str) -> dict[str, dict]:
@@ -107,6 +121,8 @@ def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_data(args: argparse.Namespace) -> None:
     """Download if needed, verify and summarise a dataset."""
+    from asyncfl.data.loading import prepare_dataset  # torch: ~1.4 s a process; the commands that draw need none
+
     if args.summary:
         check_output(args.summary, "--summary")
     print("\n".join(prepare_dataset(args.dataset, args.root, args.summary)))
@@ -114,6 +130,8 @@ def cmd_data(args: argparse.Namespace) -> None:
 
 def cmd_partition(args: argparse.Namespace) -> None:
     """Dirichlet-partition a training set; write FILE.npz and FILE.json; print per-client stats."""
+    from asyncfl.data.partition import DirichletSplit, Subset, make_partition
+
     subset = None
     if args.subset_fraction is not None or args.subset_size is not None:
         subset = Subset(args.subset_fraction, args.subset_size)
@@ -155,11 +173,13 @@ def trained_line(algorithm: str, outcome: "TrainedFolder", out: Path) -> str:
 
 
 PLANNED_RUN_KEYS = ("partition", "out", "settings")
+CHOICES = "choices"  # optional: a tuned run's grid points, the only settings --chosen may give it
 
 
 def planned_runs(text: str) -> list[dict]:
     """argparse type of `train-many --plan`: a JSON file of a list of {"partition", "out", "settings"}
-    objects (a file: a sweep of hundreds of runs outgrows a command-line argument)."""
+    objects, a tuned run's with its "choices" (a file: a sweep of hundreds of runs outgrows a
+    command-line argument)."""
     try:
         plan = json.loads(read_input(Path(text), MAX_RECORD_BYTES))
     except InputError as error:
@@ -167,10 +187,18 @@ def planned_runs(text: str) -> list[dict]:
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise argparse.ArgumentTypeError(f"{text} is not JSON: {error}") from None
     keys = set(PLANNED_RUN_KEYS)
-    if not isinstance(plan, list) or not plan or not all(isinstance(run, dict) and set(run) == keys for run in plan):
+    if (
+        not isinstance(plan, list)
+        or not plan
+        or not all(isinstance(run, dict) and set(run) - {CHOICES} == keys for run in plan)
+    ):
         raise argparse.ArgumentTypeError(
-            f"expected a non-empty JSON list of objects with exactly the keys {', '.join(PLANNED_RUN_KEYS)}"
+            f"expected a non-empty JSON list of objects with exactly the keys {', '.join(PLANNED_RUN_KEYS)} "
+            f"(and {CHOICES}, for a tuned run)"
         )
+    choices = [run.get(CHOICES, []) for run in plan]
+    if not all(isinstance(points, list) and all(isinstance(p, dict) for p in points) for points in choices):
+        raise argparse.ArgumentTypeError(f"each run's {CHOICES} must be a list of JSON objects (grid points)")
     if not all(isinstance(run["partition"], str) and isinstance(run["out"], str) for run in plan):
         raise argparse.ArgumentTypeError("each run's partition and out must be paths (JSON strings)")
     if not all(isinstance(run["settings"], dict) for run in plan):
@@ -192,6 +220,9 @@ def cmd_train_many(args: argparse.Namespace) -> None:
             )
     names = [match["algorithm"] if (match := RUN_DIR.search(Path(run["out"]).as_posix())) else "" for run in args.plan]
     chosen = read_chosen(args.chosen, set(names)) if args.chosen else {}
+    for run, name in zip(args.plan, names, strict=True):
+        if name in chosen:
+            check_choice(args.chosen, name, chosen[name], run.get("choices", []))
     runs = [
         (
             make_config(
@@ -419,7 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     selecting.add_argument(
         "--grid",
-        type=json_mapping,
+        type=tuning_grid,
         required=True,
         help='JSON object: each tuned run name\'s points ({"afl": [{"gamma0": 0.01}, …]})',
     )

@@ -99,3 +99,33 @@ def test_the_fastest_point_wins_then_the_most_accurate_then_the_first_and_an_edg
     chosen, on_edge = choose(table, {"a": points, "b": points, "c": points})
     assert chosen == {"a": {"gamma0": 0.01}, "b": {"gamma0": 0.001}, "c": {"gamma0": 0.001}}
     assert on_edge == ["b", "c"]
+
+
+def test_a_budget_other_than_the_runs_is_refused_before_anything_is_written(tuned, tmp_path):
+    runs, stats, _ = tuned
+    for budget in (BUDGET / 2, BUDGET * 2):
+        with pytest.raises(InputError, match=f"budget of {BUDGET}, not --virtual-time {budget:g}"):
+            select(runs["true"], [stats], GRID, TARGET, budget, tmp_path / "out", tmp_path / "chosen.json", "x")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "chosen.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ('{"afl": 3}', "afl: expected a list of two or more grid points"),
+        ('{"afl": [{"gamma0": 0.1}]}', "afl: expected a list of two or more"),
+        ('{"afl": [{"gamma0": 0.1}, 7]}', "afl: expected a list of two or more"),
+        ('{"afl": [{"gamma0": 0.1}, {"mixing": 0.5}]}', "the same settings, each point once"),
+        ('{"afl": [{"gamma0": 0.1}, {"gamma0": 0.1}]}', "the same settings, each point once"),
+        ("{}", "at least one tuned run name"),
+        ("[1]", "expected a JSON object"),
+    ],
+)
+def test_a_malformed_grid_is_refused_in_one_line(grid, message, tmp_path, capsys):
+    argv = ["select", "--runs", str(tmp_path), "--grid", grid, "--partition-stats", str(tmp_path / "s.json"),
+            "--target-accuracy", "0.8", "--virtual-time", "20", "--title", "x", "--out", str(tmp_path / "o"),
+            "--chosen", str(tmp_path / "c.json")]  # fmt: skip
+    with pytest.raises(SystemExit):
+        main(argv)
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message in error and "Traceback" not in error

@@ -155,3 +155,19 @@ def test_an_edited_time_grid_is_refused(grid_sweep, tmp_path):
     grid.write_text(grid.read_text().replace("\n0.5,", "\n0.25,", 1))
     with pytest.raises(InputError, match="evaluations.csv is not the file its run wrote"):
         claim_table(copies, [stats], SEVERITIES, 0.5, BUDGET)
+
+
+def test_a_run_with_no_evaluation_by_the_budget_is_refused_not_dropped(tmp_path):
+    """Evaluated only at its last aggregation, past T: once dropped from the claim without a word (its
+    severity's verdicts vanished), or an AttributeError where every run was."""
+    _, runs, stats = train_sweep(tmp_path, {"eval_every_updates": 100_000})
+    with pytest.raises(InputError, match=r"has no evaluation at or before the budget T = 12 virtual s \(its first at"):
+        claim_table(runs, [stats], SEVERITIES, 0.5, BUDGET)
+
+
+@pytest.mark.parametrize("targets", [[0.5, 0.5], [0.5, 0.7, 0.5], [math.nan], [0.5, 1.5]])
+def test_repeated_or_impossible_targets_are_refused_before_anything_is_written(sweep, tmp_path, targets):
+    _, runs, stats = sweep
+    with pytest.raises(InputError, match="target accuracy") as error:
+        draw_straggler_claim(runs, [stats], SEVERITIES, targets, BUDGET, tmp_path / "out", "x")
+    assert "\n" not in str(error.value) and not (tmp_path / "out").exists()

@@ -27,6 +27,16 @@ def test_n_transfers_ready_at_once_end_at_n_s_over_b():
     assert bookings.peak() == B and bookings.used[-1] == 0.0
 
 
+def test_a_client_far_slower_than_the_server_takes_its_own_rate():
+    """A client link 1e12 × below the server's (both allowed values): it transfers at its own rate
+    (once ran past the last booking: IndexError), twice on a link another such client shares."""
+    bookings = LinkBookings()
+    slow = B * 1e-12
+    assert bookings.book(B, 0.0, S, slow) == pytest.approx(S / slow)
+    assert bookings.book(B, 0.0, S, slow) == pytest.approx(S / slow)
+    assert bookings.peak() == pytest.approx(2 * slow)
+
+
 def test_slow_clients_share_the_link_without_slowing_each_other():
     """Two clients each at B/2: both whole at once; a third finds no room until they end."""
     bookings = LinkBookings()

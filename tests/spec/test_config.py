@@ -28,6 +28,10 @@ from asyncfl.spec.traces import read_trace
         ({"availability": "exponential", "availability_sigma": 2.0}, "availability_sigma applies only with availab"),
         ({"slow_factor": 5.0}, "slow_factor applies only with slow_fraction > 0"),
         ({"algorithm": "sync", "partial_work": True}, "partial_work applies only with round_deadline set"),
+        ({"speed_distribution": "constant", "speed_sigma": 1.0}, "speed_sigma applies only with speed_distribution"),
+        ({"population": "edge", "speed_sigma": 1.0}, "speed_sigma applies only with speed_distribution: lognormal"),
+        ({"latency_distribution": "constant", "latency_sigma": 0.1}, "latency_sigma applies only with latency_dis"),
+        ({"population": "mobile", "availability": "always"}, "population mobile sets online_mean, which applies"),
     ],
 )  # fmt: skip
 def test_a_setting_that_applies_only_with_another_is_refused_without_it(settings, message):
@@ -53,6 +57,8 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "availability_sigma": {"availability": "lognormal"},
         "diurnal_swing": {"availability": "diurnal", "offline_mean": 200.0},
         "diurnal_spread": {"availability": "diurnal"},
+        "speed_sigma": {"speed_distribution": "lognormal"},
+        "latency_sigma": {"latency_distribution": "lognormal"},
     }
     assert set(where) == set(NEEDS)
     other = {

@@ -20,7 +20,7 @@ QUICK = yaml.safe_load((QUICK_CONFIG).read_text())
 
 def edited(edit) -> dict:
     config = copy.deepcopy(QUICK)
-    edit(config["experiments"]["digits_cnn"], config)
+    edit(config["experiments"]["digits_mlp"], config)
     return config
 
 
@@ -32,13 +32,13 @@ def test_shipped_configs_pass(path):
 @pytest.mark.parametrize(
     "edit,message",
     [
-        (lambda e, c: e.update(model="resnet"), "experiments.digits_cnn.model: unknown name 'resnet'"),
-        (lambda e, c: e.update(algorithms=["afl", "fedavg"]), "digits_cnn.algorithms: unknown name 'fedavg'"),
+        (lambda e, c: e.update(model="resnet"), "experiments.digits_mlp.model: unknown name 'resnet'"),
+        (lambda e, c: e.update(algorithms=["afl", "fedavg"]), "digits_mlp.algorithms: unknown name 'fedavg'"),
         (lambda e, c: c["data"]["roots"].update(cifar="/data"), "data.roots: unknown name 'cifar'"),
         (lambda e, c: e.update(participation=[3, 8]), "lacks reference_J = 5"),
         (lambda e, c: e.update(participation=[5, 11]), "J = 11 > clients = 10; use J ≤ 10"),
-        (lambda e, c: e["train"].update(rounds=3), "digits_cnn.train.rounds is set by the workflow"),
-        (lambda e, c: e["train"].update(gama0=1.0), "experiments.digits_cnn.train: unknown key 'gama0'"),
+        (lambda e, c: e["train"].update(rounds=3), "digits_mlp.train.rounds is set by the workflow"),
+        (lambda e, c: e["train"].update(gama0=1.0), "experiments.digits_mlp.train: unknown key 'gama0'"),
         (lambda e, c: e.update(budget={"updates": 12}), "budget.updates = 12 is not a multiple of afl's 5"),
         (
             lambda e, c: e.update(budget={"updates": 15}) or e["train"].update(buffer_size=4),
@@ -58,7 +58,7 @@ def test_every_workflow_owned_key_is_refused_under_train(key):
 
 
 def test_a_budget_applies_to_the_comparison_runs_only():
-    experiment = {**QUICK["experiments"]["digits_cnn"], "budget": {"updates": 150, "virtual_time": 80.0}}
+    experiment = {**QUICK["experiments"]["digits_mlp"], "budget": {"updates": 150, "virtual_time": 80.0}}
     compared = run_settings(experiment, "fedasync", 5, 5)
     assert (compared["max_updates"], compared["max_virtual_time"], compared["rounds"]) == (150, 80.0, 150)
     # every compared algorithm evaluated at the same update counts: eval_every rounds of J updates
@@ -69,7 +69,7 @@ def test_a_budget_applies_to_the_comparison_runs_only():
 
 
 def test_a_work_budget_stops_the_comparison_runs_at_a_dispatch_count():
-    experiment = {**QUICK["experiments"]["digits_cnn"], "budget": {"dispatches": 200}}
+    experiment = {**QUICK["experiments"]["digits_mlp"], "budget": {"dispatches": 200}}
     compared = run_settings(experiment, "sync", 5, 5)
     assert compared["max_dispatches"] == 200 and "max_updates" not in compared and compared["rounds"] > 200
 
@@ -78,13 +78,13 @@ def test_a_budget_and_the_same_train_setting_are_refused():
     def edit(e, c):
         e["train"]["max_updates"] = 10
 
-    with pytest.raises(InputError, match="train.max_updates and experiments.digits_cnn.budget.updates both set"):
+    with pytest.raises(InputError, match="train.max_updates and experiments.digits_mlp.budget.updates both set"):
         check_workflow_config(edited(edit))
 
 
 def renamed(name: str) -> dict:
     config = copy.deepcopy(QUICK)
-    config["experiments"] = {name: config["experiments"]["digits_cnn"]}
+    config["experiments"] = {name: config["experiments"]["digits_mlp"]}
     return config
 
 
@@ -145,7 +145,7 @@ def sweep_edited(edit) -> dict:
         (lambda e: e.update(budget={"updates": 50}), "budget.virtual_time is missing"),
         (lambda e: e.pop("target_accuracy"), "target_accuracy is missing"),
         (lambda e: e.pop("severities"), "variants run in experiments with severities: only"),
-        (lambda e: e.update(pack_seeds=True), "pack_seeds: a severity sweep already trains one job per severity"),
+        (lambda e: e.update(pack_runs=2), "pack_runs: a severity sweep already trains one job per severity"),
         (
             lambda e: e["severities"]["sigma1"].update(max_virtual_time=1000),
             "severities.sigma1.max_virtual_time and experiments.digits_stragglers.budget.virtual_time both set it",
@@ -154,6 +154,9 @@ def sweep_edited(edit) -> dict:
             lambda e: e["variants"]["sync-deadline"].update(eval_every_updates=7),
             "variants.sync-deadline.eval_every_updates and experiments.digits_stragglers.budget .* both set it",
         ),
+        (lambda e: e.update(target_accuracy=float("nan")), "target accuracy nan is not a number in"),
+        (lambda e: e.update(other_targets=[0.85, 0.8]), "target accuracy 0.8 is given twice"),
+        (lambda e: e.update(other_targets=[0.85, 0.85]), "target accuracy 0.85 is given twice"),
     ],
 )
 def test_sweep_mistakes_name_the_key(edit, message):
@@ -162,7 +165,7 @@ def test_sweep_mistakes_name_the_key(edit, message):
 
 
 def test_a_target_without_severities_is_refused():
-    with pytest.raises(InputError, match="digits_cnn.target_accuracy applies to experiments with severities"):
+    with pytest.raises(InputError, match="digits_mlp.target_accuracy applies to experiments with severities"):
         check_workflow_config(edited(lambda e, c: e.update(target_accuracy=0.5)))
 
 

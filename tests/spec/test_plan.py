@@ -5,7 +5,7 @@ import copy
 import yaml
 
 from asyncfl.spec.catalogue import Scope, scope_figures
-from asyncfl.spec.plan import ONE_RUN, SEEDS, SEVERITY, plan_workflow
+from asyncfl.spec.plan import ONE_RUN, PACKED, SEVERITY, plan_workflow
 from conftest import QUICK_CONFIG, REPO
 
 QUICK = yaml.safe_load(QUICK_CONFIG.read_text())
@@ -13,22 +13,27 @@ QUICK = yaml.safe_load(QUICK_CONFIG.read_text())
 
 def test_the_quick_config_plans_three_job_shapes():
     plan = plan_workflow(QUICK)
-    assert plan.of_shape(SEEDS) == ["digits_cnn"] and plan.of_shape(SEVERITY) == ["digits_stragglers"]
-    assert plan.of_shape(ONE_RUN) == ["digits_resnet20", "digits_world"]
+    assert plan.of_shape(PACKED) == ["digits_mlp", "digits_resnet20", "digits_world"]
+    assert plan.of_shape(SEVERITY) == ["digits_stragglers"] and plan.of_shape(ONE_RUN) == []
     runtime = QUICK["resources"]["train"]["runtime"]
-    cnn = plan["digits_cnn"]
-    assert [job.key for job in cnn.jobs] == [
-        "afl_J3", "afl_J5", "sync_J5", "fedasync_J5", "fedbuff_J5", "afl_as_coded_J5", "sync_as_coded_J5"
+    packed = plan["digits_mlp"]  # 14 runs, 7 a job, in the experiment's run order
+    assert [job.key for job in packed.jobs] == ["pack0", "pack1"]
+    assert [run.folder.split("/runs/")[1] for run in packed.jobs[0].runs] == [
+        "afl/J3/seed0", "afl/J3/seed1", "afl/J5/seed0", "afl/J5/seed1", "sync/J5/seed0", "sync/J5/seed1",
+        "fedasync/J5/seed0",
     ]  # fmt: skip
-    assert all(len(job.runs) == 2 and job.runtime == 2 * runtime for job in cnn.jobs)
-    assert cnn.job("fedbuff_J5").plan_file == "results/digits_cnn/plans/fedbuff_J5.json"
+    assert all(len(job.runs) == 7 and job.runtime == 7 * runtime for job in packed.jobs)
+    assert packed.job("pack1").plan_file == "results/digits_mlp/plans/pack1.json"
+    uneven = plan_workflow({**QUICK, "experiments": {"x": {**QUICK["experiments"]["digits_mlp"], "pack_runs": 4}}})
+    assert [len(job.runs) for job in uneven["x"].jobs] == [4, 4, 4, 2]  # the last job holds what is left
     sweep = plan["digits_stragglers"]
     assert [job.key for job in sweep.jobs] == ["sigma0", "sigma1", "heavy_tail"]
     assert all(len(job.runs) == 40 and job.runtime == 40 * runtime for job in sweep.jobs)  # 8 runs × 5 seeds
     assert sweep.figures == (*scope_figures(Scope.SEVERITY_SWEEP, 5), *scope_figures(Scope.TUNING, 5))
-    world = plan["digits_world"]
-    assert [job.runtime for job in world.jobs] == [runtime] * 4
-    assert world.jobs[0].key == world.jobs[0].runs[0].folder == "results/digits_world/runs/afl/J5/seed0"
+    alone = plan_workflow({**QUICK, "experiments": {"x": {k: v for k, v in QUICK["experiments"]["digits_world"].items()
+                                                           if k != "pack_runs"}}})["x"]  # fmt: skip
+    assert alone.shape == ONE_RUN and [job.runtime for job in alone.jobs] == [runtime] * 4
+    assert alone.jobs[0].key == alone.jobs[0].runs[0].folder == "results/x/runs/afl/J5/seed0"
 
 
 def test_a_runs_settings_are_assembled_once_with_its_severity_and_variant():
@@ -50,7 +55,7 @@ def test_a_trace_under_a_variant_is_an_input_of_the_experiment():
         availability="trace", availability_trace="traces/v.csv"
     )
     plan = plan_workflow(config)
-    assert plan["digits_stragglers"].traces == ("traces/v.csv",) and plan["digits_cnn"].traces == ()
+    assert plan["digits_stragglers"].traces == ("traces/v.csv",) and plan["digits_mlp"].traces == ()
     run = plan["digits_stragglers"].run("results/digits_stragglers/severities/sigma0/sync-deadline/J5/seed0")
     assert run.settings["availability_trace"] == "traces/v.csv"
 

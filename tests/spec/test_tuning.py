@@ -2,6 +2,7 @@
 planner makes of it."""
 
 import copy
+from pathlib import Path
 
 import pytest
 import yaml
@@ -9,10 +10,11 @@ import yaml
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import check_workflow_config
 from asyncfl.spec.plan import TUNING, plan_workflow
-from asyncfl.spec.tuning import point_label, tuned_names, tuning_points
+from asyncfl.spec.tuning import MAX_LABEL, check_choice, point_label, tuned_names, tuning_points
 from conftest import QUICK_CONFIG
 
 QUICK = yaml.safe_load(QUICK_CONFIG.read_text())
+GRID = QUICK["experiments"]["digits_stragglers"]["tune"]["grid"]["gamma0"]
 
 
 def with_tune(**tune) -> dict:
@@ -56,9 +58,18 @@ def test_the_planner_makes_one_tuning_job_at_the_first_severity_on_the_tuning_se
         ({"seeds": [10], "severity": "calm", "grid": {"gamma0": [0.005, 0.01]}}, None, "'calm' is not one of"),
         ({"seeds": [10], "by_algorithm": {"scaffold": {"gamma0": [1.0, 2.0]}}}, None, "by_algorithm.scaffold is not"),
         ({"seeds": [10], "grid": {"max_virtual_time": [1.0, 2.0]}}, None, "max_virtual_time"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02, 0.01]}}, None, "lists 0.01 twice"),
+        ({"seeds": [10], "grid": {"round_deadline": [2.0, 4.0]}}, None, "variants.sync-deadline sets round_deadline"),
+        ({"seeds": [10], "grid": {"concurrency": [5, 7]}}, None, "variants.afl-m7 sets concurrency"),
+        ({"seeds": [10], "grid": {"speed_sigma": [0.5, 1.0]}}, None, "severities.sigma0 sets speed_sigma"),
+        ({"seeds": [10], "by_algorithm": {"sync-partial": {"round_deadline": [2.0, 4.0]}}}, None,
+         "variants.sync-partial sets round_deadline"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "by_algorithm": {"afl": {"gamma0": [0.1, 0.2]}}}, None,
+         "tune.grid sets gamma0"),
     ],
-    ids=["shared-seeds", "one-value", "no-validation", "bad-value", "unknown-severity", "unknown-name", "owned"],
-)
+    ids=["shared-seeds", "one-value", "no-validation", "bad-value", "unknown-severity", "unknown-name", "owned",
+         "repeated", "variant-key", "variant-m", "severity-key", "own-variant-key", "both-grids"],
+)  # fmt: skip
 def test_a_bad_tune_block_is_refused_in_one_line(tune, drop, message):
     config = with_tune(**tune)
     if drop:
@@ -70,6 +81,55 @@ def test_a_bad_tune_block_is_refused_in_one_line(tune, drop, message):
 
 def test_tune_belongs_to_severity_sweeps():
     config = copy.deepcopy(QUICK)
-    config["experiments"]["digits_cnn"]["tune"] = {"seeds": [10], "grid": {"gamma0": [0.005, 0.01]}}
-    with pytest.raises(InputError, match="digits_cnn.tune applies to experiments with severities"):
+    config["experiments"]["digits_mlp"]["tune"] = {"seeds": [10], "grid": {"gamma0": [0.005, 0.01]}}
+    with pytest.raises(InputError, match="digits_mlp.tune applies to experiments with severities"):
         check_workflow_config(config)
+
+
+def test_a_grid_value_becomes_one_safe_folder_name_whatever_it_holds():
+    """A value that is no plain word (a path with ../, a space, 300 characters) names its folder by its
+    hash: a tuning run never writes outside its experiment's tuning folder."""
+    assert point_label({"gamma0": 0.005, "mixing": 1.0}) == "gamma0_0.005-mixing_1.0"
+    for value in ("../../../../tmp/x.csv", "/abs/trace.csv", "a b", "x" * 300, "..", "ü"):
+        label = point_label({"availability_trace": value})
+        assert label.startswith("availability_trace_h") and "/" not in label and ".." not in label
+    assert point_label({"a": "../x"}) != point_label({"a": "../y"})
+    assert len(point_label({f"k{i}": "x" * 32 for i in range(20)})) <= MAX_LABEL
+
+
+def test_a_grid_over_traces_plans_every_folder_inside_and_makes_the_traces_inputs(tmp_path):
+    traces = []
+    for name in ("a", "b"):
+        (tmp_path / "deep" / name).mkdir(parents=True)
+        trace = tmp_path / "deep" / name / "trace.csv"
+        trace.write_text("client,start,end\n" + "".join(f"{c},0,1000\n" for c in range(10)))
+        traces.append(str(tmp_path / "deep" / name / ".." / name / "trace.csv"))
+    config = with_tune(seeds=[10], grid={"availability_trace": traces})
+    experiment = config["experiments"]["digits_stragglers"]
+    experiment["train"]["availability"] = "trace"
+    experiment["train"]["availability_trace"] = traces[0]
+    check_workflow_config(config)
+    plan = plan_workflow(config)["digits_stragglers"]
+    assert plan.tuning is not None
+    for run in plan.tuning.runs:
+        relative = Path(run.folder).relative_to("results/digits_stragglers/tuning")
+        assert ".." not in relative.parts and len(relative.parts) == 4  # point/name/J/seed
+    assert set(traces) <= set(plan.traces)  # the tuning job reads them: they are its inputs
+
+
+def test_train_many_applies_only_a_point_of_the_runs_grid(tmp_path):
+    """A hand-edited chosen.json that changes a seed, an algorithm or a value off the grid is refused."""
+    choices = [{"gamma0": 0.005}, {"gamma0": 0.01}]
+    check_choice(tmp_path / "chosen.json", "afl", {"gamma0": 0.01}, choices)
+    for point in ({"gamma0": 0.03}, {"gamma0": 0.01, "seed": 3}, {"algorithm": "sync"}, {}):
+        with pytest.raises(InputError, match="not a point of its tuning grid") as error:
+            check_choice(tmp_path / "chosen.json", "afl", point, choices)
+        assert "\n" not in str(error.value)
+    with pytest.raises(InputError, match="the plan tunes no setting of it"):
+        check_choice(tmp_path / "chosen.json", "sync", {"gamma0": 0.01}, [])
+
+
+def test_the_final_runs_of_a_tuned_name_carry_its_grid_in_their_plan():
+    plan = plan_workflow(QUICK)["digits_stragglers"]
+    entries = [entry for job in plan.jobs for entry in job.plan_entries()]
+    assert entries and all(entry["choices"] == [{"gamma0": g} for g in GRID] for entry in entries)

@@ -18,7 +18,7 @@ from asyncfl.spec.experiments import (
 )
 from asyncfl.spec.plan import (
     ONE_RUN,
-    SEEDS,
+    PACKED,
     SEVERITY,
     partition_file,
     plan_workflow,
@@ -95,10 +95,10 @@ ARCHIVE = [f"{ARCHIVE_DIR}/{name}" for name in ARCHIVE_FILES]
 # Which runs exist, the jobs that train them and each experiment's figures (asyncfl.spec.plan): the
 # functions below only look them up for the rules.
 PLAN = plan_workflow(config)
-# The experiments by the shape of their training jobs: one job per severity, per algorithm × J
-# (`pack_seeds`), or per run (the `train` rule; "(?!)" matches nothing)
+# The experiments by the shape of their training jobs: one job per severity, per `pack_runs` runs,
+# or per run (the `train` rule; "(?!)" matches nothing)
 SWEEPS = PLAN.of_shape(SEVERITY)
-SEED_PACKED = PLAN.of_shape(SEEDS)
+PACKED_EXPERIMENTS = PLAN.of_shape(PACKED)
 ONE_RUN_PER_JOB = "|".join(map(re.escape, PLAN.of_shape(ONE_RUN))) or "(?!)"
 # The archive's provenance records how the workflow was started.
 record_command(sys.argv)
@@ -170,7 +170,7 @@ def experiment_data_root(name):
 
 def get_train_plan(wildcards):
     """The runs of the training job `wildcards.job` of an experiment (a severity of a sweep, or
-    "ALGORITHM_JN" of one with `pack_seeds`), which `plan_training` writes to its plan file.
+    "packN" of one with `pack_runs`), which `plan_training` writes to its plan file.
     """
     return PLAN[wildcards.experiment].job(wildcards.job).plan_entries()
 

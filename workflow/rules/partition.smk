@@ -1,3 +1,5 @@
+# Partitions first (priority): every training job waits on one, and the straggler sweep's chain
+# (tuning, selection, severities, claim) is the pipeline's longest: it should not start last.
 rule partition:
     input:
         prepared_marker("{dataset}"),
@@ -6,6 +8,7 @@ rule partition:
         stats=f"{PARTITION}.json",
     log:
         "logs/partition/{dataset}_alpha{alpha}_C{clients}_seed{seed}.log",
+    priority: 3
     conda:
         torch_env
     params:
@@ -24,6 +27,7 @@ rule partition_validated:
         stats=f"{VALIDATED_PARTITION}.json",
     log:
         "logs/partition/{dataset}_alpha{alpha}_C{clients}_seed{seed}_val{validation}.log",
+    priority: 3
     conda:
         torch_env
     params:

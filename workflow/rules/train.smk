@@ -135,6 +135,7 @@ for tuned in TUNED:
             "logs/figures/{experiment}_tuning.log",
         wildcard_constraints:
             experiment=re.escape(tuned),
+        priority: 2  # as the tuning job: the sweep's final runs wait on the choice
         conda:
             torch_env
         params:
@@ -150,40 +151,36 @@ for tuned in TUNED:
             " --out {params.out:q} --chosen {output.chosen:q} > {log:q} 2>&1"
 
 
-# An experiment with `pack_seeds`: one job per algorithm × J trains its run of every seed, one after
-# another in one process (`asyncfl train-many`), each exactly as `asyncfl train` alone would; it saves a
-# process start per run (about 3 s of torch's imports on a CPU). A killed job resumes as a sweep's does.
-for packed in SEED_PACKED:
+# An experiment with `pack_runs`: each job trains that many of its runs, one after another in one
+# process (`asyncfl train-many`), each exactly as `asyncfl train` alone would; it saves a process start
+# per run (about 3 s of torch's imports on a CPU). A killed job resumes as a sweep's does.
+for packed in PACKED_EXPERIMENTS:
+    for pack in PLAN[packed].jobs:
 
-    rule:
-        name:
-            f"train_{packed.replace('-', '_')}"
-        input:
-            **train_many_inputs(packed),
-            plan=train_plan(packed, "{algorithm}_J{J}"),
-        output:
-            job_outputs(
-                packed,
-                lambda run: RUN_FOLDER.format(
-                    experiment=packed, algorithm="{algorithm}", J="{J}", seed=run.seed
-                ),
-            ),
-        log:
-            f"logs/train/{packed}/{{algorithm}}_J{{J}}.log",
-        benchmark:
-            f"benchmarks/train/{packed}/{{algorithm}}_J{{J}}.tsv"
-        priority: 1
-        conda:
-            torch_env
-        threads: TRAIN_THREADS
-        resources:
-            **TRAIN_RESOURCES,
-            runtime=train_runtime(packed),
-        params:
-            dataset=config["experiments"][packed]["dataset"],
-            root=experiment_data_root(packed),
-        shell:
-            TRAIN_MANY
+        rule:
+            name:
+                f"train_{packed.replace('-', '_')}_{pack.key}"
+            input:
+                **train_many_inputs(packed),
+                plan=train_plan(packed, pack.key),
+            output:
+                [f"{run.folder}/{file}" for run in pack.runs for file in RUN_FILES],
+            log:
+                f"logs/train/{packed}/{pack.key}.log",
+            benchmark:
+                f"benchmarks/train/{packed}/{pack.key}.tsv"
+            priority: 1
+            conda:
+                torch_env
+            threads: TRAIN_THREADS
+            resources:
+                **TRAIN_RESOURCES,
+                runtime=pack.runtime,
+            params:
+                dataset=config["experiments"][packed]["dataset"],
+                root=experiment_data_root(packed),
+            shell:
+                TRAIN_MANY
 
 
 # The plan of a job that trains several runs (`asyncfl train-many --plan`): written from the config by

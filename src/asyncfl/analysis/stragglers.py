@@ -31,6 +31,7 @@ from asyncfl.runs.record import verify_run_files  # noqa: E402
 from asyncfl.spec.catalogue import catalogued  # noqa: E402
 from asyncfl.spec.config import applies, make_config  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
+from asyncfl.spec.experiments import check_targets  # noqa: E402
 from asyncfl.spec.layout import EVALUATIONS, STRAGGLER_VERDICTS  # noqa: E402
 from asyncfl.spec.names import ALGORITHMS, base_algorithm  # noqa: E402
 
@@ -121,6 +122,12 @@ def claim_trajectories(runs: Sequence[Path], partition_stats: list[Path], severi
             run = trajectory(folder, record, metrics)
             in_flight = make_strategy(make_config(record["config"])).initial_clients
             shown = run[run.virtual_time <= budget]
+            if shown.empty:
+                first = f"its first at {run.virtual_time.min():g} s" if len(run) else "none at all"
+                raise InputError(
+                    f"{folder} has no evaluation at or before the budget T = {budget:g} virtual s ({first}): the "
+                    "claim reads every run's accuracy by T; evaluate on a time grid (eval_every_seconds)"
+                )
             parts.append(shown.assign(severity=severity, algorithm=name, seed=seed, in_flight=in_flight))
     unknown = {severity_of(run) for run in runs} - set(severities)
     if unknown:
@@ -272,6 +279,7 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     severity's, by name, in the figures' order)."""
     from asyncfl.analysis.straggler_curves import draw_curves
 
+    check_targets("--target-accuracy and --other-targets", targets)  # before anything is read or written
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     target = targets[0]
     trajectories = claim_trajectories(runs, partition_stats, settings, budget)

@@ -35,7 +35,16 @@ def validation_scores(folder: Path, record: dict, target: float, budget: float) 
         raise InputError(f"{folder} has no time grid (evaluations.csv); tuning runs need eval_every_seconds")
     if "validation_accuracy" not in grid:
         raise InputError(f"{folder} was trained without a validation split; tuning chooses on one")
+    if record["config"].get("max_virtual_time") != budget:
+        raise InputError(
+            f"{folder} ran to a virtual-time budget of {record['config'].get('max_virtual_time')}, not "
+            f"--virtual-time {budget:g}: the choice compares runs at one budget; give the experiment's"
+        )
     grid = grid[grid.virtual_time <= budget]
+    if grid.empty or grid.validation_accuracy.isna().any():
+        raise InputError(
+            f"{folder}: its time grid has no validation accuracy by T = {budget:g} s, or a missing one; train it again"
+        )
     reached = grid[grid.validation_accuracy >= target]
     time = float(reached.virtual_time.iloc[0]) if len(reached) else budget
     return time, float(grid.validation_accuracy.iloc[-1]) if len(grid) else math.nan

@@ -42,8 +42,9 @@ class LinkBookings:
         index = bisect.bisect_right(self.times, ready) - 1  # the interval holding `ready` (-1: before all)
         while left > 0:
             ends = self.times[index + 1] if index + 1 < len(self.times) else math.inf
-            speed = min(rate, capacity - self.rate_at(index))
-            if speed > capacity * FREE:
+            free = capacity - self.rate_at(index)
+            if free > capacity * FREE:  # a client's own rate may be any fraction of the capacity
+                speed = min(rate, free)
                 if left <= speed * (ends - t):  # it ends here (never past `ends`, whatever the rounding)
                     pieces.append((t, min(t + left / speed, ends), speed))
                     break

@@ -245,6 +245,7 @@ def accepted_types() -> dict[str, set[type]]:
 def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     """Validate `values` (unknown keys, types, ranges) and fill in defaults, a population's preset
     first (the given settings win); errors name the key."""
+    preset = set(with_population(values, source)) - set(values)  # keys only the population's preset gives
     values = with_population(values, source)
     accepted = accepted_types()
     hints = typing.get_type_hints(TrainConfig)
@@ -277,6 +278,11 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     defaults = {item.name: item.default for item in dataclasses.fields(TrainConfig)}
     for key, (needs, holds) in NEEDS.items():  # a setting given where it is not read would be recorded, unused
         if getattr(config, key) != defaults[key] and not holds(config):
+            if key in preset:
+                raise InputError(
+                    f"{source}: population {config.population} sets {key}, which applies only with {needs}; "
+                    f"set that, or leave out the population and give its settings yourself (config/README.md)"
+                )
             raise InputError(f"{source}: {key} applies only with {needs}; set that or remove {key}")
     if (config.arrivals == "poisson") != (config.checkin_rate is not None):
         raise InputError(f"{source}: arrivals: poisson and checkin_rate (check-ins per virtual second) go together")
@@ -315,6 +321,8 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "diurnal_swing": ("availability: diurnal", lambda c: c.availability == "diurnal"),
     "diurnal_spread": ("availability: diurnal", lambda c: c.availability == "diurnal"),
     "availability_sigma": ("availability: lognormal", lambda c: c.availability == "lognormal"),
+    "speed_sigma": ("speed_distribution: lognormal", lambda c: c.speed_distribution == "lognormal"),
+    "latency_sigma": ("latency_distribution: lognormal", lambda c: c.latency_distribution == "lognormal"),
 }
 
 

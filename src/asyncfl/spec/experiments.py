@@ -156,8 +156,8 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     """An experiment that sweeps straggler severity compares its algorithms at reference_J, at an equal
     virtual-time budget (the claim is about time), against a target accuracy."""
     severities = experiment.get("severities")
-    if severities is not None and experiment.get("pack_seeds"):
-        raise InputError(f"{key}.pack_seeds: a severity sweep already trains one job per severity; remove it")
+    if severities is not None and "pack_runs" in experiment:
+        raise InputError(f"{key}.pack_runs: a severity sweep already trains one job per severity; remove it")
     if severities is None:
         for owned in ("target_accuracy", "other_targets"):
             if owned in experiment:
@@ -178,6 +178,19 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
         )
     if "target_accuracy" not in experiment:
         raise InputError(f"{key}.target_accuracy is missing: the test accuracy whose time the sweep measures; set it")
+    check_targets(key, [experiment["target_accuracy"], *experiment.get("other_targets", [])])
+
+
+def check_targets(key: str, targets: list[Any]) -> None:
+    """The accuracies a sweep's verdicts are read at: each in (0, 1] (NaN is not), each once."""
+    for target in targets:
+        if not (isinstance(target, (int, float)) and 0 < target <= 1):
+            raise InputError(f"{key}: target accuracy {target!r} is not a number in (0, 1]; give one such as 0.8")
+    repeated = [target for index, target in enumerate(targets) if target in targets[:index]]
+    if repeated:
+        raise InputError(
+            f"{key}: target accuracy {repeated[0]!r} is given twice (target_accuracy and other_targets); give each once"
+        )
 
 
 def settings_blocks(key: str, experiment: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -203,9 +216,12 @@ def check_budget_owned(key: str, experiment: dict[str, Any]) -> None:
 
 def experiment_traces(experiment: dict[str, Any]) -> list[str]:
     """The availability traces an experiment's runs read, wherever a block names one (`train:`, a
-    severity, a variant): each is an input of the jobs whose runs read it."""
-    blocks = settings_blocks("", experiment)
-    return sorted({str(s["availability_trace"]) for _, s in blocks if s.get("availability_trace") is not None})
+    severity, a variant, a tuning grid): each is an input of the jobs whose runs read it."""
+    blocks = [settings for _, settings in settings_blocks("", experiment)]
+    tune = experiment.get("tune", {})
+    grids = [tune.get("grid", {}), *tune.get("by_algorithm", {}).values()]
+    points = [{"availability_trace": value} for grid in grids for value in grid.get("availability_trace", [])]
+    return sorted({str(s["availability_trace"]) for s in [*blocks, *points] if s.get("availability_trace") is not None})
 
 
 def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int) -> None:

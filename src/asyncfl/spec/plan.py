@@ -7,7 +7,8 @@ are assembled here once (`experiments.run_settings`, plus algorithm, J and seed)
 training job:
 
 - one run per job (`train`), the default: a cluster with many GPUs trains the seeds in parallel;
-- one job per algorithm × J training every seed (`pack_seeds`);
+- one job per `pack_runs` runs, in the experiment's run order (a process start saved per run: a
+  small model's run costs less than torch's imports; a GPU fills with several runs' clients);
 - one job per severity training every algorithm and variant × seed (an experiment with `severities:`).
 
 A stage whose output feeds later runs (a tuning selection) plugs in as one more job shape whose
@@ -35,7 +36,8 @@ from asyncfl.spec.names import base_algorithm
 from asyncfl.spec.tuning import TUNING_JOB, point_label, tuned_names, tuned_settings, tuning_points, tuning_severity
 
 # The jobs' shapes, by what each trains
-ONE_RUN, SEEDS, SEVERITY, TUNING = "one run", "seeds", "severity", "tuning"
+ONE_RUN, PACKED, SEVERITY, TUNING = "one run", "packed", "severity", "tuning"
+PACK_KEY = "pack{index}"  # the key of the index-th job of an experiment with `pack_runs`
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class PlannedRun:
         folder: its run folder.
         partition: its partition's FILE.npz.
         settings: its `asyncfl train --settings` (without algorithm, J and seed, which its command gives).
+        choices: the points of its tuning grid, where it is a final run of a tuned name: the choice
+            `asyncfl train-many --chosen` may apply to it is one of these, nothing else.
     """
 
     name: str
@@ -59,6 +63,7 @@ class PlannedRun:
     folder: str
     partition: str
     settings: dict[str, Any]
+    choices: tuple[dict[str, Any], ...] = ()
 
     @property
     def train_settings(self) -> dict[str, Any]:
@@ -67,7 +72,8 @@ class PlannedRun:
 
     def plan_entry(self) -> dict[str, Any]:
         """The run as one entry of a train-many plan file."""
-        return {"partition": self.partition, "out": self.folder, "settings": self.train_settings}
+        entry = {"partition": self.partition, "out": self.folder, "settings": self.train_settings}
+        return {**entry, "choices": list(self.choices)} if self.choices else entry
 
 
 @dataclass(frozen=True)
@@ -178,11 +184,10 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
     if severities:
         groups = {severity: [run for run in runs if run.severity == severity] for severity in severities}
         shape = SEVERITY
-    elif experiment.get("pack_seeds"):
-        groups = {}
-        for run in runs:
-            groups.setdefault(f"{run.name}_J{run.j}", []).append(run)
-        shape = SEEDS
+    elif "pack_runs" in experiment:
+        size = experiment["pack_runs"]
+        groups = {PACK_KEY.format(index=i // size): list(runs[i : i + size]) for i in range(0, len(runs), size)}
+        shape = PACKED
     else:
         groups = {run.folder: [run] for run in runs}
         shape = ONE_RUN
@@ -224,6 +229,7 @@ def planned_runs(
     name: str, experiment: dict[str, Any], reference_j: int, severities: tuple[str, ...]
 ) -> Iterator[PlannedRun]:
     """Every run of an experiment: of a sweep, severity by severity; AFL over the J sweep, the others at reference_J."""
+    tuned = tuned_names(experiment) if "tune" in experiment else []
     for severity in severities or (None,):
         for algorithm, j, seed in experiment_runs(experiment, reference_j):
             if severity is None:
@@ -233,7 +239,8 @@ def planned_runs(
                     experiment=name, severity=severity, algorithm=algorithm, J=j, seed=seed
                 )
             settings = run_settings(experiment, algorithm, j, reference_j, severity)
-            yield PlannedRun(algorithm, j, seed, severity, folder, partition_file(experiment, seed), settings)
+            choices = tuple(tuning_points(experiment, algorithm)) if algorithm in tuned else ()
+            yield PlannedRun(algorithm, j, seed, severity, folder, partition_file(experiment, seed), settings, choices)
 
 
 def figures_of(experiment: dict[str, Any], reference_j: int) -> list[Figure]:

@@ -5,7 +5,10 @@ target, then the accuracy at the budget) is the setting its final runs train wit
 heavy imports: the workflow plans the tuning runs while it parses.
 """
 
+import hashlib
 import itertools
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +31,27 @@ def tuning_points(experiment: dict[str, Any], name: str) -> list[dict[str, Any]]
     return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
 
 
+VALUE_TEXT = re.compile(r"[A-Za-z0-9_.+-]{1,32}")  # a value as it may stand in a folder name
+MAX_LABEL = 120  # characters of a grid point's folder name
+
+
+def value_text(value: Any) -> str:
+    """A grid value as part of a folder name: as written where that is safe (letters, digits, _ . + -,
+    at most 32 characters), else `h` and 12 hex digits of its hash (a trace path, say, never becomes a
+    path of its own); the value itself is in the run's settings, in its plan and its run.json."""
+    text = decimal_text(value) if isinstance(value, float) else str(value)
+    return text if VALUE_TEXT.fullmatch(text) and ".." not in text else "h" + content_hash(value)
+
+
+def content_hash(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def point_label(point: dict[str, Any]) -> str:
-    """A grid point as a folder name: `gamma0_0.01-mixing_0.5`."""
-    return "-".join(
-        f"{key}_{decimal_text(value) if isinstance(value, float) else value}" for key, value in point.items()
-    )
+    """A grid point as a folder name: `gamma0_0.01-mixing_0.5` (one path segment, whatever the values:
+    `value_text`; a label over MAX_LABEL characters is the point's hash)."""
+    label = "-".join(f"{key}_{value_text(value)}" for key, value in point.items())
+    return label if len(label) <= MAX_LABEL else "point_h" + content_hash(point)
 
 
 def tuned_names(experiment: dict[str, Any]) -> list[str]:
@@ -80,6 +99,10 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
                 raise InputError(
                     f"{where}.{setting} has one value: a grid needs two or more (a fixed value goes under train:)"
                 )
+            repeated = [value for index, value in enumerate(values) if value in values[:index]]
+            if repeated:
+                raise InputError(f"{where}.{setting} lists {repeated[0]!r} twice; list each value once")
+            check_not_defined(key, experiment, where, setting)
     names = tuned_names(experiment)
     if not names:
         raise InputError(f"{block}: no algorithm of this experiment reads a setting of its grid; tune one they read")
@@ -90,6 +113,26 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
                 {**settings, "clients_per_round": reference_j}, f"{block} ({name}, {point_label(point)})"
             )
             check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, block)
+
+
+def check_not_defined(key: str, experiment: dict[str, Any], where: str, setting: str) -> None:
+    """A grid tunes only what no severity, variant or other grid defines: a grid on a severity's key
+    would override every severity, one on a variant's key (a deadline, M) would turn plain `sync` into
+    a deadline run, or `afl-m7` back into M = 5, under a name that says otherwise."""
+    tune = experiment["tune"]
+    definers = {f"{key}.severities.{name}": block for name, block in experiment["severities"].items()}
+    owner = where.rsplit(".", 1)[1] if ".by_algorithm." in where else None
+    for name, block in experiment.get("variants", {}).items():
+        if owner in (None, name):
+            definers[f"{key}.variants.{name}"] = block
+    if owner is not None:
+        definers[f"{key}.tune.grid"] = tune.get("grid", {})
+    for definer, block in definers.items():
+        if setting in block:
+            raise InputError(
+                f"{where}.{setting}: {definer} sets {setting}, and a grid over it would change what that run "
+                "name means; tune another setting, or make each value a variant of its own"
+            )
 
 
 def read_chosen(path: Path, names: set[str]) -> dict[str, dict[str, Any]]:
@@ -108,3 +151,14 @@ def read_chosen(path: Path, names: set[str]) -> dict[str, dict[str, Any]]:
             f"{path} chose settings for {unknown[0]}, which no run of --plan is; give the experiment's choice"
         )
     return chosen
+
+
+def check_choice(path: Path, name: str, point: dict[str, Any], choices: list[dict[str, Any]]) -> None:
+    """A choice is one of its run's grid points (`choices`, from the plan): it sets only the tuned
+    settings, to values of the grid; never a seed, an algorithm or a key the run's name defines."""
+    if point not in choices:
+        grid = ", ".join(point_label(p) for p in choices) or "none: the plan tunes no setting of it"
+        raise InputError(
+            f"{path} chose {point} for {name}, which is not a point of its tuning grid ({grid}); "
+            "run asyncfl select again"
+        )

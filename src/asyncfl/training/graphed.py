@@ -60,7 +60,7 @@ class Replica:
         # Adam and the fused SGD read on the device
         self.lr = torch.zeros((), dtype=torch.float32 if cuda else torch.float64, device=device)
         self.optimizer = (
-            torch.optim.Adam(parameters, lr=self.lr, capturable=cuda, foreach=cuda)
+            torch.optim.Adam(parameters, lr=self.lr, capturable=cuda, foreach=cuda, fused=not cuda)  # as make_optimizer
             if adam
             else torch.optim.SGD(parameters, lr=self.lr, foreach=False, fused=cuda)
         )

@@ -31,7 +31,9 @@ def configure_process(precision: str = "fp32") -> None:
     for `precision: tf32`. Called by `asyncfl train`, `asyncfl theory` and the bench, before their runs."""
     # cuBLAS repeats its sums only with a fixed workspace, read when its first handle is made (CUDA)
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    # Debug mode 1 is `use_deterministic_algorithms(True, warn_only=True)` without its import of
+    # TorchInductor's config (~1.4 s of every process's start on a CPU; nothing here compiles)
+    torch.set_deterministic_debug_mode(1)
     Numerics(precision).apply_globally()
 
 

@@ -1,0 +1,34 @@
+"""What `make run` prints first: the CPU capability torch dispatches to on this machine and how long the
+quick pipeline took on each kind, so a newcomer knows what to expect before waiting for it.
+
+Small convolutions and matrix products run about 3× apart between AVX2 and AVX-512 builds of torch's
+kernels, so one duration would mislead on the other kind. The numbers are the last rows of
+docs/performance.md "The quick pipeline, measured" (a test checks that they agree).
+"""
+
+import os
+
+import torch
+
+# Snakemake's Elapsed time of `make run`'s pipeline on a 2-core machine, idle, by torch's CPU capability
+MEASURED_SECONDS = {"AVX2": 159, "AVX512": 117}
+MEASURED_ON = "2026-11-27"
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def estimate_line(capability: str, cores: int) -> str:
+    """One line: the capability, the cores, and the duration measured on 2 cores of that kind (AVX2's
+    where torch reports another, e.g. DEFAULT or an ARM one: the slowest measured)."""
+    measured = ", ".join(f"{minutes(s)} with {kind}" for kind, s in MEASURED_SECONDS.items())
+    seconds = MEASURED_SECONDS.get(capability.replace("-", ""), MEASURED_SECONDS["AVX2"])
+    return (
+        f"CPU: torch dispatches to {capability} ({cores} cores here; make run uses 2). The quick pipeline took "
+        f"{measured} on 2 idle cores ({MEASURED_ON}, docs/performance.md): expect about {minutes(seconds)}."
+    )
+
+
+if __name__ == "__main__":
+    print(estimate_line(torch.backends.cpu.get_cpu_capability(), os.cpu_count() or 1))
