@@ -170,7 +170,7 @@ def test_quick_config_end_to_end(quick_local_run):
         assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
     assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
     # digits_mlp: 14 runs (2 jobs of 7), digits_resnet20: 4, digits_world: 4, digits_stragglers: 3
-    # severities × 8 × 5 seeds (its 24 tuning runs are not results: not archived)
+    # severities × 8 × 5 seeds (its 16 tuning runs are not results: not archived)
     assert sum(n.endswith("run.json") for n in sums) == 22 + 120
     # The tuning stage's choice reached the final runs through the DAG: each run name trained with its γ0
     chosen = json.loads((tmp_path / "results/digits_stragglers/tuning/chosen.json").read_text())["chosen"]

@@ -33,15 +33,17 @@ def main(model: str, trainer: str, epochs: int, rounds: int, device: str = "cuda
     }
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
-        wall = synthetic_run(dataset, partition, settings, Path(scratch)).rounds
-    per_round = float(np.median(np.diff(wall)))  # the first round pays captures and warm-up
+        walls = synthetic_run(dataset, partition, settings, Path(scratch))
+    training = walls.training_rounds()  # the first round pays captures and warm-up, the last the evaluation
+    per_round = float(np.median(training))
     return {
         "model": model,
         "trainer": trainer,
         "samples_per_client": samples,
         "local_epochs": epochs,
         "rounds": rounds,
-        "first_round_s": round(wall[0], 3),
+        "first_round_s": round(walls.rounds[0], 3),
+        "round_walls": [round(wall, 3) for wall in training],
         "seconds_per_round": round(per_round, 4),
         "paper_seconds_per_round": round(per_round * EPOCHS / epochs, 3),
         "scaled_from_epochs": epochs if epochs != EPOCHS else None,
@@ -51,4 +53,6 @@ def main(model: str, trainer: str, epochs: int, rounds: int, device: str = "cuda
 
 if __name__ == "__main__":
     model, trainer, epochs, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    if rounds < 3:
+        sys.exit(f"rounds {rounds}: give at least 3 (the first and the last round are not timed)")
     print(json.dumps(main(model, trainer, epochs, rounds, *sys.argv[5:])))

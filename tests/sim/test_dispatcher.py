@@ -135,8 +135,15 @@ def test_open_arrivals_send_no_replacements():
 
 def test_a_run_no_client_will_ever_join_ends_in_one_line():
     with pytest.raises(InputError, match=r"^no client is online after virtual time 3\.5 .*max_virtual_time") as error:
-        no_client_online(3.5)
+        no_client_online(3.5, 10, 10)
     assert "\n" not in str(error.value)
+
+
+def test_a_round_that_may_draw_only_some_clients_says_so():
+    """A synchronous round that waits for clients it may still draw, while those that reported are
+    online: once told "no client is online", which the trace contradicted."""
+    with pytest.raises(InputError, match=r"^none of the 3 of 10 clients the run may still draw .* not yet reported"):
+        no_client_online(3.5, 3, 10)
 
 
 def test_events_at_one_time_are_served_wake_check_in_arrival_deadline():

@@ -62,6 +62,15 @@ def test_a_swing_no_share_can_reach_is_refused_in_one_line():
         make_config({"diurnal_swing": 3.0})
 
 
+def test_a_swing_below_zero_at_night_is_not_blamed_on_the_means():
+    """A wide spread flattens the population's cycle; a swing that still needs an amplitude above the
+    mean would take the share below 0 at night: no offline_mean helps (once the advice given)."""
+    config = make_config({**DIURNAL, "offline_mean": 1e6, "diurnal_swing": 1000.0, "diurnal_spread": 11.0})
+    with pytest.raises(InputError, match="below 0 at night; lower diurnal_swing or diurnal_spread") as raised:
+        Availability.of(config, 2)
+    assert "raise offline_mean" not in str(raised.value)
+
+
 def test_a_diurnal_run_trains_and_repeats_exactly(tmp_path):
     sizes = [4, 8, 12, 8, 6, 10]
     settings = {**DIURNAL, "clients_per_round": 2, "rounds": 6, "local_epochs": 1, "batch_size": 4,

@@ -117,3 +117,10 @@ def test_a_trace_saved_with_a_byte_order_mark_is_read(tmp_path):
     trace = tmp_path / "trace.csv"
     trace.write_bytes("client,start,end\n0,0,1.5\n2,1,4\n".encode("utf-8-sig"))
     assert read_trace(trace, 3) == {0: [(0.0, 1.5)], 1: [], 2: [(1.0, 4.0)]}
+
+
+def test_a_time_grid_too_fine_for_the_budget_is_refused_up_front():
+    """1 ms over a long budget: millions of evaluations (once 17 min and 360 MB for 3 rounds)."""
+    assert make_config({"eval_every_seconds": 0.01, "max_virtual_time": 1000.0}).eval_every_seconds == 0.01
+    with pytest.raises(InputError, match=r"would score the model 1e\+06 times .* set eval_every_seconds ≥ 0.01"):
+        make_config({"eval_every_seconds": 0.001, "max_virtual_time": 1000.0})

@@ -155,6 +155,10 @@ def sweep_edited(edit) -> dict:
             "variants.sync-deadline.eval_every_updates and experiments.digits_stragglers.budget .* both set it",
         ),
         (lambda e: e.update(target_accuracy=float("nan")), "target accuracy nan is not a number in"),
+        (
+            lambda e: e.update(budget={"virtual_time": float("nan")}),
+            r"budget.virtual_time \(a run's max_virtual_time\)",
+        ),
         (lambda e: e.update(other_targets=[0.85, 0.8]), "target accuracy 0.8 is given twice"),
         (lambda e: e.update(other_targets=[0.85, 0.85]), "target accuracy 0.85 is given twice"),
     ],

@@ -63,6 +63,7 @@ rule straggler_claim:
         + ".csv",
     log:
         "logs/figures/{experiment}_straggler_claim.log",
+    priority: 1  # the end of the pipeline's longest chain (tuning, choice, severities)
     conda:
         torch_env
     params:

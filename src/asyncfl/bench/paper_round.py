@@ -3,8 +3,9 @@ the paper sweep in config/config.yaml would cost at that speed (docs/performance
 
 A paper round is AFL with C = 10, J = 5, I = 10, batch 64: `cnn` and `mlp` on 1×28×28 with 6,000 samples
 per client (MNIST) and `resnet20` on 3×32×32 with 5,000 (CIFAR-10). Each trainer runs a few rounds of
-`Simulation` in a scratch folder; seconds per round come from the run's own timings.csv, first
-round (warm-up) excluded. --quick shrinks the clients (not the shapes) and says so in every row.
+`Simulation` in a scratch folder; seconds per round are the median of its training rounds from its own
+timings.csv, the first (warm-up) and the last (the run's evaluation) excluded, each reported. --quick
+shrinks the clients (not the shapes) and says so in every row.
 """
 
 import math
@@ -43,21 +44,23 @@ if {shape.model for shape in PAPER_SHAPES} != set(MODELS):  # every model a swee
 QUICK_SAMPLES, QUICK_EPOCHS = 64, 1
 
 
-def seconds_per_round(shape: PaperShape, trainer: str, device: torch.device, quick: bool, rounds: int) -> float:
-    """Median wall seconds of rounds 2..`rounds` of a real AFL run."""
+MEASURED_ROUNDS = 4  # rounds timed per row: a run trains two more (the first warms up, the last evaluates)
+
+
+def round_walls(shape: PaperShape, trainer: str, device: torch.device, quick: bool) -> list[float]:
+    """The wall seconds of MEASURED_ROUNDS training rounds of a real AFL run (`RunWalls.training_rounds`)."""
     samples, epochs = (QUICK_SAMPLES, QUICK_EPOCHS) if quick else (shape.samples, EPOCHS)
     dataset, partition = synthetic_data("paper-round", shape.shape, CLIENTS, samples)
     settings = {
         "model": shape.model,
         "clients_per_round": PER_ROUND,
-        "rounds": rounds,
+        "rounds": MEASURED_ROUNDS + 2,
         "local_epochs": epochs,
         "device": device.type,
         "trainer": trainer,
     }
     with tempfile.TemporaryDirectory() as scratch:
-        wall = synthetic_run(dataset, partition, settings, Path(scratch)).rounds
-    return float(np.median(np.diff(wall))) if len(wall) > 1 else wall[0]
+        return synthetic_run(dataset, partition, settings, Path(scratch)).training_rounds()
 
 
 def load_sweep(path: Path) -> dict[str, int]:
@@ -111,7 +114,8 @@ def paper_round_bench(device: torch.device, quick: bool, trainers: tuple[str, ..
     rows: list[dict] = []
     for shape in PAPER_SHAPES:
         for trainer in trainers:
-            seconds = seconds_per_round(shape, trainer, device, quick, rounds=2 if quick else 4)
+            walls = round_walls(shape, trainer, device, quick)
+            seconds = float(np.median(walls))
             # A client update's cost scales with samples × epochs: --quick extrapolates to the paper's.
             scale = (shape.samples * EPOCHS) / (QUICK_SAMPLES * QUICK_EPOCHS) if quick else 1.0
             rows.append(
@@ -121,6 +125,7 @@ def paper_round_bench(device: torch.device, quick: bool, trainers: tuple[str, ..
                     "samples_per_client": QUICK_SAMPLES if quick else shape.samples,
                     "local_epochs": QUICK_EPOCHS if quick else EPOCHS,
                     "seconds_per_round": round(seconds, 4),
+                    "round_walls": [round(wall, 4) for wall in walls],
                     "paper_seconds_per_round": round(seconds * scale, 3),
                     "extrapolated": quick,
                 }

@@ -52,9 +52,10 @@ class Dispatcher:
             self.wake_when_online()
 
     def wake_when_online(self) -> None:
-        comes_online = self.context.world.next_online(self.picker.candidates(), self.state.now)
+        candidates = self.picker.candidates()
+        comes_online = self.context.world.next_online(candidates, self.state.now)
         if comes_online == NEVER and not self.state.outstanding:
-            no_client_online(self.state.now)
+            no_client_online(self.state.now, len(candidates), len(self.context.sizes))
         if comes_online not in self.wakeups and comes_online != NEVER:
             self.wakeups.add(comes_online)
             self.events.at(Event(comes_online, Kind.WAKE))
@@ -171,15 +172,20 @@ class CheckInDesk:
                 else self.world.next_online(self.dispatcher.picker.candidates(), now)
             )
         if arrival == NEVER and online == NEVER:
-            no_client_online(now)
+            no_client_online(now, len(self.dispatcher.picker.candidates()), len(self.dispatcher.context.sizes))
         return self.checkins.first_after(index, arrival, online)
 
 
-def no_client_online(now: float) -> None:
-    """The run waits for a client that will never come: one line instead of a hang."""
+def no_client_online(now: float, candidates: int, clients: int) -> None:
+    """The run waits for a client that will never come: one line instead of a hang. Where it may draw
+    only some clients (in a synchronous round, those that reported are not drawn again), it says so:
+    a round can wait forever while others are online."""
+    fix = "extend the trace, or set max_virtual_time before its end"
+    if candidates == clients:
+        raise InputError(f"no client is online after virtual time {now!r} (an availability trace that ends?); {fix}")
     raise InputError(
-        f"no client is online after virtual time {now!r} (an availability trace that ends?); "
-        "extend the trace, or set max_virtual_time before its end"
+        f"none of the {candidates} of {clients} clients the run may still draw (idle, and in a synchronous round "
+        f"not yet reported) comes online after virtual time {now!r}, though others may be (a trace that ends?); {fix}"
     )
 
 

@@ -128,7 +128,14 @@ class DiurnalPeriods:
         flattening = math.sin(self.spread) / self.spread if self.spread else 1.0
         self.amplitude = (config.diurnal_swing - 1) / (config.diurnal_swing + 1) / flattening
         self.share = config.online_mean / (config.online_mean + config.offline_mean)
-        if self.amplitude > 1 or self.share * (1 + self.amplitude) >= 1:
+        if self.amplitude > 1:  # the share would go below 0 at night, whatever the means
+            spread = f" at diurnal_spread = {config.diurnal_spread!r} h" if self.spread else ""
+            raise InputError(
+                f"config: availability: diurnal with diurnal_swing = {config.diurnal_swing!r}{spread} swings the "
+                f"online share by {self.amplitude:.3g} × its mean, below 0 at night; lower diurnal_swing or diurnal_spread "
+                "(online_mean and offline_mean cannot help)"
+            )
+        if self.share * (1 + self.amplitude) >= 1:
             raise InputError(
                 f"config: availability: diurnal with diurnal_swing = {config.diurnal_swing!r} needs an online share at "
                 f"the peak below 1, and online_mean / (online_mean + offline_mean) = {self.share:.3g} reaches "

@@ -203,8 +203,11 @@ def settings_blocks(key: str, experiment: dict[str, Any]) -> Iterator[tuple[str,
 
 def check_budget_owned(key: str, experiment: dict[str, Any]) -> None:
     """Under a `budget:` the runs at reference_J stop, and are evaluated, as the budget says: a block
-    that sets the same stop (or its own evaluation count) would be overridden without a word."""
+    that sets the same stop (or its own evaluation count) would be overridden without a word. Each
+    value is checked as the run setting it becomes, under the budget's own key."""
     budget = experiment.get("budget", {})
+    for name, value in budget.items():
+        make_config({BUDGET_KEYS[name]: value}, f"{key}.budget.{name} (a run's {BUDGET_KEYS[name]})")
     owned = {BUDGET_KEYS[name]: f"{key}.budget.{name}" for name in budget}
     if budget:
         owned["eval_every_updates"] = f"{key}.budget (which evaluates every eval_every × reference_J updates)"
