@@ -132,8 +132,8 @@ class DiurnalPeriods:
             spread = f" at diurnal_spread = {config.diurnal_spread!r} h" if self.spread else ""
             raise InputError(
                 f"config: availability: diurnal with diurnal_swing = {config.diurnal_swing!r}{spread} swings the "
-                f"online share by {self.amplitude:.3g} × its mean, below 0 at night; lower diurnal_swing or diurnal_spread "
-                "(online_mean and offline_mean cannot help)"
+                f"online share by {self.amplitude:.3g} × its mean, below 0 at night; lower diurnal_swing or "
+                "diurnal_spread (online_mean and offline_mean cannot help)"
             )
         if self.share * (1 + self.amplitude) >= 1:
             raise InputError(
