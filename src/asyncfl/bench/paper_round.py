@@ -44,17 +44,20 @@ if {shape.model for shape in PAPER_SHAPES} != set(MODELS):  # every model a swee
 QUICK_SAMPLES, QUICK_EPOCHS = 64, 1
 
 
-MEASURED_ROUNDS = 4  # rounds timed per row: a run trains two more (the first warms up, the last evaluates)
+# Rounds timed per row (--quick: a check of the measure, extrapolated): a run trains two more (the first
+# warms up, the last evaluates)
+MEASURED_ROUNDS, QUICK_MEASURED_ROUNDS = 4, 2
 
 
 def round_walls(shape: PaperShape, trainer: str, device: torch.device, quick: bool) -> list[float]:
     """The wall seconds of MEASURED_ROUNDS training rounds of a real AFL run (`RunWalls.training_rounds`)."""
+    measured = QUICK_MEASURED_ROUNDS if quick else MEASURED_ROUNDS
     samples, epochs = (QUICK_SAMPLES, QUICK_EPOCHS) if quick else (shape.samples, EPOCHS)
     dataset, partition = synthetic_data("paper-round", shape.shape, CLIENTS, samples)
     settings = {
         "model": shape.model,
         "clients_per_round": PER_ROUND,
-        "rounds": MEASURED_ROUNDS + 2,
+        "rounds": measured + 2,
         "local_epochs": epochs,
         "device": device.type,
         "trainer": trainer,
