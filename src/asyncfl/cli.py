@@ -16,6 +16,7 @@ from asyncfl.runs.archive import archive_from_configs, fetch_record
 from asyncfl.spec.catalogue import CATALOGUE, Scope
 from asyncfl.spec.config import load_config, make_config, system_model_help, with_paths_from
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.experiments import first_repeated
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, check_output, read_input
 from asyncfl.spec.layout import RUN_DIR
 from asyncfl.spec.names import ALGORITHMS, DATASETS, DEVICES, MODELS
@@ -54,7 +55,7 @@ def tuning_grid(text: str) -> dict[str, list[dict]]:
             raise argparse.ArgumentTypeError(
                 f"{name}: expected a list of two or more grid points, each a JSON object of settings"
             )
-        if any(set(point) != set(points[0]) for point in points) or any(p in points[:i] for i, p in enumerate(points)):
+        if any(set(point) != set(points[0]) for point in points) or first_repeated(points):
             raise argparse.ArgumentTypeError(f"{name}: its points must set the same settings, each point once")
     if not grid:
         raise argparse.ArgumentTypeError("expected at least one tuned run name")

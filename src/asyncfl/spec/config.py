@@ -245,8 +245,9 @@ def accepted_types() -> dict[str, set[type]]:
 def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     """Validate `values` (unknown keys, types, ranges) and fill in defaults, a population's preset
     first (the given settings win); errors name the key."""
-    preset = set(with_population(values, source)) - set(values)  # keys only the population's preset gives
-    values = with_population(values, source)
+    expanded = with_population(values, source)
+    preset = set(expanded) - set(values)  # keys only the population's preset gives
+    values = expanded
     accepted = accepted_types()
     hints = typing.get_type_hints(TrainConfig)
     for key, value in values.items():

@@ -186,11 +186,17 @@ def check_targets(key: str, targets: list[Any]) -> None:
     for target in targets:
         if not (isinstance(target, (int, float)) and 0 < target <= 1):
             raise InputError(f"{key}: target accuracy {target!r} is not a number in (0, 1]; give one such as 0.8")
-    repeated = [target for index, target in enumerate(targets) if target in targets[:index]]
+    repeated = first_repeated(targets)
     if repeated:
         raise InputError(
             f"{key}: target accuracy {repeated[0]!r} is given twice (target_accuracy and other_targets); give each once"
         )
+
+
+def first_repeated(values: list[Any]) -> list[Any]:
+    """[the first value that appears twice in `values`], or [] where each appears once (a list, since
+    the value itself may be falsy or unhashable: a grid point is a dict)."""
+    return [value for index, value in enumerate(values) if value in values[:index]][:1]
 
 
 def settings_blocks(key: str, experiment: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -220,11 +226,11 @@ def check_budget_owned(key: str, experiment: dict[str, Any]) -> None:
 def experiment_traces(experiment: dict[str, Any]) -> list[str]:
     """The availability traces an experiment's runs read, wherever a block names one (`train:`, a
     severity, a variant, a tuning grid): each is an input of the jobs whose runs read it."""
-    blocks = [settings for _, settings in settings_blocks("", experiment)]
     tune = experiment.get("tune", {})
     grids = [tune.get("grid", {}), *tune.get("by_algorithm", {}).values()]
-    points = [{"availability_trace": value} for grid in grids for value in grid.get("availability_trace", [])]
-    return sorted({str(s["availability_trace"]) for s in [*blocks, *points] if s.get("availability_trace") is not None})
+    traces = [settings.get("availability_trace") for _, settings in settings_blocks("", experiment)]
+    traces += [value for grid in grids for value in grid.get("availability_trace", [])]
+    return sorted({str(trace) for trace in traces if trace is not None})
 
 
 def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int) -> None:

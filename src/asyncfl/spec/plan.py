@@ -229,7 +229,11 @@ def planned_runs(
     name: str, experiment: dict[str, Any], reference_j: int, severities: tuple[str, ...]
 ) -> Iterator[PlannedRun]:
     """Every run of an experiment: of a sweep, severity by severity; AFL over the J sweep, the others at reference_J."""
-    tuned = tuned_names(experiment) if "tune" in experiment else []
+    tuned = (
+        {name: tuple(tuning_points(experiment, name)) for name in tuned_names(experiment)}
+        if "tune" in experiment
+        else {}
+    )
     for severity in severities or (None,):
         for algorithm, j, seed in experiment_runs(experiment, reference_j):
             if severity is None:
@@ -239,7 +243,7 @@ def planned_runs(
                     experiment=name, severity=severity, algorithm=algorithm, J=j, seed=seed
                 )
             settings = run_settings(experiment, algorithm, j, reference_j, severity)
-            choices = tuple(tuning_points(experiment, algorithm)) if algorithm in tuned else ()
+            choices = tuned.get(algorithm, ())
             yield PlannedRun(algorithm, j, seed, severity, folder, partition_file(experiment, seed), settings, choices)
 
 

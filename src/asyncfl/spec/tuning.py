@@ -14,7 +14,7 @@ from typing import Any
 
 from asyncfl.spec.config import applies, check_concurrency, make_config
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import BUDGET_KEYS, check_owned, decimal_text, run_settings
+from asyncfl.spec.experiments import BUDGET_KEYS, check_owned, decimal_text, first_repeated, run_settings
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads
 from asyncfl.spec.names import base_algorithm
 
@@ -99,7 +99,7 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
                 raise InputError(
                     f"{where}.{setting} has one value: a grid needs two or more (a fixed value goes under train:)"
                 )
-            repeated = [value for index, value in enumerate(values) if value in values[:index]]
+            repeated = first_repeated(values)
             if repeated:
                 raise InputError(f"{where}.{setting} lists {repeated[0]!r} twice; list each value once")
             check_not_defined(key, experiment, where, setting)

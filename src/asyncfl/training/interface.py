@@ -176,8 +176,4 @@ def make_optimizer(name: str, parameters: Iterable[torch.Tensor], lr: float | to
     parameters = list(parameters)
     if not uses_adam(name):
         return torch.optim.SGD(parameters, lr=lr)
-    return (
-        torch.optim.Adam(parameters, lr=lr, fused=True)
-        if parameters[0].device.type == "cpu"
-        else torch.optim.Adam(parameters, lr=lr)
-    )
+    return torch.optim.Adam(parameters, lr=lr, fused=True if parameters[0].device.type == "cpu" else None)
