@@ -9,6 +9,7 @@ from asyncfl.runs.logs import (
     EVENTS_COLUMNS,
     LOSS_EVENT_COLUMNS,
     METRICS_COLUMNS,
+    PARTIAL_COLUMNS,
     PHASE_COLUMNS,
     Aggregation,
     CsvLog,
@@ -98,13 +99,17 @@ def test_a_runs_logs_hold_the_columns_its_settings_call_for(tmp_path):
     assert (tmp_path / "plain" / METRICS).read_text() == ",".join(METRICS_COLUMNS) + "\n"
     assert (tmp_path / "plain" / EVENTS).read_text() == ",".join(EVENTS_COLUMNS) + "\n"
     (tmp_path / "all").mkdir()
-    logs = RunLogs(tmp_path / "all", None, 2, 0, as_coded=True, phases=True, accounting=("dropped",), losses=True)
-    logs.record(aggregation(version=1, phases=[(0.1, 1.0, 0.2)] * 2, accounting={"dropped": 2}), 0.75)
+    logs = RunLogs(
+        tmp_path / "all", None, 2, 0, as_coded=True, phases=True, accounting=("dropped",), losses=True, partial=True
+    )
+    record = aggregation(version=1, phases=[(0.1, 1.0, 0.2)] * 2, accounting={"dropped": 2}, samples_trained=[8, 3])
+    logs.record(record, 0.75)
     texts = logs.settled_texts()
     logs.close()
     metrics_header, events_header = texts[METRICS].splitlines()[0], texts[EVENTS].splitlines()[0]
     assert metrics_header == ",".join(METRICS_COLUMNS + AS_CODED_COLUMNS + ("dropped",))
-    assert events_header == ",".join(EVENTS_COLUMNS + PHASE_COLUMNS + LOSS_EVENT_COLUMNS)
+    assert events_header == ",".join(EVENTS_COLUMNS + PHASE_COLUMNS + LOSS_EVENT_COLUMNS + PARTIAL_COLUMNS)
+    assert [row.rsplit(",", 1)[1] for row in texts[EVENTS].splitlines()[1:]] == ["8", "3"]
     assert texts[METRICS].splitlines()[1].endswith(",2")
     assert texts[TIMINGS] == "round,wall_seconds\n1,0.75\n"
     assert all((tmp_path / "all" / name).read_text() == text for name, text in texts.items())

@@ -55,6 +55,7 @@ def test_late_clients_send_the_steps_that_fit_and_no_round_is_lost(tmp_path):
     assert len(metrics) == 6 and len(events) == 12 and not any(row["lost"] for row in events)
     for row in events:
         trained = min(int(row["n_samples"]), 8)
+        assert int(row["samples_trained"]) == trained  # n_samples stays the client's size
         assert float(row["arrival_time"]) - float(row["dispatch_time"]) == pytest.approx(1.0 + trained * 0.01)
     tasks = [task for call in recording.calls for task, _ in call]
     assert len(tasks) == 12
@@ -75,6 +76,7 @@ def test_a_deadline_that_only_one_step_meets_is_refused_without_partial_work_and
     simulation.run()
     events = read_csv(tmp_path / "cut" / "events.csv")
     assert len(events) == 6 and not any(row["lost"] for row in events)
+    assert {row["samples_trained"] for row in events} == {"4"}  # one step of 4, whatever the client's size
     assert all(float(row["arrival_time"]) - float(row["dispatch_time"]) == pytest.approx(1.04) for row in events)
 
 

@@ -48,6 +48,9 @@ PHASE_COLUMNS = ("download_seconds", "compute_seconds", "upload_seconds")
 # adds a row per such dispatch to events.csv, with why in `lost`; its metrics.csv adds the accounting
 # columns that apply to it (`outcomes.accounting_columns`)
 LOSS_EVENT_COLUMNS = ("lost",)
+# a run with partial work at a deadline (sync's `partial_work`) adds the samples each update trained:
+# n_samples stays the client's size, and a cut update trained fewer than local_epochs × n_samples
+PARTIAL_COLUMNS = ("samples_trained",)
 EVENTS_COLUMNS = (
     "round",
     "client",
@@ -174,6 +177,7 @@ class Aggregation:
     validation_loss: float | None = None  # on the validation split, when evaluated and the partition has one
     validation_accuracy: float | None = None
     phases: Sequence[tuple[float, float, float]] = ()  # each job's (download, compute, upload) seconds, with links
+    samples_trained: Sequence[int] = ()  # each job's samples trained, under partial work
     losses: Sequence[dict] = ()  # events.csv's rows of the dispatches set aside since the previous aggregation
     accounting: dict[str, int] = field(default_factory=dict)  # metrics.csv's accounting cells, where logged
 
@@ -225,6 +229,8 @@ class Aggregation:
         rows = [dict(zip(EVENTS_COLUMNS[1:], row, strict=True), round=self.version) for row in columns]
         for row, phases in zip(rows, self.phases, strict=False):  # none where the clients have no links
             row.update(zip(PHASE_COLUMNS, phases, strict=True))
+        for row, samples in zip(rows, self.samples_trained, strict=False):  # none without partial work
+            row[PARTIAL_COLUMNS[0]] = samples
         return [*self.losses, *({**row, "lost": ""} for row in rows)]
 
 
@@ -243,16 +249,19 @@ class RunLogs:
         losses: bool = False,
         grid: bool = False,
         validated: bool = False,
+        partial: bool = False,
     ):
         """`as_coded`: metrics.csv also holds AS_CODED_COLUMNS (`Strategy.logs_reference_loss`);
         `phases`: events.csv also holds PHASE_COLUMNS (the clients have links); `accounting`: metrics.csv's
         accounting columns; `losses`: events.csv holds LOSS_EVENT_COLUMNS (dispatches can be set aside);
-        `grid`: the run also writes evaluations.csv; `validated`: both hold VALIDATION_COLUMNS."""
+        `grid`: the run also writes evaluations.csv; `validated`: both hold VALIDATION_COLUMNS; `partial`:
+        events.csv holds PARTIAL_COLUMNS (sync's partial work)."""
         resumed = resumed or {}
         validation = VALIDATION_COLUMNS if validated else ()
         columns = METRICS_COLUMNS + (AS_CODED_COLUMNS if as_coded else ()) + accounting + validation
         self.metrics = CsvLog(out / METRICS, columns, resumed.get(METRICS))
         events = EVENTS_COLUMNS + (PHASE_COLUMNS if phases else ()) + (LOSS_EVENT_COLUMNS if losses else ())
+        events += PARTIAL_COLUMNS if partial else ()
         self.events = CsvLog(out / EVENTS, events, resumed.get(EVENTS))
         self.timings = CsvLog(out / TIMINGS, TIMINGS_COLUMNS, resumed.get(TIMINGS))
         grid_columns = EVALUATION_COLUMNS + validation

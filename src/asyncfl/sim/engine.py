@@ -188,4 +188,5 @@ def open_logs(context: RunContext, out: Path, resumed: dict[str, str] | None, ve
         bool({"dropped", "discarded", "rejected"} & set(accounting)),
         context.config.eval_every_seconds is not None,
         context.validation_images is not None,
+        context.strategy.partial_work,
     )

@@ -35,9 +35,18 @@ def folded_round(
     sizes = [update.size for update in updates]
     record = aggregation_record(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
     record.phases = logged_phases(context, jobs)
+    if context.strategy.partial_work:
+        record.samples_trained = [samples_trained(context, job, result) for job, result in buffer]
     record.losses = [loss_row(context, state.version + 1, *item) for item in unaggregated.jobs]
     record.accounting = unaggregated.counts(context.accounting_columns, state.dispatched)
     return new, record, coefficients
+
+
+def samples_trained(context: RunContext, job: Job, result: LocalResult) -> int:
+    """The samples a job's update trained: its epochs' whole, or the cut that fits a deadline, the last
+    epoch it ran cut short (an early stop under patience ends the count there too)."""
+    whole = result.epochs_run * int(context.sizes[job.client])
+    return whole if job.samples is None else min(job.samples, whole)
 
 
 def logged_phases(context: RunContext, jobs: list[Job]) -> list[tuple[float, float, float]]:
@@ -112,6 +121,7 @@ def loss_row(context: RunContext, round_: int, job: Job, fate: str, staleness: i
         "n_samples": int(context.sizes[job.client]),
         "train_loss": None,
         "lost": fate,
+        "samples_trained": None,  # never aggregated: logged only where the column is (partial work)
     }
     phases = logged_phases(context, [job])
     return row | (dict(zip(PHASE_COLUMNS, phases[0], strict=True)) if phases else {})
