@@ -282,6 +282,23 @@ def test_train_many_makes_each_run_as_asyncfl_train_alone(partition, lone_run, t
     assert capsys.readouterr().out.count("already finished") == 2
 
 
+def test_a_tuned_runs_choice_is_recorded_as_such_and_makes_it_another_run(partition, tmp_path, capsys):
+    """run.json says which settings the tuning stage chose ("tuned"); a run without them is not that
+    run, so its folder is not taken for it."""
+    settings = {"algorithm": "sync", "clients_per_round": 3, "rounds": 2, "seed": 0}
+    out = tmp_path / "runs/sync/J3/seed0"
+    plan = [{"partition": str(partition), "out": str(out), "settings": settings, "choices": [{"gamma0": 0.02}]}]
+    (tmp_path / "chosen.json").write_text(json.dumps({"chosen": {"sync": {"gamma0": 0.02}}}))
+    argv = ["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, plan)]
+    assert main([*argv, "--chosen", str(tmp_path / "chosen.json")]) == 0
+    record = json.loads((out / "run.json").read_text())
+    assert record["tuned"] == {"gamma0": 0.02} and record["config"]["gamma0"] == 0.02
+    plan[0]["settings"] = {**settings, "gamma0": 0.02}  # the same numbers, not chosen by tuning
+    capsys.readouterr()
+    assert main(["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, plan)]) == 1
+    assert "holds a finished run with other settings or data" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "plan,message",
     [

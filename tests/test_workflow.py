@@ -176,7 +176,9 @@ def test_quick_config_end_to_end(quick_local_run):
     chosen = json.loads((tmp_path / "results/digits_stragglers/tuning/chosen.json").read_text())["chosen"]
     assert set(chosen) == set(quick["experiments"]["digits_stragglers"]["algorithms"])
     for run in (tmp_path / "results/digits_stragglers/severities").glob("*/*/J5/seed*/run.json"):
-        assert json.loads(run.read_text())["config"]["gamma0"] == chosen[run.parents[2].name]["gamma0"], run
+        record = json.loads(run.read_text())
+        assert record["config"]["gamma0"] == chosen[run.parents[2].name]["gamma0"], run
+        assert record["tuned"] == chosen[run.parents[2].name], run  # recorded as the tuning stage's choice
     assert "results/figures/digits_stragglers/straggler_claim.png" in sums
     world = (tmp_path / "results/digits_world/runs/sync/J5/seed0/events.csv").read_text()
     assert ",offline\n" in world and "upload_seconds" in world  # the world experiment's runs lose dispatches

@@ -232,13 +232,14 @@ def cmd_train_many(args: argparse.Namespace) -> None:
             ),
             Path(run["partition"]),
             Path(run["out"]),
+            chosen.get(name),
         )
         for index, (run, name) in enumerate(zip(args.plan, names, strict=True))
     ]
-    for index, (config, partition, out) in enumerate(runs):  # before the first trains: nothing is half done
+    for index, (config, partition, out, _) in enumerate(runs):  # before the first trains: nothing is half done
         check_planned_run(config, args.dataset, args.root, partition, f"--plan run {index} ({out})")
-    for config, partition, out in runs:
-        outcome = train_run(config, args.dataset, args.root, partition, out, args.threads)
+    for config, partition, out, tuned in runs:
+        outcome = train_run(config, args.dataset, args.root, partition, out, args.threads, tuned=tuned)
         print(trained_line(config.algorithm, outcome, out), flush=True)
 
 

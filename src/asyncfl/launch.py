@@ -62,14 +62,16 @@ def train_run(
     out: Path,
     threads: int | None = None,
     force: bool = False,
+    tuned: dict | None = None,
 ) -> TrainedFolder:
-    """Run (or resume) the training that `config` describes into `out`."""
+    """Run (or resume) the training that `config` describes into `out`; `tuned`, the settings in it
+    that a tuning stage chose (run.json records them under "tuned")."""
     out = Path(out)
     partition = load_partition(partition_path)
     partition_sha256 = sha256(partition_path)
     with owned(out):
         moved_to = move_aside(out) if force else None
-        finished = finished_run(out, run_identity(config, dataset, partition_sha256))
+        finished = finished_run(out, run_identity(config, dataset, partition_sha256, tuned))
         if finished:
             return TrainedFolder(finished, True, None)
         clear_unfinished(out)
@@ -77,4 +79,5 @@ def train_run(
             torch.set_num_threads(threads)  # the job's CPUs, and the same reduction order everywhere
         configure_process(config.precision)
         data = dataset_once(dataset, root)
-        return TrainedFolder(Simulation(config, data, partition, out, partition_sha256).run(), False, moved_to)
+        simulation = Simulation(config, data, partition, out, partition_sha256, tuned=tuned)
+        return TrainedFolder(simulation.run(), False, moved_to)

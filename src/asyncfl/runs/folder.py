@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from asyncfl.files import sha256
-from asyncfl.runs.record import read_run_record, utc_now
+from asyncfl.runs.record import TUNED, read_run_record, utc_now
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import CHECKPOINT, EVALUATIONS, MODEL, RUN_OUTPUTS, RUN_RECORD, TIMINGS
 
@@ -77,7 +77,7 @@ def finished_run(out: Path, identity: dict) -> dict | None:
     force = "use --force to move the old outputs aside and train again, or give another --out"
     summary = read_run_record(out)  # its own hash checked: an edited run.json is refused, never trusted
     hashes = summary["sha256"]
-    if any(summary.get(key) != value for key, value in identity.items()):
+    if any(summary.get(key) != identity.get(key) for key in {*identity, TUNED}):  # tuned or not, both ways
         raise InputError(f"{out} holds a finished run with other settings or data; {force}")
     for name in (*RUN_OUTPUTS, *([EVALUATIONS] if EVALUATIONS in hashes else [])):
         if not (out / name).is_file() or sha256(out / name) != hashes.get(name):

@@ -28,10 +28,16 @@ RUN_FOLDER_FORMAT = 2
 FORMAT_KEY = "run_folder_format"
 
 
-def run_identity(config: TrainConfig, dataset: str, partition_sha256: str) -> dict:
+TUNED = "tuned"  # run.json's key of the settings a tuning stage chose; a run without it was not tuned
+
+
+def run_identity(config: TrainConfig, dataset: str, partition_sha256: str, tuned: dict | None = None) -> dict:
     """What makes two runs the same run: a checkpoint or a finished run.json must match it (an
-    availability trace by its content, not its path)."""
+    availability trace by its content, not its path). `tuned`: the settings a tuning stage chose for
+    the run (`train-many --chosen`), recorded as such under "tuned" (absent for a run not tuned)."""
     identity = {"config": config_dict(config), "dataset": dataset, "partition_sha256": partition_sha256}
+    if tuned:
+        identity[TUNED] = tuned
     if config.availability_trace is not None:
         trace = Path(config.availability_trace)
         if not trace.is_file():

@@ -98,10 +98,15 @@ def client_initial_states(
 
 
 def prepare_run(
-    config: TrainConfig, dataset: Dataset, partition: Partition, partition_sha256: str, trainer: Trainer | None
+    config: TrainConfig,
+    dataset: Dataset,
+    partition: Partition,
+    partition_sha256: str,
+    trainer: Trainer | None,
+    tuned: dict | None = None,
 ) -> RunContext:
     """Check the run, build its model from the seed and put the data on the device. The process-wide
-    switches are the command's (`runtime.configure_process`)."""
+    switches are the command's (`runtime.configure_process`); `tuned`, the settings tuning chose."""
     device = choose_device(config.device)
     model = build_model(config.model, dataset.info, config.seed).to(device)
     model_bytes = state_bytes(model)
@@ -114,7 +119,7 @@ def prepare_run(
     held = None if partition.validation is None else torch.from_numpy(partition.validation).to(device)
     return RunContext(
         config,
-        run_identity(config, dataset.info.name, partition_sha256),
+        run_identity(config, dataset.info.name, partition_sha256, tuned),
         device,
         model,
         normalize(dataset.test_images.to(device), dataset.info),

@@ -47,8 +47,10 @@ class Simulation:
         out: Path,
         partition_sha256: str = "",
         trainer: Trainer | None = None,
+        tuned: dict | None = None,
     ):
-        self.context = prepare_run(config, dataset, partition, partition_sha256, trainer)
+        """`tuned`: the settings a tuning stage chose for this run, which run.json records as such."""
+        self.context = prepare_run(config, dataset, partition, partition_sha256, trainer, tuned)
         self.config, self.out, self.strategy = config, Path(out), self.context.strategy
         self.state = fresh_state(self.context, dataset.info, partition.num_clients)
         self.stop_reason = ""
