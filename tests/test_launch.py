@@ -282,6 +282,37 @@ def test_train_many_makes_each_run_as_asyncfl_train_alone(partition, lone_run, t
     assert capsys.readouterr().out.count("already finished") == 2
 
 
+def test_a_finished_run_deleted_by_a_failed_jobs_cleanup_comes_back_only_intact_and_the_same(
+    partition, tmp_path, capsys
+):
+    """Snakemake deletes a failed job's outputs, a packed job's finished runs among them: the run's kept
+    hard links bring it back untrained, but only this run's, sealed and matching their hashes."""
+    out = tmp_path / "run"
+    assert main(train_argv(partition, out, 4)) == 0
+    finished = {name: (out / name).read_bytes() for name in (*RUN_OUTPUTS, "run.json")}
+
+    def cleanup() -> None:  # what Snakemake does to a failed job's declared outputs
+        for name in finished:
+            (out / name).unlink()
+
+    cleanup()
+    capsys.readouterr()
+    assert main(train_argv(partition, out, 4)) == 0
+    assert "already finished" in capsys.readouterr().out
+    assert {name: (out / name).read_bytes() for name in finished} == finished  # run.json too: not retrained
+    cleanup()
+    with open(out / ".finished/metrics.csv", "a") as damaged:
+        damaged.write("1,2\n")
+    assert main(train_argv(partition, out, 4)) == 0
+    assert "already finished" not in capsys.readouterr().out  # trained again, to the same bytes
+    assert outputs(out) == {name: finished[name] for name in RUN_OUTPUTS}
+    cleanup()
+    assert main(train_argv(partition, out, 5)) == 0  # another run: the kept one is not it
+    assert "already finished" not in capsys.readouterr().out
+    assert json.loads((out / "run.json").read_text())["rounds_completed"] == 5
+    assert json.loads((out / ".finished/run.json").read_text())["rounds_completed"] == 5
+
+
 def test_a_tuned_runs_choice_is_recorded_as_such_and_makes_it_another_run(partition, tmp_path, capsys):
     """run.json says which settings the tuning stage chose ("tuned"); a run without them is not that
     run, so its folder is not taken for it."""

@@ -95,6 +95,34 @@ def test_a_trace_under_a_variant_is_an_input_of_its_severity_jobs(tmp_path):
     assert len(jobs) == 3 and all(str(trace) in job.split("output:")[0] for job in jobs)
 
 
+def test_a_failed_severity_job_keeps_the_runs_it_finished(tmp_path):
+    """Snakemake deletes every output of a failed job: the AFL run this severity's job finished before
+    its diverging variant failed is deleted with it. The rerun restores it from its kept hard links,
+    checked against its sealed run.json, instead of training it again (the same run.json: not retrained)."""
+    config = yaml.safe_load(QUICK_CONFIG.read_text())
+    sweep = config["experiments"]["digits_stragglers"]
+    sweep.pop("tune")
+    sweep.update(algorithms=["afl", "sync-bad"], seeds=[0], severities={"sigma0": {"speed_sigma": 0.0}})
+    sweep.update(variants={"sync-bad": {"optimizer": "sgd", "gamma0": 1e12}}, budget={"virtual_time": 8})
+    config["experiments"] = {"small": sweep}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    targets = [f"results/small/severities/sigma0/{name}/J5/seed0/run.json" for name in ("afl", "sync-bad")]
+    failed = snakemake(*targets, "--cores", "1", "--configfile", str(tmp_path / "config.yaml"), workdir=tmp_path)
+    assert failed.returncode != 0 and "training loss is" in failed.stdout + failed.stderr
+    afl = tmp_path / "results/small/severities/sigma0/afl/J5/seed0"
+    assert not (afl / "run.json").exists()  # deleted by Snakemake with the failed job's other outputs
+    kept = (afl / ".finished/run.json").read_bytes()
+    sweep["variants"]["sync-bad"] = {"gamma0": 0.01}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    rerun = snakemake(*targets, "--cores", "1", "--configfile", str(tmp_path / "config.yaml"), workdir=tmp_path)
+    assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
+    assert (afl / "run.json").read_bytes() == kept
+    assert "seed0: this run already finished" in (tmp_path / "logs/train/small/sigma0.log").read_text()
+    assert sorted(path.name for path in afl.iterdir()) == sorted(
+        [".finished", ".lock", "evaluations.csv", "events.csv", "metrics.csv", "model.pt", "run.json", "timings.csv"]
+    )  # nothing else left behind
+
+
 def test_lint_is_clean():
     result = snakemake("--lint")
     assert result.returncode == 0 and "Congratulations" in result.stdout + result.stderr, result.stdout + result.stderr

@@ -16,7 +16,7 @@ from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
 from asyncfl.files import sha256
 from asyncfl.models import build_model
-from asyncfl.runs.folder import clear_unfinished, finished_run, move_aside, owned
+from asyncfl.runs.folder import clear_unfinished, finished_run, keep_finished, move_aside, owned, restore_finished
 from asyncfl.runs.record import run_identity
 from asyncfl.sim.checks import checked_parts
 from asyncfl.sim.engine import Simulation
@@ -71,13 +71,18 @@ def train_run(
     partition_sha256 = sha256(partition_path)
     with owned(out):
         moved_to = move_aside(out) if force else None
-        finished = finished_run(out, run_identity(config, dataset, partition_sha256, tuned))
+        identity = run_identity(config, dataset, partition_sha256, tuned)
+        if not force:
+            restore_finished(out, identity)  # a finished run a failed job's cleanup deleted
+        finished = finished_run(out, identity)
         if finished:
+            keep_finished(out)
             return TrainedFolder(finished, True, None)
         clear_unfinished(out)
         if threads:
             torch.set_num_threads(threads)  # the job's CPUs, and the same reduction order everywhere
         configure_process(config.precision)
         data = dataset_once(dataset, root)
-        simulation = Simulation(config, data, partition, out, partition_sha256, tuned=tuned)
-        return TrainedFolder(simulation.run(), False, moved_to)
+        summary = Simulation(config, data, partition, out, partition_sha256, tuned=tuned).run()
+        keep_finished(out)
+        return TrainedFolder(summary, False, moved_to)

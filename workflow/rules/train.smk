@@ -38,7 +38,8 @@ rule train:
 
 # A severity sweep trains many small runs: one job per severity trains all of its runs (algorithms and
 # variants × seeds) in one process, `asyncfl train-many`, each run exactly as `asyncfl train` alone
-# would. A job that is killed leaves each unfinished run's checkpoint; runs it had finished train again.
+# would. A job that is killed leaves each unfinished run's checkpoint; the runs it had finished, which
+# Snakemake deletes with a failed job's outputs, come back from their kept links (docs/outputs.md).
 # Jobs that train several runs are the longest: they start first (priority), so that none is left to
 # run alone at the end while the other cores idle.
 for sweep in SWEEPS:

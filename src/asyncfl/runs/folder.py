@@ -9,13 +9,14 @@ killed run never leaves a stale lock behind (flock works across nodes on NFSv4 s
 import fcntl
 import json
 import os
+import shutil
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from asyncfl.files import sha256
+from asyncfl.files import sha256, temporary_sibling
 from asyncfl.runs.record import TUNED, read_run_record, utc_now
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import CHECKPOINT, EVALUATIONS, MODEL, RUN_OUTPUTS, RUN_RECORD, TIMINGS
@@ -23,6 +24,8 @@ from asyncfl.spec.layout import CHECKPOINT, EVALUATIONS, MODEL, RUN_OUTPUTS, RUN
 LOCK = ".lock"
 REPLACED = "replaced"  # --force moves a folder's old outputs into replaced/TIMESTAMP/
 MOVABLE = (*RUN_OUTPUTS, RUN_RECORD, TIMINGS, CHECKPOINT, EVALUATIONS)
+KEPT = ".finished"  # hard links to a finished run's files, which outlive a failed job's cleanup
+KEPT_FILES = (*RUN_OUTPUTS, TIMINGS, EVALUATIONS, RUN_RECORD)  # run.json last: it vouches for the rest
 
 
 @contextmanager
@@ -99,5 +102,44 @@ def move_aside(out: Path) -> Path | None:
 
 
 def clear_unfinished(out: Path) -> None:
-    """Before a run starts or resumes where no finished run is: no model.pt may outlive its run.json."""
+    """Before a run starts or resumes where no finished run is: no model.pt may outlive its run.json,
+    and no kept copy its run (a log opened afresh must not truncate a file it shares an inode with)."""
     (out / MODEL).unlink(missing_ok=True)
+    shutil.rmtree(out / KEPT, ignore_errors=True)
+
+
+def keep_finished(out: Path) -> None:
+    """Hard-link a finished run's files into `out/.finished/`. Snakemake deletes every output of a job
+    that fails, so a job training several runs (`train-many`) that fails in its last run would lose
+    the runs it finished; `restore_finished` puts them back, checked, instead of training them again.
+    Links cost no space; where the filesystem has none, nothing is kept and such runs train again."""
+    kept = out / KEPT
+    shutil.rmtree(kept, ignore_errors=True)
+    try:
+        kept.mkdir()
+        for name in KEPT_FILES:
+            if (out / name).is_file():
+                os.link(out / name, kept / name)
+    except OSError:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+def restore_finished(out: Path, identity: dict) -> bool:
+    """Put back the files of this very run, finished, where its run.json is gone (a failed job's
+    cleanup) and the kept copy is sealed, of this run (`identity`) and matches its hashes; a kept copy
+    of another run, or a damaged one, is left alone, and the run trains as it would without it."""
+    kept = out / KEPT
+    if (out / RUN_RECORD).exists() or not (kept / RUN_RECORD).is_file():
+        return False
+    try:
+        if finished_run(kept, identity) is None:
+            return False
+    except InputError:
+        return False
+    for name in KEPT_FILES:
+        if (kept / name).is_file() and not ((out / name).exists() and os.path.samefile(kept / name, out / name)):
+            link = temporary_sibling(out / name, ".link")  # a rename onto the same file would do nothing
+            link.unlink(missing_ok=True)
+            os.link(kept / name, link)
+            os.replace(link, out / name)
+    return True
