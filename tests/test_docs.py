@@ -60,3 +60,13 @@ def test_every_relative_link_names_a_file(page):
         if "://" in link:
             continue
         assert (page.parent / link).exists(), f"{page}: link to {link}, which does not exist"
+
+
+REPOSITORY_PATH = re.compile(r"`((?:tests|src|workflow|config|peers|docs)/[\w./-]+\.(?:py|smk|yaml|md|sh))`")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_file_a_page_names_in_code_exists(page):
+    """A file named as `tests/…/test_x.py` (say, as the test that shows a claim) still exists."""
+    missing = [path for path in REPOSITORY_PATH.findall(page.read_text()) if not (REPO / path).exists()]
+    assert not missing, f"{page.name} names {missing}, which do not exist"

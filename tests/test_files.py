@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncfl.files import append_whole, open_log, publish_folder, write_json
+from asyncfl.files import append_whole, open_log, publish_folder, write_json, written_together
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import strict_json_loads
 
@@ -134,3 +134,25 @@ def test_a_folder_where_a_set_member_goes_is_refused_before_any_write(tmp_path):
     with pytest.raises(InputError, match="SUMS is a folder"):
         publish_folder(out, SET, write_set("new"))
     assert contents(out) == {SET[0]: "old", SET[2]: "old"} and [p.name for p in tmp_path.iterdir()] == ["archive"]
+
+
+def test_outputs_written_together_all_change_or_none(tmp_path):
+    paths = [tmp_path / "figures/a.png", tmp_path / "tables/b.csv", tmp_path / "c.json"]
+    for path in paths:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("old")
+    with pytest.raises(OSError) as raised, written_together(paths) as temporaries:
+        temporaries[paths[0]].write_text("new")
+        raise OSError(errno.ENOSPC, "No space left on device", str(temporaries[paths[1]]))
+    assert raised.value.filename == str(paths[1])  # the name asked for, not its temporary
+    assert [path.read_text() for path in paths] == ["old"] * 3
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.png", "b.csv", "c.json", "figures", "tables"]
+    paths[1].unlink()
+    paths[1].mkdir()
+    with pytest.raises(InputError, match="b.csv is a folder"), written_together(paths):
+        pytest.fail("refused before the block runs")
+    paths[1].rmdir()
+    with written_together(paths) as temporaries:
+        for path in paths:
+            temporaries[path].write_text("new")
+    assert [path.read_text() for path in paths] == ["new"] * 3

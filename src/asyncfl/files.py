@@ -39,6 +39,33 @@ def atomic_path(path: Path) -> Iterator[Path]:
             tmp.unlink(missing_ok=True)
 
 
+@contextmanager
+def written_together(paths: list[Path]) -> Iterator[dict[Path, Path]]:
+    """Temporaries for several outputs of one command (its figures, tables and choice), renamed onto
+    their names only once the block has written them all: a command that fails part way (a bad input,
+    a full disk) leaves every output as it was, never some new beside some old. Unlike
+    `publish_folder`, the outputs may lie in several folders that other commands' outputs share; each
+    rename is atomic, and only a kill between the last few renames could leave a mix."""
+    paths = [Path(path) for path in paths]
+    for path in paths:
+        check_output(path)
+    temporaries = {path: temporary_sibling(path) for path in paths}
+    try:
+        for path, tmp in temporaries.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.unlink(missing_ok=True)  # never written through a planted symlink: see atomic_path
+        yield temporaries
+        for path, tmp in temporaries.items():
+            os.replace(tmp, path)
+    except OSError as error:  # name the file the user asked for, not its temporary sibling
+        asked = {str(tmp): str(path) for path, tmp in temporaries.items()}
+        raise OSError(error.errno, error.strerror, asked.get(str(error.filename), error.filename)) from None
+    finally:
+        for tmp in temporaries.values():
+            with suppress(OSError):
+                tmp.unlink(missing_ok=True)
+
+
 def temporary_sibling(path: Path, kind: str = ".tmp") -> Path:
     """`.NAME.PID.tmp` beside `path`, NAME shortened where needed, so it fits wherever `path` fits."""
     suffix = f".{os.getpid()}{kind}"
@@ -145,9 +172,14 @@ def write_text(path: Path, text: str) -> None:
         tmp.write_text(text)
 
 
+def json_text(data: Any) -> str:
+    """Strict JSON (no NaN or Infinity) with sorted keys, so equal data gives equal bytes."""
+    return strict_json_dumps(data, indent=1, sort_keys=True) + "\n"
+
+
 def write_json(path: Path, data: Any) -> None:
-    """Write strict JSON (no NaN or Infinity) with sorted keys, so equal data gives equal bytes."""
-    write_text(path, strict_json_dumps(data, indent=1, sort_keys=True) + "\n")
+    """Write `json_text(data)` atomically."""
+    write_text(path, json_text(data))
 
 
 def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:

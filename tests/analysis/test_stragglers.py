@@ -171,3 +171,17 @@ def test_repeated_or_impossible_targets_are_refused_before_anything_is_written(s
     with pytest.raises(InputError, match="target accuracy") as error:
         draw_straggler_claim(runs, [stats], SEVERITIES, targets, BUDGET, tmp_path / "out", "x")
     assert "\n" not in str(error.value) and not (tmp_path / "out").exists()
+
+
+def test_the_figures_and_tables_are_written_together_or_not_at_all(sweep, tmp_path):
+    """The verdicts' CSV cannot be written (a folder stands there): no figure is written either, and
+    the outputs of the previous call stay as they were, not half replaced."""
+    _, runs, stats = sweep
+    written = draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path, "old")
+    before = {path: path.read_bytes() for path in written}
+    (tmp_path / "straggler_verdicts.csv").unlink()
+    (tmp_path / "straggler_verdicts.csv").mkdir()
+    with pytest.raises(InputError, match="straggler_verdicts.csv is a folder"):
+        draw_straggler_claim(runs, [stats], SEVERITIES, [0.5, 0.3], BUDGET, tmp_path, "new")
+    assert all(path.read_bytes() == before[path] for path in written if path.is_file())
+    assert not [path.name for path in tmp_path.iterdir() if path.name.startswith(".")]

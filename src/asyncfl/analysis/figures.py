@@ -20,10 +20,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure as MatplotlibFigure  # noqa: E402
 
 from asyncfl.analysis import drawers  # noqa: E402
 from asyncfl.analysis.drawers import Drawing  # noqa: E402
-from asyncfl.files import atomic_path, sha256  # noqa: E402
+from asyncfl.files import sha256, written_together  # noqa: E402
 from asyncfl.runs.record import check_run_identity, verify_run_files  # noqa: E402
 from asyncfl.spec.catalogue import Figure, Scope, catalogued, scope_figures  # noqa: E402
 from asyncfl.spec.config import SETTING_READERS, SYSTEM_MODEL  # noqa: E402
@@ -192,35 +193,55 @@ def draw_figures(
     for algorithm in figures[0].compares if emulation else ():
         if algorithm not in set(drawing.reference.algorithm):
             raise InputError(f"no {algorithm} run with J = {reference_j} among --runs; add one to draw {emulation}")
-    written = []
+    drawn = []
     for figure in figures:
         heading = f"{title}: {figure.title}"
         if len(heading) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * figure.panels:  # it would be cut at the edges
             heading = f"{title}:\n{figure.title}"
         height = figure.height + figure.height_per_client * stats["clients"]
         draw = partial(getattr(drawers, figure.key), drawing=drawing)  # the drawer named by the figure's key
-        written += save_figure(draw, figure, height, heading, Path(out) / figure.name)
+        drawn.append(drawn_figure(draw, figure, height, heading, Path(out) / figure.name))
+    written = [path for each in drawn for path in each.paths()]
+    with written_together(written) as temporaries:  # every figure drawn before any is written
+        write_figures(drawn, temporaries)
     return written
 
 
-def save_figure(draw: Callable[[Any], None], figure: Figure, height: float, title: str, stem: Path) -> list[Path]:
-    """Draw one figure and write it as STEM.png (300 dpi) and STEM.pdf (no creation date: same bytes)."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
+class DrawnFigure(NamedTuple):
+    """A figure drawn in memory and the stem its PNG and PDF are written under (`write_figures`)."""
+
+    figure: MatplotlibFigure
+    stem: Path
+
+    def paths(self) -> list[Path]:
+        return [self.stem.with_suffix(".png"), self.stem.with_suffix(".pdf")]
+
+
+def drawn_figure(draw: Callable[[Any], None], figure: Figure, height: float, title: str, stem: Path) -> DrawnFigure:
+    """Draw one catalogued figure in memory: nothing is written yet."""
     width = COLUMN_WIDTH * figure.panels
     fig, axes = plt.subplots(figure.rows, figure.panels, figsize=(width, min(height, 9)), layout="constrained")
-    draw(axes)
+    try:
+        draw(axes)
+    except BaseException:
+        plt.close(fig)
+        raise
     fig.suptitle(title, fontsize="medium")
-    written = []
-    for suffix, options in ((".png", {"dpi": 300}), (".pdf", {"metadata": {"CreationDate": None}})):
-        with atomic_path(stem.with_suffix(suffix)) as tmp:  # a full disk leaves no truncated figure
-            fig.savefig(tmp, format=suffix[1:], **options)
-        written.append(stem.with_suffix(suffix))
-    plt.close(fig)
-    return written
+    return DrawnFigure(fig, Path(stem))
 
 
-def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> list[Path]:
-    """The paper's sampling claim on real client updates: variance of the mean of J updates."""
+def write_figures(drawn: list[DrawnFigure], temporaries: dict[Path, Path]) -> None:
+    """Write each drawn figure as PNG (300 dpi) and PDF (no creation date: same bytes) to the
+    temporaries of `files.written_together`, and close it."""
+    for fig, stem in drawn:
+        for suffix, options in ((".png", {"dpi": 300}), (".pdf", {"metadata": {"CreationDate": None}})):
+            fig.savefig(temporaries[stem.with_suffix(suffix)], format=suffix[1:], **options)
+        plt.close(fig)
+
+
+def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> DrawnFigure:
+    """The paper's sampling claim on real client updates: variance of the mean of J updates (drawn,
+    for `theory` to write with its table)."""
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9, rc={"legend.fontsize": "small"})
     colours = dict(zip(("without replacement", "with replacement"), sns.color_palette("colorblind", 2), strict=True))
 
@@ -239,4 +260,4 @@ def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> list[P
         ax.legend(fontsize="x-small")
 
     figure = catalogued("sampling_variance")
-    return save_figure(draw, figure, figure.height, f"{title}: {figure.title}", Path(out) / figure.name)
+    return drawn_figure(draw, figure, figure.height, f"{title}: {figure.title}", Path(out) / figure.name)

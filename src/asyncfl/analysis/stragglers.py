@@ -22,10 +22,10 @@ import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
 from asyncfl.analysis.advantage import draw_advantage, matched_cells  # noqa: E402
-from asyncfl.analysis.figures import load_partitions, load_runs, save_figure  # noqa: E402
+from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
 from asyncfl.analysis.panels import ALGORITHM_COLOURS  # noqa: E402
 from asyncfl.analysis.verdicts import verdict_lines, verdict_table  # noqa: E402
-from asyncfl.files import atomic_path  # noqa: E402
+from asyncfl.files import written_together  # noqa: E402
 from asyncfl.fl.algorithms import make_strategy  # noqa: E402
 from asyncfl.runs.record import verify_run_files  # noqa: E402
 from asyncfl.spec.catalogue import catalogued  # noqa: E402
@@ -294,25 +294,22 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     stem = Path(out) / claim.name
     in_flight = {name: table_in_flight(trajectories, name) for name in run_names(table)}
     lines = verdict_lines(verdicts[verdicts.target == target], in_flight)
-    written = save_figure(
-        lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, claim.height,
-        f"{title}: {claim.title}", stem,
-    )  # fmt: skip
-    with atomic_path(stem.with_suffix(".csv")) as tmp:
-        table.to_csv(tmp, index=False)
-    verdicts_csv = Path(out) / f"{STRAGGLER_VERDICTS}.csv"
-    with atomic_path(verdicts_csv) as tmp:
-        verdicts.to_csv(tmp, index=False)
     curves = dataclasses.replace(curves, panels=len(severities))
-    written += save_figure(
-        lambda axes: draw_curves(axes, trajectories, severities, target, budget), curves, curves.height,
-        f"{title}: {curves.title}", Path(out) / curves.name,
-    )  # fmt: skip
     cells = matched_cells(verdicts, in_flight)
     advantage = catalogued("async_advantage")
     advantage = dataclasses.replace(advantage, panels=len(targets), height=advantage.height + 0.5 * len(severities))
-    written += save_figure(
-        lambda axes: draw_advantage(axes, cells, severities, in_flight), advantage, advantage.height,
-        f"{title}: {advantage.title}", Path(out) / advantage.name,
-    )  # fmt: skip
-    return [*written, stem.with_suffix(".csv"), verdicts_csv]
+    drawn = [
+        drawn_figure(lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, claim.height,
+                     f"{title}: {claim.title}", stem),
+        drawn_figure(lambda axes: draw_curves(axes, trajectories, severities, target, budget), curves, curves.height,
+                     f"{title}: {curves.title}", Path(out) / curves.name),
+        drawn_figure(lambda axes: draw_advantage(axes, cells, severities, in_flight), advantage, advantage.height,
+                     f"{title}: {advantage.title}", Path(out) / advantage.name),
+    ]  # fmt: skip
+    frames = {stem.with_suffix(".csv"): table, Path(out) / f"{STRAGGLER_VERDICTS}.csv": verdicts}
+    written = [*(path for each in drawn for path in each.paths()), *frames]
+    with written_together(written) as temporaries:  # all drawn and computed first: all written, or none
+        write_figures(drawn, temporaries)
+        for path, frame in frames.items():
+            frame.to_csv(temporaries[path], index=False)
+    return written

@@ -17,11 +17,10 @@ import torch
 
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
-from asyncfl.files import atomic_path, sha256
+from asyncfl.files import sha256, written_together
 from asyncfl.runs.checkpoint import load_failure
 from asyncfl.runs.record import verify_run_files
 from asyncfl.sim.context import RunContext, prepare_run
-from asyncfl.spec.catalogue import catalogued
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import EVENTS, MODEL
@@ -175,11 +174,12 @@ def sampling_variance(
     seeds: int = 5,
 ) -> list[Path]:
     """`asyncfl theory`: the table (sampling_variance.csv) and its figure, from one finished run."""
-    from asyncfl.analysis.figures import draw_sampling_variance
+    from asyncfl.analysis.figures import draw_sampling_variance, write_figures
 
     table = sampling_variance_table(client_updates(Path(run), dataset, root, Path(partition)), draws, seeds)
-    csv = Path(out) / f"{catalogued('sampling_variance').name}.csv"  # the figure's table, beside it
-    csv.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(csv) as tmp:
-        table.to_csv(tmp, index=False, float_format="%.10g")
-    return [csv, *draw_sampling_variance(table, Path(out), title)]
+    drawn = draw_sampling_variance(table, Path(out), title)
+    csv = drawn.stem.with_suffix(".csv")  # the figure's table, beside it
+    with written_together([csv, *drawn.paths()]) as temporaries:
+        table.to_csv(temporaries[csv], index=False, float_format="%.10g")
+        write_figures([drawn], temporaries)
+    return [csv, *drawn.paths()]

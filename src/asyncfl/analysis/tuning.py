@@ -19,9 +19,9 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from asyncfl.analysis.figures import load_partitions, load_runs, save_figure  # noqa: E402
+from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
 from asyncfl.analysis.stragglers import display_name, run_styles, time_grid  # noqa: E402
-from asyncfl.files import atomic_path, write_json  # noqa: E402
+from asyncfl.files import json_text, written_together  # noqa: E402
 from asyncfl.spec.catalogue import catalogued  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.tuning import point_label  # noqa: E402
@@ -151,10 +151,13 @@ def select(runs: list[Path], partition_stats: list[Path], grid: dict[str, list[d
     figure = catalogued("tuning")
     heading = f"{title}: {figure.title}" + (f"\nchoice on the grid's edge for {', '.join(on_edge)}" if on_edge else "")
     stem = Path(out) / figure.name
-    written = save_figure(
+    drawn = drawn_figure(
         lambda axes: draw_tuning(axes, table, grid, chosen, target, budget), figure, figure.height, heading, stem
     )
-    with atomic_path(stem.with_suffix(".csv")) as tmp:
-        table.to_csv(tmp, index=False)
-    write_json(chosen_path, {"chosen": chosen, "on_edge": on_edge, "target_accuracy": target, "budget": budget})
-    return [*written, stem.with_suffix(".csv"), Path(chosen_path)]
+    choice = {"chosen": chosen, "on_edge": on_edge, "target_accuracy": target, "budget": budget}
+    written = [*drawn.paths(), stem.with_suffix(".csv"), Path(chosen_path)]
+    with written_together(written) as temporaries:  # the choice never stands beside another choice's figure
+        write_figures([drawn], temporaries)
+        table.to_csv(temporaries[stem.with_suffix(".csv")], index=False)
+        temporaries[Path(chosen_path)].write_text(json_text(choice))
+    return written
