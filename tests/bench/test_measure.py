@@ -97,9 +97,19 @@ def test_sweep_counts_client_updates_under_budgets():
     0.001 + 1 = 46 s, ⌈5 × 10,000 / 46⌉ = 1,087 and ⌈7 × 10,000 / 46⌉ = 1,522."""
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     assert sweep_updates(config) == {
-        "cnn": 324_000 + 15 * (7 * 1_091 + 3 * 1_528),
-        "resnet20": 37_800 + 15 * (7 * 1_087 + 3 * 1_522),
+        "runs": {"cnn": 324_000 + 15 * (7 * 1_091 + 3 * 1_528), "resnet20": 37_800 + 15 * (7 * 1_087 + 3 * 1_522)},
+        "tuning": {},  # the paper-scale sweeps choose no setting
     }
+
+
+def test_the_sweep_projection_counts_the_tuning_runs():
+    """The quick config's straggler sweep tunes γ0 at 2 points × 8 run names × 1 tuning seed, at its
+    first severity, each run estimated as its final runs are (⌈M × T / one dispatch⌉ of a client of the
+    paper's size less the validation split: 1 epoch × 6,000 × 0.8 samples × 0.01 s + 1 s = 49 s, T =
+    30 s): 5 names at M or J = 5, ⌈3.06⌉ = 4, and 3 at M = 7, ⌈4.29⌉ = 5."""
+    updates = sweep_updates(yaml.safe_load(QUICK_CONFIG.read_text()))
+    assert updates["tuning"] == {"mlp": 2 * (5 * 4 + 3 * 5)}
+    assert updates["runs"]["mlp"] > updates["tuning"]["mlp"]
 
 
 def test_paper_round_runs_the_real_engine(tmp_path):
@@ -133,6 +143,6 @@ def test_engine_overhead_runs_rounds_with_a_null_trainer(tmp_path, world):
 def test_the_sweep_projection_reads_the_projects_own_configs():
     """`--sweep .test/config/quick.yaml` failed to unpack the MLP's (missing) paper shape: every model a
     sweep can train now has one, and every experiment, severities included, is counted."""
-    quick = load_sweep(QUICK_CONFIG)
+    quick = load_sweep(QUICK_CONFIG)["runs"]
     assert set(quick) == {"resnet20", "mlp"} and all(count > 0 for count in quick.values())  # no CNN since 2026-11-27
-    assert set(load_sweep(REPO / "config/config.yaml")) >= {"cnn", "resnet20"}
+    assert set(load_sweep(REPO / "config/config.yaml")["runs"]) >= {"cnn", "resnet20"}

@@ -19,8 +19,8 @@ import torch
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import experiment_runs, run_settings
 from asyncfl.spec.names import ASYNCHRONOUS, MODELS, base_algorithm
+from asyncfl.spec.plan import plan_workflow
 from asyncfl.spec.yaml_files import read_yaml
 
 CLIENTS, PER_ROUND, EPOCHS = 10, 5, 10
@@ -66,7 +66,7 @@ def round_walls(shape: PaperShape, trainer: str, device: torch.device, quick: bo
         return synthetic_run(dataset, partition, settings, Path(scratch)).training_rounds()
 
 
-def load_sweep(path: Path) -> dict[str, int]:
+def load_sweep(path: Path) -> dict[str, dict[str, int]]:
     """Client updates per model of the workflow config at `path`, checked as the workflow checks it."""
     from asyncfl.spec.experiments import check_workflow_config
 
@@ -81,18 +81,19 @@ def load_sweep(path: Path) -> dict[str, int]:
         ) from None
 
 
-def sweep_updates(config: dict) -> dict[str, int]:
-    """Client updates the sweep trains, per model: budgets at reference_J, rounds × J elsewhere, and
-    the estimate of `run_updates` for the runs of a severity sweep, at every severity."""
-    totals: dict[str, int] = {}
-    reference_j = config["reference_J"]
-    for experiment in config["experiments"].values():
-        for severity in experiment.get("severities") or [None]:
-            for algorithm, j, _ in experiment_runs(experiment, reference_j):
-                settings = run_settings(experiment, algorithm, j, reference_j, severity)
-                kept = 1 - experiment.get("validation_fraction", 0)  # the clients' share of the training set
-                updates = run_updates(settings, base_algorithm(algorithm), j, experiment["clients"], kept)
-                totals[experiment["model"]] = totals.get(experiment["model"], 0) + updates
+def sweep_updates(config: dict) -> dict[str, dict[str, int]]:
+    """Client updates the sweep trains, per stage and model: "runs", every run the workflow plans
+    (budgets at reference_J, rounds × J elsewhere, `run_updates`' estimate under a virtual-time
+    budget, at every severity), and "tuning", the runs of the experiments' `tune:` grids."""
+    totals: dict[str, dict[str, int]] = {"runs": {}, "tuning": {}}
+    for name, plan in plan_workflow(config).experiments.items():
+        experiment = config["experiments"][name]
+        kept = 1 - experiment.get("validation_fraction", 0)  # the clients' share of the training set
+        stages = {"runs": plan.runs, "tuning": plan.tuning.runs if plan.tuning else ()}
+        for stage, runs in stages.items():
+            for run in runs:
+                updates = run_updates(run.settings, base_algorithm(run.name), run.j, experiment["clients"], kept)
+                totals[stage][experiment["model"]] = totals[stage].get(experiment["model"], 0) + updates
     return totals
 
 
@@ -134,8 +135,9 @@ def paper_round_bench(device: torch.device, quick: bool, trainers: tuple[str, ..
                 }
             )
     updates = load_sweep(Path(sweep))
-    best = {m: min(r["paper_seconds_per_round"] for r in rows if r["model"] == m) / PER_ROUND for m in updates}
-    hours = {m: round(updates[m] * best[m] / 3600, 2) for m in updates}
+    per_update = {m: min(r["paper_seconds_per_round"] for r in rows if r["model"] == m) / PER_ROUND for m in MODELS}
+    models = sorted({model for stage in updates.values() for model in stage})
+    hours = {m: round(sum(stage.get(m, 0) for stage in updates.values()) * per_update[m] / 3600, 2) for m in models}
     return {
         "rounds": rows,
         "sweep": str(sweep),
@@ -152,9 +154,10 @@ def format_paper_rounds(result: dict, device: torch.device) -> str:
             f"  {row['model']:9} {row['trainer']:11} {row['paper_seconds_per_round']:10.3f} s per round"
             + (note if row["extrapolated"] else "")
         )
-    hours = result["sweep_device_hours"]
+    hours, updates = result["sweep_device_hours"], result["sweep_client_updates"]
+    tuning = sum(updates["tuning"].values())
     lines.append(
-        f"{result['sweep']}: {sum(result['sweep_client_updates'].values()):,} client updates → "
-        f"{hours['total']} device-hours at the fastest trainer per model ({device})"
+        f"{result['sweep']}: {sum(updates['runs'].values()) + tuning:,} client updates ({tuning:,} of them "
+        f"tuning runs) → {hours['total']} device-hours at the fastest trainer per model ({device})"
     )
     return "\n".join(lines)
