@@ -79,14 +79,14 @@ def test_packed_runs_train_in_jobs_of_pack_runs_that_ask_for_their_runtime(tmp_p
     assert runs[1]["settings"]["seed"] == 0 and runs[1]["settings"]["algorithm"] == "fedbuff"
 
 
-def test_a_trace_under_a_variant_is_an_input_of_its_severity_jobs(tmp_path):
-    """A trace set under a variant (or a severity) is declared as an input of the jobs whose runs read
-    it, so editing it makes them again; it used to be read from `train:` only."""
+def test_a_trace_under_a_severity_is_an_input_of_the_severity_jobs(tmp_path):
+    """A trace set under a severity is declared as an input of the sweep's jobs (its own among them), so
+    editing it makes them again; it used to be read from `train:` only."""
     trace = tmp_path / "trace.csv"
     trace.write_text("client,start,end\n" + "".join(f"{c},0,1000\n" for c in range(10)))
     config = yaml.safe_load(QUICK_CONFIG.read_text())
     sweep = config["experiments"]["digits_stragglers"]
-    sweep["variants"]["sync-deadline"].update(availability="trace", availability_trace=str(trace))
+    sweep["severities"]["sigma1"].update(availability="trace", availability_trace=str(trace))
     config["experiments"] = {"digits_stragglers": sweep}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake("-n", "--configfile", str(tmp_path / "config.yaml"), workdir=tmp_path)

@@ -138,6 +138,14 @@ def sweep_edited(edit) -> dict:
         (lambda e: e["algorithms"].append("sync-late"), "digits_stragglers.algorithms: unknown name 'sync-late'"),
         (lambda e: e["variants"]["sync-deadline"].update(max_staleness=3), "variants.sync-deadline.*max_staleness"),
         (lambda e: e["variants"]["sync-deadline"].update(seed=3), "variants.sync-deadline.seed is set by the work"),
+        (
+            lambda e: e["variants"]["sync-deadline"].update(speed_sigma=0.5),
+            "variants.sync-deadline.speed_sigma changes the clients' world, which every run of a severity shares",
+        ),
+        (
+            lambda e: e["variants"]["sync-deadline"].update(population="mobile"),
+            "variants.sync-deadline.population changes the clients' world",
+        ),
         (lambda e: e["severities"]["sigma1"].update(rounds=3), "severities.sigma1.rounds is set by the workflow"),
         (lambda e: e["severities"]["sigma1"].update(speed_sigma=-1), "severity sigma1.*speed_sigma must be"),
         (lambda e: e["severities"].update({"a/b": {}}), "severities.'a/b': a severity's name is a folder"),
@@ -183,17 +191,17 @@ def test_a_run_of_a_sweep_has_its_severitys_and_its_variants_settings():
     assert plain["speed_sigma"] == 1.0 and plain["max_staleness"] == 4 and "round_deadline" not in plain
 
 
-def test_a_trace_under_a_variant_or_severity_is_the_experiments_and_checked_while_parsing(tmp_path):
-    """A trace read by a severity's or a variant's runs is an input of their jobs (an edit makes them
-    again), and a trace naming a client the experiment lacks fails while parsing, not in the job."""
+def test_a_trace_under_a_severity_is_the_experiments_and_checked_while_parsing(tmp_path):
+    """A trace read by a severity's runs is an input of their jobs (an edit makes them again), and a
+    trace naming a client the experiment lacks fails while parsing, not in the job."""
     good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
     good.write_text("client,start,end\n0,0,100\n3,0,50\n")
     bad.write_text("client,start,end\n0,0,100\n10,0,50\n")
 
-    def with_traces(variant_trace, severity_trace):
+    def with_traces(first_trace, second_trace):
         def edit(e):
-            e["variants"]["sync-deadline"].update(availability="trace", availability_trace=str(variant_trace))
-            e["severities"]["sigma1"].update(availability="trace", availability_trace=str(severity_trace))
+            e["severities"]["sigma0"].update(availability="trace", availability_trace=str(first_trace))
+            e["severities"]["sigma1"].update(availability="trace", availability_trace=str(second_trace))
 
         return sweep_edited(edit)
 

@@ -27,7 +27,7 @@ from asyncfl.analysis.drawers import Drawing  # noqa: E402
 from asyncfl.files import sha256, written_together  # noqa: E402
 from asyncfl.runs.record import check_run_identity, verify_run_files  # noqa: E402
 from asyncfl.spec.catalogue import Figure, Scope, catalogued, scope_figures  # noqa: E402
-from asyncfl.spec.config import SETTING_READERS, SYSTEM_MODEL  # noqa: E402
+from asyncfl.spec.config import CLIENTS_WORLD  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads  # noqa: E402
 from asyncfl.spec.layout import EVENTS, METRICS, NPZ_HASH, RUN_DIR, RUN_LOGS  # noqa: E402
@@ -105,7 +105,7 @@ def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
 def clients_world(record: dict) -> dict:
     """The clients' system and world a run was trained in (the settings every algorithm reads, and its
     trace's content): runs drawn in one figure must share it, or the figure compares worlds, not algorithms."""
-    world = {key: record["config"].get(key) for key in SYSTEM_MODEL if key not in SETTING_READERS}
+    world = {key: record["config"].get(key) for key in CLIENTS_WORLD}
     return {**world, "availability_trace": record.get("availability_trace_sha256")}
 
 

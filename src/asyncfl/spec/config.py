@@ -227,6 +227,11 @@ SETTING_READERS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The clients' world every run of a comparison shares (its system model less the settings only some
+# algorithms read, such as open arrivals): a figure or verdict compares algorithms in one world
+CLIENTS_WORLD = tuple(key for key in SYSTEM_MODEL if key not in SETTING_READERS)
+
+
 def check_setting(key: str, value: Any, source: str) -> None:
     """`value` against the rule of config key `key`: for objects that hold a group of keys."""
     (rule,) = [item.metadata["rule"] for item in dataclasses.fields(TrainConfig) if item.name == key]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from asyncfl.spec.config import (
+    CLIENTS_WORLD,
     MAX_SEED,
     SETTING_READERS,
     applies,
@@ -144,6 +145,12 @@ def check_variants(key: str, experiment: dict[str, Any]) -> None:
         if name not in experiment["algorithms"]:
             raise InputError(f"{key}.variants.{name} is not listed under {key}.algorithms; list it or remove it")
         check_owned(f"{key}.variants.{name}", settings)
+        world = [setting for setting in settings if setting in CLIENTS_WORLD]
+        if world:
+            raise InputError(
+                f"{key}.variants.{name}.{world[0]} changes the clients' world, which every run of a severity "
+                "shares (its verdicts compare algorithms in one world); set it under severities: or train:"
+            )
 
 
 def check_owned(key: str, settings: dict[str, Any]) -> None:
