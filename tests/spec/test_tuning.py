@@ -2,7 +2,6 @@
 planner makes of it."""
 
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
@@ -61,14 +60,19 @@ def test_the_planner_makes_one_tuning_job_at_the_first_severity_on_the_tuning_se
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02, 0.01]}}, None, "lists 0.01 twice"),
         ({"seeds": [10], "grid": {"round_deadline": [2.0, 4.0]}}, None, "variants.sync-deadline sets round_deadline"),
         ({"seeds": [10], "grid": {"concurrency": [5, 7]}}, None, "variants.afl-m7 sets concurrency"),
-        ({"seeds": [10], "grid": {"speed_sigma": [0.5, 1.0]}}, None, "severities.sigma0 sets speed_sigma"),
+        ({"seeds": [10], "grid": {"speed_sigma": [0.5, 1.0]}}, None, "speed_sigma is the clients' world"),
         ({"seeds": [10], "by_algorithm": {"sync-partial": {"round_deadline": [2.0, 4.0]}}}, None,
          "variants.sync-partial sets round_deadline"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "by_algorithm": {"afl": {"gamma0": [0.1, 0.2]}}}, None,
          "tune.grid sets gamma0"),
+        ({"seeds": [10], "by_algorithm": {"afl": {"latency_median": [1.0, 2.0]}}}, None,
+         "by_algorithm.afl.latency_median is the clients' world, not a setting of an algorithm"),
+        ({"seeds": [10], "grid": {"availability_trace": ["a.csv", "b.csv"]}}, None,
+         "grid.availability_trace is the clients' world"),
     ],
     ids=["shared-seeds", "one-value", "no-validation", "bad-value", "unknown-severity", "unknown-name", "owned",
-         "repeated", "variant-key", "variant-m", "severity-key", "own-variant-key", "both-grids"],
+         "repeated", "variant-key", "variant-m", "severity-key", "own-variant-key", "both-grids", "world",
+         "world-trace"],
 )  # fmt: skip
 def test_a_bad_tune_block_is_refused_in_one_line(tune, drop, message):
     config = with_tune(**tune)
@@ -77,6 +81,13 @@ def test_a_bad_tune_block_is_refused_in_one_line(tune, drop, message):
     with pytest.raises(InputError, match=message) as error:
         check_workflow_config(config)
     assert "\n" not in str(error.value)
+
+
+def test_a_grid_over_a_key_a_severity_sets_is_refused():
+    config = with_tune(seeds=[10], grid={"local_epochs": [1, 2]})
+    config["experiments"]["digits_stragglers"]["severities"]["sigma1"]["local_epochs"] = 2
+    with pytest.raises(InputError, match="severities.sigma1 sets local_epochs, and a grid over it would change"):
+        check_workflow_config(config)
 
 
 def test_tune_belongs_to_severity_sweeps():
@@ -95,26 +106,6 @@ def test_a_grid_value_becomes_one_safe_folder_name_whatever_it_holds():
         assert label.startswith("availability_trace_h") and "/" not in label and ".." not in label
     assert point_label({"a": "../x"}) != point_label({"a": "../y"})
     assert len(point_label({f"k{i}": "x" * 32 for i in range(20)})) <= MAX_LABEL
-
-
-def test_a_grid_over_traces_plans_every_folder_inside_and_makes_the_traces_inputs(tmp_path):
-    traces = []
-    for name in ("a", "b"):
-        (tmp_path / "deep" / name).mkdir(parents=True)
-        trace = tmp_path / "deep" / name / "trace.csv"
-        trace.write_text("client,start,end\n" + "".join(f"{c},0,1000\n" for c in range(10)))
-        traces.append(str(tmp_path / "deep" / name / ".." / name / "trace.csv"))
-    config = with_tune(seeds=[10], grid={"availability_trace": traces})
-    experiment = config["experiments"]["digits_stragglers"]
-    experiment["train"]["availability"] = "trace"
-    experiment["train"]["availability_trace"] = traces[0]
-    check_workflow_config(config)
-    plan = plan_workflow(config)["digits_stragglers"]
-    assert plan.tuning is not None
-    for run in plan.tuning.runs:
-        relative = Path(run.folder).relative_to("results/digits_stragglers/tuning")
-        assert ".." not in relative.parts and len(relative.parts) == 4  # point/name/J/seed
-    assert set(traces) <= set(plan.traces)  # the tuning job reads them: they are its inputs
 
 
 def test_train_many_applies_only_a_point_of_the_runs_grid(tmp_path):

@@ -231,12 +231,10 @@ def check_budget_owned(key: str, experiment: dict[str, Any]) -> None:
 
 
 def experiment_traces(experiment: dict[str, Any]) -> list[str]:
-    """The availability traces an experiment's runs read, wherever a block names one (`train:`, a
-    severity, a variant, a tuning grid): each is an input of the jobs whose runs read it."""
-    tune = experiment.get("tune", {})
-    grids = [tune.get("grid", {}), *tune.get("by_algorithm", {}).values()]
+    """The availability traces an experiment's runs read, wherever a block names one (`train:` or a
+    severity: a variant or a tuning grid may not change the clients' world): each is an input of the
+    jobs whose runs read it."""
     traces = [settings.get("availability_trace") for _, settings in settings_blocks("", experiment)]
-    traces += [value for grid in grids for value in grid.get("availability_trace", [])]
     return sorted({str(trace) for trace in traces if trace is not None})
 
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from asyncfl.spec.config import applies, check_concurrency, make_config
+from asyncfl.spec.config import CLIENTS_WORLD, applies, check_concurrency, make_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import BUDGET_KEYS, check_owned, decimal_text, first_repeated, run_settings
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads
@@ -95,6 +95,11 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
         for setting, values in grid.items():
             if setting in (*BUDGET_KEYS.values(), "eval_every_updates", "eval_every_seconds"):
                 raise InputError(f"{where}.{setting}: the budget and the time grid are the experiment's, not tuned")
+            if setting in CLIENTS_WORLD:
+                raise InputError(
+                    f"{where}.{setting} is the clients' world, not a setting of an algorithm: each run name "
+                    "would choose its own world; set it under severities: or train:"
+                )
             if len(values) < 2:
                 raise InputError(
                     f"{where}.{setting} has one value: a grid needs two or more (a fixed value goes under train:)"
