@@ -4,11 +4,10 @@ round withdraws."""
 
 import pytest
 
-from asyncfl.sim.clock import run_virtual
 from asyncfl.sim.context import prepare_run
 from asyncfl.sim.dispatcher import Dispatcher, no_client_online
 from asyncfl.sim.engine import fresh_state
-from asyncfl.sim.events import Event, Kind
+from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.outcomes import progress_bound
 from asyncfl.sim.state import Job
@@ -21,7 +20,7 @@ SIZES = [4, 4, 4, 4, 4, 4]
 
 
 def dispatched(settings: dict, scenario, trace_rows: list[str] | None = None, tmp_path=None):
-    """Run `scenario(dispatcher)` on a fresh run's dispatcher inside the virtual clock; return its result."""
+    """Run `scenario(dispatcher)` on a fresh run's dispatcher on the virtual clock; return its result."""
     if trace_rows is not None:
         trace = tmp_path / "trace.csv"
         trace.write_text("client,start,end\n" + "\n".join(trace_rows) + "\n")
@@ -33,21 +32,14 @@ def dispatched(settings: dict, scenario, trace_rows: list[str] | None = None, tm
     check = SelfCheck.of(state, strategy, progress_bound(strategy.arrivals_per_round, strategy.initial_clients))
     buffer: list[tuple[Job, LocalResult]] = []
 
-    async def main():
-        dispatcher = Dispatcher(context, state, buffer, check)
-        try:
-            return await scenario(dispatcher)
-        finally:
-            await dispatcher.events.stop()
-
-    return run_virtual(main())
+    return scenario(Dispatcher(context, state, buffer, check, EventQueue(state.now)))
 
 
 def test_a_request_dispatches_distinct_idle_clients_and_schedules_their_arrivals():
-    async def scenario(dispatcher):
+    def scenario(dispatcher):
         dispatcher.request(3)
         jobs = list(dispatcher.state.outstanding.values())
-        arrivals = [await dispatcher.events.next() for _ in jobs]
+        arrivals = [dispatcher.events.next() for _ in jobs]
         return dispatcher, jobs, arrivals
 
     dispatcher, jobs, arrivals = dispatched({"clients_per_round": 3}, scenario)
@@ -61,7 +53,7 @@ def test_a_request_dispatches_distinct_idle_clients_and_schedules_their_arrivals
 
 
 def test_a_synchronous_round_never_draws_a_client_that_has_reported_in_it():
-    async def scenario(dispatcher):
+    def scenario(dispatcher):
         dispatcher.request(2)
         first = min(dispatcher.state.outstanding.values(), key=lambda job: job.key)
         dispatcher.arrived(first)
@@ -75,7 +67,7 @@ def test_a_synchronous_round_never_draws_a_client_that_has_reported_in_it():
 
 
 def test_with_replacement_every_client_is_a_candidate_even_in_flight():
-    async def scenario(dispatcher):
+    def scenario(dispatcher):
         dispatcher.request(3)
         return dispatcher.picker.candidates()
 
@@ -85,11 +77,11 @@ def test_with_replacement_every_client_is_a_candidate_even_in_flight():
 def test_dispatches_that_find_no_online_client_wait_and_the_loop_wakes_when_one_comes_online(tmp_path):
     rows = ["0,5.0,100.0", "1,7.0,100.0"]  # nobody online before 5 s
 
-    async def scenario(dispatcher):
+    def scenario(dispatcher):
         dispatcher.request(2)
         waiting = dispatcher.state.waiting
-        wake = await dispatcher.events.next()
-        dispatcher.on_server_event(wake)
+        wake = dispatcher.events.next()
+        dispatcher.on_wake(wake)
         return waiting, wake, dict(dispatcher.state.outstanding), dispatcher.state.waiting
 
     waiting, wake, outstanding, still_waiting = dispatched({"clients_per_round": 2}, scenario, rows, tmp_path)
@@ -99,7 +91,7 @@ def test_dispatches_that_find_no_online_client_wait_and_the_loop_wakes_when_one_
 
 
 def test_withdraw_frees_every_client_out_and_forgets_what_waits():
-    async def scenario(dispatcher):
+    def scenario(dispatcher):
         dispatcher.request(2)
         dispatcher.state.waiting = 1
         jobs = dispatcher.withdraw()
@@ -111,9 +103,9 @@ def test_withdraw_frees_every_client_out_and_forgets_what_waits():
 
 
 def test_a_round_with_a_deadline_schedules_it_after_its_dispatches():
-    async def scenario(dispatcher):
+    def scenario(dispatcher):
         dispatcher.start_round(2)
-        events = [await dispatcher.events.next() for _ in range(3)]
+        events = [dispatcher.events.next() for _ in range(3)]
         return events, dispatcher.state.deadline_at
 
     events, deadline_at = dispatched({"algorithm": "sync", "clients_per_round": 2, "round_deadline": 2.5}, scenario)
@@ -126,7 +118,7 @@ def test_a_round_with_a_deadline_schedules_it_after_its_dispatches():
 
 
 def test_open_arrivals_send_no_replacements():
-    async def scenario(dispatcher):
+    def scenario(dispatcher):
         return dispatcher.closed_loop(3)
 
     assert dispatched({"clients_per_round": 2}, scenario) == 3

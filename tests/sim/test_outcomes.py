@@ -58,9 +58,9 @@ def test_a_deadline_round_aggregates_those_in_time_and_an_abandoned_round_change
     abandoned = []
     real = Simulation.on_deadline
 
-    def watched(self, logs):
+    def watched(self, event, logs):
         before = (self.state.version, digest(self.state.global_model), self.unaggregated.abandoned_rounds)
-        over = real(self, logs)
+        over = real(self, event, logs)
         if self.unaggregated.abandoned_rounds > before[2]:
             abandoned.append((before[:2], (self.state.version, digest(self.state.global_model))))
         return over

@@ -1,6 +1,6 @@
-"""Who is dispatched when (docs/design.md "Training"): the clients the server sends out, the asyncio
-tasks that stand for them on the virtual clock, and the server's own events (a client coming online,
-a Poisson check-in). The engine (`engine.Simulation`) serves what arrives.
+"""Who is dispatched when (docs/design.md "Training"): the clients the server sends out, their
+arrivals scheduled on the virtual clock, and the server's own events (a client coming online, a
+Poisson check-in), each with its handler. The engine (`engine.Simulation`) serves what arrives.
 """
 
 from collections import Counter
@@ -31,12 +31,17 @@ class Dispatcher:
     """
 
     def __init__(
-        self, context: RunContext, state: SimulationState, buffer: list[tuple[Job, LocalResult]], check: SelfCheck
+        self,
+        context: RunContext,
+        state: SimulationState,
+        buffer: list[tuple[Job, LocalResult]],
+        check: SelfCheck,
+        events: EventQueue,
     ):
         self.context, self.state, self.buffer, self.check = context, state, buffer, check
         self.in_flight: Counter[int] = Counter()
         self.picker = ClientPicker(context, state, self.in_flight, buffer)
-        self.events = EventQueue()
+        self.events = events
         self.desk = CheckInDesk(self)
         self.wakeups: set[float] = set()
 
@@ -125,14 +130,19 @@ class Dispatcher:
         if state.waiting:
             self.wake_when_online()
 
-    def on_server_event(self, event: Event) -> None:
-        """A client came online (dispatch what waits), or one checked in (`CheckInDesk`)."""
+    def on_wake(self, event: Event) -> bool:
+        """A client came online: dispatch what waits for one (never the run's end)."""
         self.state.now = event.time
         self.wakeups.discard(event.time)
-        if event.kind == Kind.CHECK_IN:
-            self.desk.serve(event)
-        else:
-            self.request(0)
+        self.request(0)
+        return False
+
+    def on_check_in(self, event: Event) -> bool:
+        """A client checked in (`CheckInDesk`; never the run's end)."""
+        self.state.now = event.time
+        self.wakeups.discard(event.time)
+        self.desk.serve(event)
+        return False
 
 
 class CheckInDesk:

@@ -1,10 +1,10 @@
-"""The federated-learning simulation: a server and asyncio clients on a virtual clock (docs/design.md "Training").
+"""The federated-learning simulation: a server and its clients on a virtual clock (docs/design.md "Training").
 
-One event loop serves every algorithm: clients are dispatched with the global model of the
-current version v and arrive after their virtual duration; the server takes arrivals in
-(arrival time, client, dispatch index) order, and the algorithm's strategy says how many
-arrivals make a round, how they combine and how many clients to dispatch next. Staleness
-τ = version at aggregation − version at dispatch.
+One event loop (`events.EventQueue`, a handler per event kind here) serves every algorithm: clients
+are dispatched with the global model of the current version v and arrive after their virtual
+duration; the server takes arrivals in (arrival time, client, dispatch index) order, and the
+algorithm's strategy says how many arrivals make a round, how they combine and how many clients to
+dispatch next. Staleness τ = version at aggregation − version at dispatch.
 
 Training is lazy: a dispatch only records a job; the first time a result is needed, every job
 not yet trained is trained in one call, which lets a vectorised trainer batch the clients in
@@ -13,18 +13,19 @@ byte-identical outputs.
 """
 
 import dataclasses
+import functools
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
 from asyncfl.runs.checkpoint import load_checkpoint, save_checkpoint
 from asyncfl.runs.logs import RunLogs
-from asyncfl.sim.clock import run_virtual
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.ending import stop_condition, warn_of_starved, write_outputs
-from asyncfl.sim.events import Kind
+from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.grid import EvaluationGrid
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.open_round import OpenRound
@@ -62,38 +63,47 @@ class Simulation:
         self.round: OpenRound
         self.grid: EvaluationGrid
 
-    async def serve(self, logs: RunLogs) -> None:
-        state, dispatcher = self.state, self.dispatcher
-        dispatcher.start()
-        self.grid.start()
-        try:
-            while True:
-                event = await dispatcher.events.next()
-                job = event.job
-                if job is None:
-                    if event.kind == Kind.EVALUATE and logs.evaluations is not None:
-                        self.grid.on_event(event, logs.evaluations)
-                    elif event.kind != Kind.DEADLINE:
-                        dispatcher.on_server_event(event)
-                    elif event.time == state.deadline_at and self.on_deadline(logs):  # else its round closed earlier
-                        return
-                    continue
-                if job.key not in state.outstanding:  # discarded when its round closed
-                    continue
-                self.check.on_arrival(job, self.context.system, int(self.context.sizes[job.client]))
-                state.now = job.arrival_time
-                dispatcher.arrived(job)
-                if job.lost:
-                    self.round.lose(job)
-                elif self.round.take(job) and (self.aggregate(logs) or self.next_round(logs)):
-                    return
-        finally:
-            await dispatcher.events.stop()
+    def handlers(self, logs: RunLogs) -> dict[Kind, Callable[[Event], bool]]:
+        """The handler of each kind of event; each returns True when the run is over."""
+        return {
+            Kind.WAKE: self.dispatcher.on_wake,
+            Kind.CHECK_IN: self.dispatcher.on_check_in,
+            Kind.ARRIVAL: functools.partial(self.on_arrival, logs=logs),
+            Kind.DEADLINE: functools.partial(self.on_deadline, logs=logs),
+            Kind.EVALUATE: functools.partial(self.grid.on_event, log=logs.evaluations),
+        }
 
-    def on_deadline(self, logs: RunLogs) -> bool:
-        """The open synchronous round's deadline: aggregate what arrived, or abandon the round below the
-        reports it needs; True when the run is over."""
-        self.state.now = self.state.deadline_at or self.state.now
+    def serve(self, logs: RunLogs) -> None:
+        """Serve the run's events in order, each by its kind's handler, until one ends the run."""
+        handlers = self.handlers(logs)
+        self.dispatcher.start()
+        self.grid.start()
+        events = self.dispatcher.events
+        while True:
+            event = events.next()
+            if handlers[event.kind](event):
+                return
+
+    def on_arrival(self, event: Event, logs: RunLogs) -> bool:
+        """A dispatch ended: its update joins the open round (which may aggregate), or it was lost."""
+        state, job = self.state, event.job
+        assert job is not None  # an arrival's event carries its dispatch
+        if job.key not in state.outstanding:  # discarded when its round closed
+            return False
+        self.check.on_arrival(job, self.context.system, int(self.context.sizes[job.client]))
+        state.now = job.arrival_time
+        self.dispatcher.arrived(job)
+        if job.lost:
+            self.round.lose(job)
+            return False
+        return self.round.take(job) and (self.aggregate(logs) or self.next_round(logs))
+
+    def on_deadline(self, event: Event, logs: RunLogs) -> bool:
+        """The open synchronous round's deadline (unless its round closed earlier): aggregate what
+        arrived, or abandon the round below the reports it needs; True when the run is over."""
+        if event.time != self.state.deadline_at:
+            return False
+        self.state.now = self.state.deadline_at
         if self.round.has_reports() and self.aggregate(logs):
             return True
         return self.next_round(logs)
@@ -139,13 +149,13 @@ class Simulation:
         bound = progress_bound(self.strategy.arrivals_per_round, self.strategy.initial_clients)
         self.check = SelfCheck.of(self.state, self.strategy, bound)
         buffer: list[tuple[Job, LocalResult]] = []
-        self.dispatcher = Dispatcher(self.context, self.state, buffer, self.check)
+        self.dispatcher = Dispatcher(self.context, self.state, buffer, self.check, EventQueue(self.state.now))
         self.unaggregated = Unaggregated(self.state, self.check, self.dispatcher.withdraw)
         self.round = OpenRound(self.context, self.state, buffer, self.dispatcher, self.unaggregated, self.out)
         self.grid = EvaluationGrid(self.context, self.state, self.dispatcher)
         logs = open_logs(self.context, self.out, resumed[1] if resumed else None, self.state.version)
         try:
-            run_virtual(self.serve(logs), start=self.state.now)
+            self.serve(logs)
             if logs.evaluations is not None:
                 self.grid.catch_up(logs.evaluations)
             texts = logs.settled_texts()

@@ -1,23 +1,41 @@
-"""The server's inbox (docs/design.md "Training"): every event as (time, kind, order, job), ordered as
-SimPy's `Environment.schedule` orders its events, by virtual time, then priority, then insertion
-order within one priority; here the order within a kind is the event's own (an arrival's client and
-dispatch index, a check-in's index), so that it never depends on when the event was scheduled.
+"""The simulation's own event loop (docs/design.md "Training"), SimPy's core as the model: a heap of
+scheduled events, `at` to schedule one, `next` to step the virtual clock to the next, and the engine
+holds a handler per event kind. Time jumps from event to event: a run costs only its compute.
 
-At one virtual time: a client coming online first (a check-in or a dispatch at that time may go to
-it), then a check-in, then the arrivals by client and dispatch, then a round's deadline (an arrival
-at the deadline is in time), then a time-grid evaluation (of the model every other event at t left).
+Events are ordered as SimPy's `Environment.schedule` orders its events, by virtual time, then
+priority, then an order of their own (an arrival's client and dispatch index, a check-in's index), so
+that it never depends on when the event was scheduled. At one virtual time: a client coming online
+first (a check-in or a dispatch at that time may go to it), then a check-in, then the arrivals by
+client and dispatch, then a round's deadline (an arrival at the deadline is in time), then a
+time-grid evaluation (of the model every other event at t left).
+
+The clock steps as the asyncio loop this replaced stepped (so every run's bytes are unchanged): it
+jumps to the earliest scheduled time and makes due, as one batch, every event scheduled before
+`RESOLUTION` past it; an event scheduled while a batch is served joins a later batch, even at the
+same time. Far out (from about 1e7 s), where adding `RESOLUTION` rounds to the time itself, the clock
+goes one float past it, so a step always makes progress; nothing scheduled with work still waiting is
+a deadlock, an error rather than a hang.
 """
 
-import asyncio
+import heapq
+import itertools
+import math
+import time
 from enum import IntEnum
 from typing import NamedTuple
 
-from asyncfl.sim.clock import sleep_until
 from asyncfl.sim.state import Job
+
+# The clock resolution asyncio read from time.monotonic: events within it of the clock form one batch
+RESOLUTION = time.get_clock_info("monotonic").resolution
+
+
+class SimulationDeadlock(RuntimeError):
+    """The engine waits for an event and none is scheduled."""
 
 
 class Kind(IntEnum):
-    """An event's priority among those at one virtual time."""
+    """An event's priority among those at one virtual time; each has a handler in the engine."""
 
     WAKE = 0  # a client the server waits for comes online
     CHECK_IN = 1  # a Poisson check-in (arrivals: poisson)
@@ -38,34 +56,40 @@ class Event(NamedTuple):
 
 
 class EventQueue:
-    """The inbox and the asyncio tasks that fill it: each event waits, as a task on the virtual clock,
-    until its time, then joins the inbox, which the engine serves in `Event` order.
+    """The scheduled events of one run and its virtual clock.
 
     Attributes:
-        inbox: the events due, in `Event` order.
-        tasks: the tasks of the events still pending (clients in flight, the server's own events).
+        now: the clock: the time of the batch being served.
+        scheduled: events not yet due, as (time, insertion count, event).
+        due: the batch being served, in `Event` order.
     """
 
-    def __init__(self) -> None:
-        self.inbox: asyncio.PriorityQueue[Event] = asyncio.PriorityQueue()
-        self.tasks: set[asyncio.Task] = set()
+    def __init__(self, start: float) -> None:
+        self.now = start
+        self.scheduled: list[tuple[float, int, Event]] = []
+        self.due: list[Event] = []
+        self.count = itertools.count()
 
     def at(self, event: Event) -> None:
-        """Schedule `event` at its virtual time."""
+        """Schedule `event` at its virtual time (one already past is due in the next batch)."""
+        heapq.heappush(self.scheduled, (event.time, next(self.count), event))
 
-        async def due() -> None:
-            await sleep_until(event.time)
-            self.inbox.put_nowait(event)
+    def next(self) -> Event:
+        """The next event in order, the clock stepped to its batch where the current one is served."""
+        if not self.due:
+            self.step()
+        return heapq.heappop(self.due)
 
-        task = asyncio.get_running_loop().create_task(due())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+    def step(self) -> None:
+        """Jump the clock to the earliest scheduled time and make its batch due."""
+        if not self.scheduled:
+            raise SimulationDeadlock("the simulation waits for an event and none is scheduled")
+        first = self.scheduled[0][0]
+        self.now = max(self.now, first if first < first + RESOLUTION else math.nextafter(first, math.inf))
+        end = self.now + RESOLUTION
+        while self.scheduled and self.scheduled[0][0] < end:
+            heapq.heappush(self.due, heapq.heappop(self.scheduled)[2])
 
-    async def next(self) -> Event:
-        return await self.inbox.get()
-
-    async def stop(self) -> None:
-        """Cancel every event still pending."""
-        for task in self.tasks:
-            task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+    def __len__(self) -> int:
+        """Events scheduled or due, not yet served."""
+        return len(self.scheduled) + len(self.due)

@@ -37,15 +37,18 @@ class EvaluationGrid:
     def schedule(self, index: int) -> None:
         self.dispatcher.events.at(Event(self.time(index), Kind.EVALUATE, (index,)))
 
-    def on_event(self, event: Event, log: CsvLog) -> None:
+    def on_event(self, event: Event, log: CsvLog | None) -> bool:
         """Evaluate the model standing at the event's instant, and schedule the next one while anything
-        else can still happen (a run with nothing pending would wait for ever: the clock says so)."""
+        else can still happen (a run with nothing pending would wait for ever: the clock says so).
+        Never the run's end."""
+        assert log is not None  # evaluations.csv is open wherever the grid schedules events
         self.state.now = event.time
         (index,) = event.order
         self.evaluate(index, log)
         state = self.state
         if state.outstanding or state.waiting or self.context.world.checkins is not None:
             self.schedule(index + 1)
+        return False
 
     def catch_up(self, log: CsvLog) -> None:
         """At the run's end, the instants at its last aggregation's time, which its final model stands at
