@@ -54,3 +54,54 @@ def test_an_import_against_the_order_is_found(tmp_path):
     source.write_text("from asyncfl.spec.config import make_config\n\n\ndef f():\n    import asyncfl.sim.engine\n")
     assert violations(source, "runs") == ["asyncfl.sim.engine (sim)"]
     assert violations(source, "analysis") == []
+
+
+def test_the_simulation_runs_its_own_loop_and_only_the_world_asks_who_is_online():
+    """No asyncio under sim/ (its event loop is sim/events.py's), and no module but the world tests
+    whether availability is on: the others ask the world (`always_online`, `online_test`, `next_eligible`)."""
+    for path in sorted((PACKAGE / "sim").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        modules |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        assert "asyncio" not in modules, path.name
+        if path.name != "world.py":
+            assert "availability is None" not in path.read_text(), path.name
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every module of the package → the package's modules it imports, at any depth."""
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(("asyncfl", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
+        graph[name] = {
+            module
+            for module in imported(path)
+            if (PACKAGE / module.split(".", 1)[1].replace(".", "/")).with_suffix(".py").exists()
+        }
+    return graph
+
+
+def cycle_in(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of `graph` (functions' own imports included), or [] where there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> list[str]:
+        state[node] = 1
+        for other in sorted(graph.get(node, ())):
+            if state.get(other) == 1:
+                return [*path[path.index(other) :], other]
+            if other not in state and (found := visit(other, [*path, other])):
+                return found
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node, [node])):
+            return found
+    return []
+
+
+def test_no_module_imports_itself_through_others():
+    """Even through an import inside a function, which hides a cycle from Python's import order."""
+    assert cycle_in(module_graph()) == []
+    assert cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]

@@ -6,13 +6,8 @@ import pytest
 import yaml
 
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import (
-    WORKFLOW_OWNED,
-    check_config_files,
-    check_workflow_config,
-    experiment_traces,
-    run_settings,
-)
+from asyncfl.spec.experiments import WORKFLOW_OWNED, experiment_traces, run_settings
+from asyncfl.spec.workflow_config import check_config_files, check_workflow_config
 from conftest import QUICK_CONFIG, REPO
 
 QUICK = yaml.safe_load((QUICK_CONFIG).read_text())

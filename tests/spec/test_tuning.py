@@ -7,9 +7,9 @@ import pytest
 import yaml
 
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import check_workflow_config
 from asyncfl.spec.plan import TUNING, plan_workflow
 from asyncfl.spec.tuning import MAX_LABEL, check_choice, point_label, tuned_names, tuning_points
+from asyncfl.spec.workflow_config import check_workflow_config
 from conftest import QUICK_CONFIG
 
 QUICK = yaml.safe_load(QUICK_CONFIG.read_text())

@@ -10,8 +10,8 @@ SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
 from asyncfl.spec.yaml_files import with_numbers
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import (
-    NAME,
+from asyncfl.spec.experiments import NAME
+from asyncfl.spec.workflow_config import (
     check_config_files,
     check_workflow_config,
     record_command,

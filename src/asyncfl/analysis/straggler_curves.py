@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from asyncfl.analysis.stragglers import display_name, run_names, run_styles
+from asyncfl.analysis.run_styles import display_name, run_names, run_styles
 
 
 def mean_curves(trajectories: pd.DataFrame) -> pd.DataFrame:

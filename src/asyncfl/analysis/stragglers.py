@@ -23,7 +23,8 @@ from matplotlib.axes import Axes  # noqa: E402
 
 from asyncfl.analysis.advantage import draw_advantage, matched_cells  # noqa: E402
 from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
-from asyncfl.analysis.panels import ALGORITHM_COLOURS  # noqa: E402
+from asyncfl.analysis.run_styles import display_name, run_names, run_styles  # noqa: E402
+from asyncfl.analysis.straggler_curves import draw_curves  # noqa: E402
 from asyncfl.analysis.verdicts import verdict_lines, verdict_table  # noqa: E402
 from asyncfl.files import written_together  # noqa: E402
 from asyncfl.fl.algorithms import make_strategy  # noqa: E402
@@ -33,15 +34,6 @@ from asyncfl.spec.config import applies, make_config  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.experiments import check_targets  # noqa: E402
 from asyncfl.spec.layout import EVALUATIONS, STRAGGLER_VERDICTS  # noqa: E402
-from asyncfl.spec.names import ALGORITHMS, base_algorithm  # noqa: E402
-
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-# An algorithm's own runs solid, its variants dashed, dotted, …: six styles, so that synchronous FL and
-# its five variants of config/claim.yaml each have their own
-LineStyle = str | tuple[int, tuple[int, ...]]
-VARIANT_LINES: tuple[LineStyle, ...] = (
-    "-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2))
-)  # fmt: skip
 
 
 def severity_of(run: Path) -> str:
@@ -190,30 +182,6 @@ def time_to_stay(run: pd.DataFrame, target: float) -> float:
     return float(run.virtual_time.iloc[below[-1] + 1 if len(below) else 0]) if len(run) else math.nan
 
 
-def run_names(table: pd.DataFrame) -> list[str]:
-    """The run names in the figures' one order: by algorithm (`names.ALGORITHMS`), each before its variants."""
-    order = list(ALGORITHMS)
-    return sorted(set(table.algorithm), key=lambda name: (order.index(base_algorithm(name)), name))
-
-
-def run_styles(names: list[str]) -> dict[str, tuple[LineStyle, dict]]:
-    """Each run name's line style and marker style, one for all the sweep's figures: its algorithm's
-    colour, its own marker; an algorithm's own runs solid, its variants dashed, dotted, …"""
-    styles, variants_seen = {}, dict[str, int]()
-    for index, name in enumerate(names):
-        base = base_algorithm(name)
-        line = VARIANT_LINES[variants_seen.setdefault(base, 0) % len(VARIANT_LINES)]
-        variants_seen[base] += 1
-        marker = MARKERS[index % len(MARKERS)]
-        styles[name] = (line, {"color": ALGORITHM_COLOURS[base], "marker": marker, "ms": 3.5, "lw": 1})
-    return styles
-
-
-def display_name(name: str) -> str:
-    base = base_algorithm(name)
-    return ALGORITHMS[base] + (f": {name.split('-', 1)[1].replace('_', ' ')}" if name != base else "")
-
-
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per (severity, run name): seeds, seeds that reached the target, the mean and sd of their times,
     and the mean and sd of the accuracy at the budget."""
@@ -277,8 +245,6 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     the claim's numbers, one row per run, as straggler_claim.csv, and every paired comparison at each
     of `targets` (the first: the figures' target) as straggler_verdicts.csv (`settings`: each
     severity's, by name, in the figures' order)."""
-    from asyncfl.analysis.straggler_curves import draw_curves
-
     check_targets("--target-accuracy and --other-targets", targets)  # before anything is read or written
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     target = targets[0]

@@ -20,7 +20,8 @@ import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
 from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
-from asyncfl.analysis.stragglers import display_name, run_styles, time_grid  # noqa: E402
+from asyncfl.analysis.run_styles import display_name, run_styles  # noqa: E402
+from asyncfl.analysis.stragglers import time_grid  # noqa: E402
 from asyncfl.files import json_text, written_together  # noqa: E402
 from asyncfl.spec.catalogue import catalogued  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402

@@ -68,7 +68,7 @@ def round_walls(shape: PaperShape, trainer: str, device: torch.device, quick: bo
 
 def load_sweep(path: Path) -> dict[str, dict[str, int]]:
     """Client updates per model of the workflow config at `path`, checked as the workflow checks it."""
-    from asyncfl.spec.experiments import check_workflow_config
+    from asyncfl.spec.workflow_config import check_workflow_config
 
     config = read_yaml(path)
     try:

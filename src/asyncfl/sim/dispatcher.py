@@ -176,11 +176,7 @@ class CheckInDesk:
         arrival = min((job.arrival_time for job in self.state.outstanding.values()), default=NEVER)
         online = NEVER  # with M in flight, only an arrival frees a place
         if len(self.state.outstanding) < self.cap:
-            online = (
-                now
-                if self.world.availability is None
-                else self.world.next_online(self.dispatcher.picker.candidates(), now)
-            )
+            online = self.world.next_eligible(self.dispatcher.picker.candidates(), now)
         if arrival == NEVER and online == NEVER:
             no_client_online(now, len(self.dispatcher.picker.candidates()), len(self.dispatcher.context.sizes))
         return self.checkins.first_after(index, arrival, online)

@@ -7,7 +7,6 @@ rank is found from that list alone. What a million clients cost a dispatch is th
 
 from collections import Counter
 from collections.abc import Callable
-from functools import partial
 
 import numpy as np
 
@@ -97,9 +96,8 @@ class ClientPicker:
         with it (where some are offline, after a pass over all C to find the online ones)."""
         world, now, clients, rng = self.context.world, self.state.now, len(self.context.sizes), self.state.rng
         if not self.context.config.replacement:
-            online = None if world.availability is None else partial(world.online, t=now)
-            return draw_idle(rng, clients, self.excluded(), count, online)
-        if world.availability is None:
+            return draw_idle(rng, clients, self.excluded(), count, world.online_test(now))
+        if world.always_online:
             return rng.integers(clients, size=min(count, clients))
         pool = world.online(self.candidates(), now)
         take = min(count, len(pool))

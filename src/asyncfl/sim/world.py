@@ -3,7 +3,9 @@ online when, which dispatches are lost, and when clients check in. Every part is
 off it changes no number a run computes.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -39,6 +41,20 @@ class World:
     def open_loop(self) -> bool:
         """Clients check in by themselves (Poisson arrivals): the server never dispatches to replace one."""
         return self.checkins is not None
+
+    @property
+    def always_online(self) -> bool:
+        """Every client is online at every time (availability off): the draws need no test."""
+        return self.availability is None
+
+    def online_test(self, t: float) -> Callable[[np.ndarray], np.ndarray] | None:
+        """`online` at `t` for a draw to filter its candidates with; None where everyone is online."""
+        return None if self.availability is None else partial(self.online, t=t)
+
+    def next_eligible(self, clients: np.ndarray, t: float) -> float:
+        """The first time from `t` at which one of `clients` may be drawn: `t` itself where every client
+        is always online, else the next time one comes online (inf: none ever does)."""
+        return t if self.availability is None else self.availability.first_online(clients, t)
 
     def is_online(self, client: int, t: float) -> bool:
         return self.availability is None or self.availability.is_online(client, t)

@@ -7,9 +7,7 @@ Kept free of heavy imports, like `names`.
 """
 
 import math
-import os
 import re
-import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -298,34 +296,3 @@ def decimal_text(value: float) -> str:
     """A number in plain decimals, as file names and the alpha wildcard spell it (1e-06 → 0.000001;
     0.5 and 1.0 and 2 as Python writes them)."""
     return str(value) if isinstance(value, int) else np.format_float_positional(value, trim="0")
-
-
-def check_config_files(paths: list[str]) -> None:
-    """The config files are archived under config/BASENAME: two with one base name would collide
-    there, at the very end of the workflow; refused while it parses instead."""
-    names: dict[str, str] = {}
-    for path in paths:
-        name = os.path.basename(path)
-        if name in names and os.path.abspath(names[name]) != os.path.abspath(path):
-            raise InputError(
-                f"--configfile {names[name]} and {path} have one base name, {name}, under which the archive "
-                "keeps each config; rename one of them"
-            )
-        names[name] = path
-
-
-def check_workflow_config(config: dict[str, Any]) -> None:
-    """Every check of the workflow's configuration the schema cannot make; raises InputError."""
-    for dataset in config.get("data", {}).get("roots", {}):
-        check_choice("data.roots", dataset, DATASETS)
-    from asyncfl.spec.tuning import check_tune  # tuning builds on this module's run settings
-
-    for name, experiment in config["experiments"].items():
-        check_experiment(name, experiment, config["reference_J"])
-        check_tune(f"experiments.{name}", experiment, config["reference_J"])
-
-
-def record_command(argv: list[str]) -> None:
-    """Hand the workflow's command line to the archive rule (its provenance) through the environment,
-    as ASYNCFL_WORKFLOW_COMMAND: a rule param would make every new command line re-run the archive."""
-    os.environ["ASYNCFL_WORKFLOW_COMMAND"] = shlex.join(argv)

@@ -168,7 +168,7 @@ def partition_file(experiment: dict[str, Any], seed: int | str, suffix: str = ".
 
 
 def plan_workflow(config: dict[str, Any]) -> WorkflowPlan:
-    """The plan of a validated workflow config (`experiments.check_workflow_config`)."""
+    """The plan of a validated workflow config (`workflow_config.check_workflow_config`)."""
     reference_j, runtime = config["reference_J"], config["resources"]["train"]["runtime"]
     return WorkflowPlan(
         {

@@ -1,0 +1,42 @@
+"""The workflow's configuration as a whole, checked while Snakemake parses it (every experiment, its
+tuning grid, the config files' names), and the command line that ran the workflow, for the archive.
+Apart from `experiments` and `tuning`, which it checks with: tuning builds on the experiments' run
+settings, so neither imports the other's caller."""
+
+import os
+import shlex
+from typing import Any
+
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.experiments import check_choice, check_experiment
+from asyncfl.spec.names import DATASETS
+from asyncfl.spec.tuning import check_tune
+
+
+def check_config_files(paths: list[str]) -> None:
+    """The config files are archived under config/BASENAME: two with one base name would collide
+    there, at the very end of the workflow; refused while it parses instead."""
+    names: dict[str, str] = {}
+    for path in paths:
+        name = os.path.basename(path)
+        if name in names and os.path.abspath(names[name]) != os.path.abspath(path):
+            raise InputError(
+                f"--configfile {names[name]} and {path} have one base name, {name}, under which the archive "
+                "keeps each config; rename one of them"
+            )
+        names[name] = path
+
+
+def check_workflow_config(config: dict[str, Any]) -> None:
+    """Every check of the workflow's configuration the schema cannot make; raises InputError."""
+    for dataset in config.get("data", {}).get("roots", {}):
+        check_choice("data.roots", dataset, DATASETS)
+    for name, experiment in config["experiments"].items():
+        check_experiment(name, experiment, config["reference_J"])
+        check_tune(f"experiments.{name}", experiment, config["reference_J"])
+
+
+def record_command(argv: list[str]) -> None:
+    """Hand the workflow's command line to the archive rule (its provenance) through the environment,
+    as ASYNCFL_WORKFLOW_COMMAND: a rule param would make every new command line re-run the archive."""
+    os.environ["ASYNCFL_WORKFLOW_COMMAND"] = shlex.join(argv)
