@@ -276,8 +276,19 @@ WORLD = (
 )
 
 
+SERVER_ADAM = "server_optimizer: adam\nserver_optimizer_lr: 0.01\n"  # its moments in the checkpoint
+
+
 @pytest.mark.subprocess
-@pytest.mark.parametrize(("trainer", "world"), [("plain", ""), ("vectorised", ""), ("plain", WORLD)])
+@pytest.mark.parametrize(
+    ("trainer", "world"),
+    [
+        ("plain", ""),
+        ("vectorised", ""),
+        ("plain", WORLD),
+        ("plain", "server_optimizer: adam\nserver_optimizer_lr: 0.01\n"),
+    ],
+)
 def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition, trainer, world):
     config = tmp_path / "config.yaml"
     config.write_text(
@@ -307,7 +318,7 @@ def test_resume_after_sigkill_is_byte_identical(tmp_path, digits_partition, trai
     for name in ("metrics.csv", "events.csv", "model.pt"):
         assert (killed_out / name).read_bytes() == (tmp_path / "straight" / name).read_bytes(), name
     assert not (killed_out / "checkpoint.pt").exists()
-    if world:  # the world was really on: dispatches were lost, and logged
+    if world == WORLD:  # the world was really on: dispatches were lost, and logged
         assert any(row["lost"] for row in read_csv(killed_out / "events.csv"))
 
 

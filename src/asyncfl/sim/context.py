@@ -9,6 +9,7 @@ import torch
 
 from asyncfl.data.dataset import Dataset, DatasetInfo, normalize
 from asyncfl.data.partition import Partition
+from asyncfl.fl.server_optimizer import ServerOptimizer
 from asyncfl.fl.strategy import Strategy
 from asyncfl.models import ModelState, build_model
 from asyncfl.runs.record import run_identity
@@ -50,6 +51,7 @@ class RunContext:
     offsets: np.ndarray
     system: ClientSystem
     world: World
+    server_optimizer: ServerOptimizer | None = None  # the server's step on the aggregate (None: the aggregate)
 
     def client_indices(self, client: int) -> torch.Tensor:
         """The client's training indices, a view: one tensor per client would cost each of a million
@@ -136,4 +138,5 @@ def prepare_run(
         partition.offsets,
         system,
         world,
+        ServerOptimizer.of(config, [name for name, _ in model.named_parameters()]),
     )

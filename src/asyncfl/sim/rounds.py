@@ -30,6 +30,8 @@ def folded_round(
     old, starts = state.global_model, [start_of(context, state, job) for job in jobs]
     updates = server_updates(context, state.version, jobs, results, starts)
     new, coefficients = context.strategy.aggregate(old, updates)
+    if context.server_optimizer is not None:  # the server steps on the aggregate's pseudo-gradient
+        new, state.server_moments = context.server_optimizer.step(old, new, state.server_moments)
     check_finite_model(new, state.version, out)
     norm = update_norm(new, old, context.parameter_names)
     sizes = [update.size for update in updates]

@@ -72,6 +72,8 @@ class SimulationState:
     link: LinkBookings | None = None  # the transfers booked on a shared server link (`server_bandwidth`)
     # Σ dispatch_counts, kept as it grows: summing C clients' counts at every dispatch cost O(C)
     dispatched: int = 0
+    # the server optimizer's moments (`fl.server_optimizer`; empty without one)
+    server_moments: dict[str, ModelState] = field(default_factory=dict)
 
     def count_dispatch(self, client: int) -> int:
         """The client's next dispatch index (its dispatches so far), now counted."""
@@ -114,29 +116,33 @@ class SimulationState:
 
     def payload(self, logs: dict[str, str]) -> dict[str, Any]:
         """The checkpoint's content: this state and the logs' text so far, as tensors and plain data."""
-        return {
-            "version": self.version,
-            "now": self.now,
-            "wall_seconds": self.wall_seconds,
-            "dropped": self.dropped,
-            "discarded": self.discarded,
-            "rejected": self.rejected,
-            "deadline_at": self.deadline_at,
-            "waiting": self.waiting,
-            "checkins": self.checkins,
-            "busy_seconds": self.busy_seconds,
-            "uploads": self.uploads,
-            "evaluations": self.evaluations,
-            "started_at": self.started_at,
-            "global_model": self.global_model,
-            "start_models": self.start_models,
-            "client_models": self.client_models,
-            "rng": self.rng.bit_generator.state,
-            "dispatch_counts": self.dispatch_counts.tolist(),
-            "outstanding": [dataclasses.asdict(job) for job in self.outstanding.values()],
-            "results": [{"key": list(key), **dataclasses.asdict(result)} for key, result in self.results.items()],
-            "logs": logs,
-        } | ({"link": dataclasses.asdict(self.link)} if self.link is not None else {})
+        return (
+            {
+                "version": self.version,
+                "now": self.now,
+                "wall_seconds": self.wall_seconds,
+                "dropped": self.dropped,
+                "discarded": self.discarded,
+                "rejected": self.rejected,
+                "deadline_at": self.deadline_at,
+                "waiting": self.waiting,
+                "checkins": self.checkins,
+                "busy_seconds": self.busy_seconds,
+                "uploads": self.uploads,
+                "evaluations": self.evaluations,
+                "started_at": self.started_at,
+                "global_model": self.global_model,
+                "start_models": self.start_models,
+                "client_models": self.client_models,
+                "rng": self.rng.bit_generator.state,
+                "dispatch_counts": self.dispatch_counts.tolist(),
+                "outstanding": [dataclasses.asdict(job) for job in self.outstanding.values()],
+                "results": [{"key": list(key), **dataclasses.asdict(result)} for key, result in self.results.items()],
+                "logs": logs,
+            }
+            | ({"link": dataclasses.asdict(self.link)} if self.link is not None else {})
+            | ({"server_moments": self.server_moments} if self.server_moments else {})
+        )
 
     @classmethod
     def from_payload(cls, checkpoint: dict[str, Any], source: str) -> tuple["SimulationState", dict[str, str]]:
@@ -168,6 +174,7 @@ class SimulationState:
                 outstanding={job.key: job for job in (Job(**{**j, **tuples(j)}) for j in checkpoint["outstanding"])},
                 results={tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]},
                 link=LinkBookings(**checkpoint["link"]) if "link" in checkpoint else None,
+                server_moments=checkpoint.get("server_moments", {}),
             )
             logs = {name: str(checkpoint["logs"][name]) for name in (METRICS, EVENTS, TIMINGS)}
             if EVALUATIONS in checkpoint["logs"]:

@@ -20,6 +20,7 @@ from asyncfl.spec.names import (
     MODELS,
     OPTIMIZERS,
     PRECISIONS,
+    SERVER_OPTIMIZERS,
     TRAINERS,
     UPDATES_PER_ROUND,
 )
@@ -81,6 +82,14 @@ class TrainConfig:
     mixing: float = setting(Group.SERVER, 1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
     fedasync_alpha: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL, read_by=("fedasync",))  # α of α_t = α·s(τ)
     server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff",))  # η_g of fedbuff
+    # the server's own optimizer on the aggregate's pseudo-gradient (fl/server_optimizer.py; Reddi et al.
+    # 2021; project's choice to offer it, off by default); its defaults are the papers' own
+    server_optimizer: str = setting(Group.SERVER, "none", SERVER_OPTIMIZERS)
+    server_optimizer_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, at_most=1e6)  # η
+    server_momentum: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, at_most=1.0)  # μ of sgd (FedAvgM)
+    server_beta1: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, at_most=1.0)
+    server_beta2: float = setting(Group.SERVER, 0.99, lowest=NON_NEGATIVE, at_most=1.0)
+    server_tau: float = setting(Group.SERVER, 1e-3, lowest=POSITIVE, at_most=1e6)
     # early stopping on the client's epoch loss
     patience: int = setting(Group.LOCAL, 10, lowest=POSITIVE, at_most=100_000)
     # μ of FedProx's μ/2‖θ − θ_start‖² in every client's objective (0: none; paper: none)
@@ -312,6 +321,7 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
 # A time grid's evaluations a run may make (1 ms over 100 virtual s: 17 min and 360 MB for 3 rounds once)
 MAX_GRID_ROWS = 100_000
 DRAWN_PERIODS = ("exponential", "lognormal", "diurnal")
+ADAPTIVE_SERVER = ("adagrad", "adam", "yogi")
 # Settings read only where another setting holds: given without it, refused (what it needs, and the test)
 NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "min_report_fraction": ("round_deadline set", lambda c: c.round_deadline is not None),
@@ -337,6 +347,11 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "diurnal_spread": ("availability: diurnal", lambda c: c.availability == "diurnal"),
     "availability_sigma": ("availability: lognormal", lambda c: c.availability == "lognormal"),
     "speed_sigma": ("speed_distribution: lognormal", lambda c: c.speed_distribution == "lognormal"),
+    "server_optimizer_lr": ("server_optimizer other than none", lambda c: c.server_optimizer != "none"),
+    "server_momentum": ("server_optimizer: sgd", lambda c: c.server_optimizer == "sgd"),
+    "server_beta1": ("server_optimizer: adagrad, adam or yogi", lambda c: c.server_optimizer in ADAPTIVE_SERVER),
+    "server_beta2": ("server_optimizer: adam or yogi", lambda c: c.server_optimizer in ("adam", "yogi")),
+    "server_tau": ("server_optimizer: adagrad, adam or yogi", lambda c: c.server_optimizer in ADAPTIVE_SERVER),
     "latency_sigma": ("latency_distribution: lognormal", lambda c: c.latency_distribution == "lognormal"),
 }
 

@@ -44,6 +44,7 @@ if set(UPDATES_PER_ROUND) != set(ALGORITHMS):  # a new algorithm states its roun
 DATASETS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST", "cifar10": "CIFAR-10", "digits": "digits (8×8)"}
 MODELS = {"cnn": "CNN (3 conv layers)", "resnet20": "ResNet-20", "mlp": "MLP (2NN)"}
 OPTIMIZERS = ("adam", "sgd")
+SERVER_OPTIMIZERS = ("none", "sgd", "adagrad", "adam", "yogi")  # fl/server_optimizer.py
 DEVICES = ("auto", "cpu", "cuda")
 TRAINERS = ("auto", "vectorised", "plain", "graphed")
 PRECISIONS = ("fp32", "tf32", "bf16")

@@ -1,0 +1,92 @@
+"""The server optimizer (Reddi et al. 2021's Algorithm 2, Hsu et al. 2019's FedAvgM): each step by
+hand on one parameter, the buffers taking the aggregate, its moments carried across rounds and
+through a crash, and its settings refused where they would do nothing."""
+
+import math
+
+import pytest
+import torch
+
+from asyncfl.fl.server_optimizer import ServerOptimizer
+from asyncfl.spec.config import make_config
+from asyncfl.spec.errors import InputError
+from engine_cases import read_csv, recorded_simulation
+
+
+def optimizer(kind: str, **settings) -> ServerOptimizer:
+    optimizer = ServerOptimizer.of(make_config({"server_optimizer": kind, **settings}), ["w"])
+    assert optimizer is not None
+    return optimizer
+
+
+OLD = {"w": torch.tensor([1.0, -2.0], dtype=torch.float64), "count": torch.tensor(3)}
+AGGREGATE = {"w": torch.tensor([1.5, -2.5], dtype=torch.float64), "count": torch.tensor(5)}  # Δ = ±0.5
+
+
+def test_sgd_with_momentum_is_fedavgm_and_without_it_the_aggregate_itself():
+    sgd = optimizer("sgd", server_momentum=0.5, server_optimizer_lr=2.0)
+    first, moments = sgd.step(OLD, AGGREGATE, {})
+    assert first["w"].tolist() == [2.0, -3.0]  # θ + 2 × Δ
+    assert first["count"].item() == 5  # a buffer takes the aggregate
+    second, _ = sgd.step(first, {**first, "w": first["w"] + 0.5}, moments)  # Δ = 0.5 again
+    assert second["w"].tolist() == [2.0 + 2 * (0.5 * 0.5 + 0.5), -3.0 + 2 * (0.5 * -0.5 + 0.5)]
+    plain = optimizer("sgd", server_momentum=0.0)
+    old = {"w": torch.randn(1000, generator=torch.Generator().manual_seed(0))}
+    aggregate = {"w": old["w"] + torch.randn(1000, generator=torch.Generator().manual_seed(1))}
+    assert torch.equal(plain.step(old, aggregate, {})[0]["w"], aggregate["w"])  # float32, bit for bit
+
+
+@pytest.mark.parametrize(
+    ("kind", "v"),
+    [
+        ("adagrad", 1e-6 + 0.25),  # v = τ² + Δ²
+        ("adam", 0.99 * 1e-6 + 0.01 * 0.25),  # v = β2·τ² + (1 − β2)·Δ²
+        ("yogi", 1e-6 + 0.01 * 0.25),  # v = τ² − (1 − β2)·Δ²·sign(τ² − Δ²)
+    ],
+)
+def test_the_adaptive_optimizers_first_step_by_hand(kind, v):
+    step, moments = optimizer(kind, server_optimizer_lr=0.1).step(OLD, AGGREGATE, {})
+    m = 0.1 * 0.5  # (1 − β1)·Δ
+    expected = 1.0 + 0.1 * m / (math.sqrt(v) + 1e-3)
+    assert step["w"][0].item() == pytest.approx(expected, rel=1e-12)
+    assert moments["v"]["w"][0].item() == pytest.approx(v, rel=1e-12)
+    assert step["w"][1].item() == pytest.approx(-2.0 - (expected - 1.0), rel=1e-12)  # symmetric in Δ's sign
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"server_momentum": 0.5}, "server_momentum applies only with server_optimizer: sgd"),
+        ({"server_optimizer": "sgd", "server_beta2": 0.9}, "server_beta2 applies only with server_optimizer: adam"),
+        ({"server_optimizer_lr": 0.1}, "server_optimizer_lr applies only with server_optimizer other than none"),
+        ({"server_optimizer": "lamb"}, "server_optimizer must be one of none, sgd, adagrad, adam, yogi"),
+        ({"server_optimizer": "adam", "server_tau": 0.0}, "server_tau must be"),
+        ({"server_optimizer": "sgd", "server_momentum": math.nan}, "server_momentum must be"),
+    ],
+)
+def test_settings_that_would_do_nothing_or_nonsense_are_refused(settings, message):
+    with pytest.raises(InputError, match=message):
+        make_config(settings)
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adagrad", "adam", "yogi"])
+def test_a_run_with_a_server_optimizer_resumes_its_moments_to_the_same_bytes(tmp_path, kind):
+    """The moments live in the checkpoint: a run that crashes after a checkpoint and resumes writes the
+    bytes of one that never stopped (and the optimizer changed what it wrote: not the aggregate's)."""
+    settings = dict(algorithm="afl", clients_per_round=2, rounds=6, local_epochs=1, batch_size=4, checkpoint_every=2,
+                    server_optimizer=kind, server_optimizer_lr=0.05)  # fmt: skip
+    sizes = [8, 8, 12, 12]
+    whole, _ = recorded_simulation(tmp_path / "whole", sizes, **settings)
+    whole.run()
+    crashed, _ = recorded_simulation(tmp_path / "resumed", sizes, fail_on_call=4, **settings)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        crashed.run()
+    assert (tmp_path / "resumed" / "checkpoint.pt").exists()
+    resumed, _ = recorded_simulation(tmp_path / "resumed", sizes, **settings)
+    resumed.run()
+    for name in ("metrics.csv", "events.csv", "model.pt"):
+        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    plain_settings = {**settings, "server_optimizer": "none", "server_optimizer_lr": 1.0}
+    plain, _ = recorded_simulation(tmp_path / "plain", sizes, **plain_settings)
+    plain.run()
+    assert read_csv(tmp_path / "plain" / "metrics.csv") != read_csv(tmp_path / "whole" / "metrics.csv")
