@@ -1,6 +1,6 @@
 """The package's layers (docs/development.md "Code map"): a layer imports only the layers before it
 in spec → runs → data → models → fl → training → sim → launch → analysis; bench beside them may import
-any but analysis; `files.py` is shared by all; cli.py, at the top, imports every one."""
+any but analysis; `files.py` is shared by all; cli/, at the top, imports every one."""
 
 import ast
 from pathlib import Path

@@ -1,0 +1,187 @@
+"""The commands that read finished runs: `select` (a tuning grid's choice), `figures`, `stragglers`
+(a severity sweep's figures and verdicts) and `theory` (the sampling-variance check)."""
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from asyncfl.cli.arguments import FRACTION, POSITIVE, Commands, add_dataset_arguments, at_least, json_mapping
+from asyncfl.spec.catalogue import CATALOGUE, Scope
+from asyncfl.spec.experiments import first_repeated
+
+
+def tuning_grid(text: str) -> dict[str, list[dict]]:
+    """argparse type of `select --grid`: each tuned run name's points, a non-empty list of distinct
+    objects of the same settings, at least two points a name."""
+    grid = json_mapping(text)
+    for name, points in grid.items():
+        if not (isinstance(points, list) and len(points) >= 2 and all(isinstance(p, dict) and p for p in points)):
+            raise argparse.ArgumentTypeError(
+                f"{name}: expected a list of two or more grid points, each a JSON object of settings"
+            )
+        if any(set(point) != set(points[0]) for point in points) or first_repeated(points):
+            raise argparse.ArgumentTypeError(f"{name}: its points must set the same settings, each point once")
+    if not grid:
+        raise argparse.ArgumentTypeError("expected at least one tuned run name")
+    return grid
+
+
+def severity_settings(text: str) -> dict[str, dict]:
+    """argparse type of `stragglers --severities`: a JSON object of settings objects, each name once."""
+
+    def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        names = [name for name, _ in pairs]
+        if len(set(names)) < len(names):
+            raise argparse.ArgumentTypeError("names one severity twice; name each once")
+        return dict(pairs)
+
+    try:
+        value = json.loads(text, object_pairs_hook=once)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(value, dict) or not value or not all(isinstance(v, dict) for v in value.values()):
+        raise argparse.ArgumentTypeError('expected a JSON object of settings objects ({"NAME": {"key": value}})')
+    return value
+
+
+def sweep_command(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    name: str,
+    summary: str,
+    description: str,
+    helps: tuple[str, str],
+) -> argparse.ArgumentParser:
+    """A command that reads a sweep's runs at one budget, with what such commands share: the runs, their
+    partitions, the target accuracy (`helps`: what the runs are, which split the target is read on),
+    the budget, the title and the output folder."""
+    parser = commands.add_parser(name, help=summary, description=description)
+    parser.add_argument("--runs", type=Path, nargs="+", required=True, help=helps[0])
+    parser.add_argument("--partition-stats", type=Path, nargs="+", required=True, help="FILE.json of each partition")
+    parser.add_argument("--target-accuracy", type=FRACTION, required=True, help=helps[1])
+    parser.add_argument("--virtual-time", type=POSITIVE, required=True, help="the runs' virtual-time budget T (s)")
+    parser.add_argument("--title", default="", help="experiment name shown in the title")
+    parser.add_argument("--out", type=Path, required=True, help="folder of the figures and their table")
+    return parser
+
+
+def cmd_select(args: argparse.Namespace) -> None:
+    """Choose each tuned run name's grid point on the validation split; draw the tuning figure."""
+    from asyncfl.analysis.tuning import select
+
+    target, budget = args.target_accuracy, args.virtual_time
+    written = select(args.runs, args.partition_stats, args.grid, target, budget, args.out, args.chosen, args.title)
+    print(f"{len(written)} files → {args.out}, the choice in {args.chosen}")
+
+
+def cmd_figures(args: argparse.Namespace) -> None:
+    """Draw an experiment's figures from its runs' CSVs."""
+    from asyncfl.analysis.figures import draw_figures
+
+    written = draw_figures(args.runs, args.partition_stats, args.reference_j, args.out, args.title, args.emulation)
+    print(f"{len(written)} files → {args.out}")
+
+
+def cmd_stragglers(args: argparse.Namespace) -> None:
+    """Draw the figures and tables of a severity sweep from its runs' CSVs."""
+    from asyncfl.analysis.stragglers import draw_straggler_claim
+
+    targets = [args.target_accuracy, *args.other_targets]
+    written = draw_straggler_claim(
+        args.runs, args.partition_stats, args.severities, targets, args.virtual_time, args.out, args.title
+    )
+    print(f"{len(written)} files → {args.out}")
+
+
+def cmd_theory(args: argparse.Namespace) -> None:
+    """The paper's sampling-variance claim on one finished run's client updates: table and figure."""
+    from asyncfl.analysis.theory import sampling_variance
+
+    written = sampling_variance(args.run_dir, args.dataset, args.root, args.partition, args.out, args.title)
+    print(f"{len(written)} files → {args.out}")
+
+
+def add_select(commands: Commands) -> None:
+    selecting = sweep_command(
+        commands,
+        "select",
+        "choose each run name's point of a tuning grid on the validation split (the tuning figure, its table)",
+        "Runs are …/tuning/POINT/ALGORITHM/JN/seedS, as the workflow lays out an experiment's tune:.",
+        ("the tuning run folders", "validation accuracy to reach, in (0, 1]"),
+    )
+    selecting.add_argument(
+        "--grid",
+        type=tuning_grid,
+        required=True,
+        help='JSON object: each tuned run name\'s points ({"afl": [{"gamma0": 0.01}, …]})',
+    )
+    selecting.add_argument("--chosen", type=Path, required=True, help="where the choice goes (JSON)")
+    selecting.set_defaults(run=cmd_select)
+
+
+def add_figures(commands: Commands) -> None:
+    figures = commands.add_parser("figures", help="draw an experiment's figures (PNG and PDF) from its CSVs")
+    figures.add_argument(
+        "--runs", type=Path, nargs="+", required=True, help="run folders …/ALGORITHM/JN/seedS (each with its run.json)"
+    )
+    figures.add_argument(
+        "--partition-stats",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="FILE.json of every partition the runs used (the first is drawn; each run is checked against its own)",
+    )
+    figures.add_argument("--reference-j", type=at_least(1), default=5, help="J of the single-J figures (default 5)")
+    figures.add_argument("--title", default="", help="experiment name shown in every title")
+    figures.add_argument("--out", type=Path, required=True)
+    figures.add_argument(
+        "--emulation",
+        choices=[figure.name for figure in CATALOGUE if figure.scope == Scope.EMULATION],
+        help="draw only this figure of the paper's code as it ran beside the algorithms as described "
+        "(needs the runs it compares)",
+    )
+    figures.set_defaults(run=cmd_figures)
+
+
+def add_stragglers(commands: Commands) -> None:
+    stragglers = sweep_command(
+        commands,
+        "stragglers",
+        "the straggler_claim figure of a severity sweep (PNG, PDF and its table as CSV)",
+        "Runs are …/SEVERITY/ALGORITHM/JN/seedS, as the workflow lays out an experiment with severities:.",
+        ("run folders (…/SEVERITY/…)", "test accuracy to reach, in (0, 1]"),
+    )
+    stragglers.add_argument(
+        "--severities",
+        type=severity_settings,
+        required=True,
+        help='JSON object: each severity\'s settings by name, in the figure\'s order ({"sigma0": {"speed_sigma": 0}})',
+    )
+    stragglers.add_argument(
+        "--other-targets",
+        type=FRACTION,
+        nargs="*",
+        default=[],
+        help="further test accuracies the verdicts and the async_advantage map are read at",
+    )
+    stragglers.set_defaults(run=cmd_stragglers)
+
+
+def add_theory(commands: Commands) -> None:
+    theory = commands.add_parser(
+        "theory", help="variance of the sampled mean of client updates, with and without replacement"
+    )
+    add_dataset_arguments(theory)
+    theory.add_argument(
+        "--run", dest="run_dir", type=Path, required=True, help="a finished run folder (run.json, model.pt)"
+    )
+    theory.add_argument("--partition", type=Path, required=True, help="the run's FILE.npz")
+    theory.add_argument("--title", default="", help="experiment name shown in the title")
+    theory.add_argument("--out", type=Path, required=True)
+    theory.set_defaults(run=cmd_theory)
+
+
+def register(commands: Commands) -> None:
+    """The select, figures, stragglers and theory commands."""
+    for add in (add_select, add_figures, add_stragglers, add_theory):
+        add(commands)

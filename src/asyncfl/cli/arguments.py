@@ -1,0 +1,78 @@
+"""The argument types and groups that several commands share: bounded numbers, JSON objects, the
+dataset options, the thread count."""
+
+import argparse
+import json
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeAlias
+
+from asyncfl.spec.names import DATASETS
+
+# What each group of commands registers its parsers with: the top-level parser's subcommands
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def json_mapping(text: str) -> dict:
+    """argparse type: a JSON object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("expected a JSON object")
+    return value
+
+
+def at_least(minimum: int, maximum: int | None = None, why: str = "") -> Callable[[str], int]:
+    """argparse type: an integer ≥ `minimum` (and ≤ `maximum`, which `why` explains)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer ≥ {minimum}, got {text!r}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be ≤ {maximum}{why}, got {text!r}")
+        return value
+
+    return parse
+
+
+def bounded(rule: str, holds: Callable[[float], bool]) -> Callable[[str], float]:
+    """argparse type: a number for which `holds` is true, `rule` saying which in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not holds(value):
+            raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
+        return value
+
+    return parse
+
+
+FRACTION = bounded("a number in (0, 1]", lambda value: 0 < value <= 1)
+POSITIVE = bounded("a finite number > 0", lambda value: math.isfinite(value) and value > 0)
+
+
+def machine_cpus() -> int:
+    """The CPUs this process may run on: more torch threads than these only contend for them."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+THREADS = at_least(1, machine_cpus(), ", the CPUs this process may use")
+
+
+def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", required=True, choices=DATASETS)
+    parser.add_argument("--root", type=Path, help="dataset folder (default: resources/data/DATASET)")

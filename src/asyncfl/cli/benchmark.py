@@ -1,0 +1,46 @@
+"""`asyncfl bench`: the trainers' speeds, the engine's cost, the paper round and the sweep's projection."""
+
+import argparse
+from pathlib import Path
+
+from asyncfl.cli.arguments import Commands
+from asyncfl.files import write_json
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.integrity import check_output
+from asyncfl.spec.names import DEVICES
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    """Training speed: reference-style loop vs plain vs vectorised trainer, and the engine's own cost."""
+    from asyncfl.bench.measure import run_bench
+    from asyncfl.bench.paper_round import load_sweep
+
+    if args.sweep and not args.engine:  # every argument checked before minutes of measuring
+        load_sweep(args.sweep)
+    if args.json:
+        if not args.json.parent.is_dir():
+            raise InputError(
+                f"--json {args.json}: folder {args.json.parent} does not exist; create it or give another path"
+            )
+        check_output(args.json, "--json")
+    result = run_bench(args.device, args.quick, sweep=None if args.engine else args.sweep, engine_only=args.engine)
+    if args.json:
+        write_json(args.json, result)
+
+
+def register(commands: Commands) -> None:
+    """The bench command."""
+    bench = commands.add_parser("bench", help="training speed: reference loop, plain and vectorised trainers")
+    bench.add_argument("--device", choices=DEVICES, default="auto")
+    bench.add_argument("--quick", action="store_true", help="smaller data, one repeat: under a minute on a CPU")
+    bench.add_argument("--json", type=Path, help="also write the results as JSON")
+    bench.add_argument(
+        "--engine", action="store_true", help="only the engine at C = 10^4, 10^5 and 10^6 (--quick: 10^3, 10^4)"
+    )
+    bench.add_argument(
+        "--sweep",
+        type=Path,
+        default=Path("config/config.yaml") if Path("config/config.yaml").is_file() else None,
+        help="workflow config whose training cost to project (default: config/config.yaml where present)",
+    )
+    bench.set_defaults(run=cmd_bench)

@@ -1,0 +1,172 @@
+"""`asyncfl train` and `asyncfl train-many`: one run, or several in one process, each as it would be alone."""
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from asyncfl.cli.arguments import THREADS, Commands, add_dataset_arguments, at_least, json_mapping
+from asyncfl.spec.config import load_config, make_config, system_model_help, with_paths_from
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input
+from asyncfl.spec.layout import RUN_DIR
+from asyncfl.spec.names import ALGORITHMS, MODELS
+from asyncfl.spec.tuning import check_choice, read_chosen
+
+if TYPE_CHECKING:
+    from asyncfl.launch import TrainedFolder
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    """Run one federated training (or resume it from its checkpoint) and write its outputs."""
+    from asyncfl.launch import train_run
+
+    overrides = {
+        "algorithm": args.algorithm,
+        "model": args.model,
+        "clients_per_round": args.clients_per_round,
+        "rounds": args.rounds,
+        "local_epochs": args.local_epochs,
+        "seed": args.seed,
+    }
+    config = load_config(args.config, args.settings, overrides)
+    outcome = train_run(config, args.dataset, args.root, args.partition, args.out, args.threads, args.force)
+    print(trained_line(config.algorithm, outcome, args.out))
+
+
+def trained_line(algorithm: str, outcome: "TrainedFolder", out: Path) -> str:
+    """What `asyncfl train` did to one run folder, in one or two lines."""
+    summary = outcome.summary
+    moved = f"--force: the old outputs of {out} are in {outcome.moved_to}\n" if outcome.moved_to else ""
+    if outcome.already_finished:
+        return moved + (
+            f"{out}: this run already finished ({summary['rounds_completed']} rounds) and its outputs match "
+            "its run.json; nothing to do (--force trains it again)"
+        )
+    return moved + (
+        f"{algorithm}: {summary['rounds_completed']} rounds ({summary['stop_reason']}), "
+        f"virtual time {summary['virtual_time']:.1f} s, wall {summary['wall_seconds']:.1f} s → {out}"
+    )
+
+
+PLANNED_RUN_KEYS = ("partition", "out", "settings")
+
+
+CHOICES = "choices"  # optional: a tuned run's grid points, the only settings --chosen may give it
+
+
+def planned_runs(text: str) -> list[dict]:
+    """argparse type of `train-many --plan`: a JSON file of a list of {"partition", "out", "settings"}
+    objects, a tuned run's with its "choices" (a file: a sweep of hundreds of runs outgrows a
+    command-line argument)."""
+    try:
+        plan = json.loads(read_input(Path(text), MAX_RECORD_BYTES))
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise argparse.ArgumentTypeError(f"{text} is not JSON: {error}") from None
+    keys = set(PLANNED_RUN_KEYS)
+    if (
+        not isinstance(plan, list)
+        or not plan
+        or not all(isinstance(run, dict) and set(run) - {CHOICES} == keys for run in plan)
+    ):
+        raise argparse.ArgumentTypeError(
+            f"expected a non-empty JSON list of objects with exactly the keys {', '.join(PLANNED_RUN_KEYS)} "
+            f"(and {CHOICES}, for a tuned run)"
+        )
+    choices = [run.get(CHOICES, []) for run in plan]
+    if not all(isinstance(points, list) and all(isinstance(p, dict) for p in points) for points in choices):
+        raise argparse.ArgumentTypeError(f"each run's {CHOICES} must be a list of JSON objects (grid points)")
+    if not all(isinstance(run["partition"], str) and isinstance(run["out"], str) for run in plan):
+        raise argparse.ArgumentTypeError("each run's partition and out must be paths (JSON strings)")
+    if not all(isinstance(run["settings"], dict) for run in plan):
+        raise argparse.ArgumentTypeError("each run's settings must be a JSON object of asyncfl train settings")
+    return plan
+
+
+def cmd_train_many(args: argparse.Namespace) -> None:
+    """Train several runs one after another in this process: one start-up (imports, the dataset) for
+    all of them. Every run's settings are checked before the first one trains. Each run is exactly
+    what `asyncfl train` makes of it alone: the same folder, resumed the same way, the same bytes."""
+    from asyncfl.launch import check_planned_run, train_run
+
+    outs = [Path(run["out"]).resolve() for run in args.plan]  # r/tm6 and r/./tm6 are one folder
+    for index, out in enumerate(outs):
+        if out in outs[:index]:
+            raise InputError(
+                f"--plan runs {outs.index(out)} and {index} both write to {out}; give every run its own folder"
+            )
+    names = [match["algorithm"] if (match := RUN_DIR.search(Path(run["out"]).as_posix())) else "" for run in args.plan]
+    chosen = read_chosen(args.chosen, set(names)) if args.chosen else {}
+    for run, name in zip(args.plan, names, strict=True):
+        if name in chosen:
+            check_choice(args.chosen, name, chosen[name], run.get("choices", []))
+    runs = [
+        (
+            make_config(
+                with_paths_from({**run["settings"], **chosen.get(name, {})}, Path.cwd()),
+                f"--plan run {index} ({run['out']})",
+            ),
+            Path(run["partition"]),
+            Path(run["out"]),
+            chosen.get(name),
+        )
+        for index, (run, name) in enumerate(zip(args.plan, names, strict=True))
+    ]
+    for index, (config, partition, out, _) in enumerate(runs):  # before the first trains: nothing is half done
+        check_planned_run(config, args.dataset, args.root, partition, f"--plan run {index} ({out})")
+    for config, partition, out, tuned in runs:
+        outcome = train_run(config, args.dataset, args.root, partition, out, args.threads, tuned=tuned)
+        print(trained_line(config.algorithm, outcome, out), flush=True)
+
+
+def register(commands: Commands) -> None:
+    """The train and train-many commands."""
+    train = commands.add_parser(
+        "train",
+        help="federated training on a virtual clock (resumes from a checkpoint)",
+        description="Options not given here come from --config, else the paper's defaults.",
+        epilog=system_model_help(),
+    )
+    add_dataset_arguments(train)
+    train.add_argument("--partition", type=Path, required=True, help="FILE.npz from asyncfl partition")
+    train.add_argument("--algorithm", choices=ALGORITHMS)
+    train.add_argument("--model", choices=MODELS)
+    train.add_argument("--clients-per-round", type=at_least(1), metavar="J")
+    train.add_argument("--rounds", type=at_least(1), metavar="R")
+    train.add_argument("--local-epochs", type=at_least(1), metavar="I")
+    train.add_argument("--seed", type=at_least(0))
+    train.add_argument("--config", type=Path, help="YAML file with any other settings (see src/asyncfl/spec/config.py)")
+    train.add_argument(
+        "--settings",
+        type=json_mapping,
+        default={},
+        help="JSON object of settings, over --config and under the options above",
+    )
+    train.add_argument(
+        "--out", type=Path, required=True, help="run folder: metrics.csv, events.csv, model.pt, run.json"
+    )
+    train.add_argument("--threads", type=THREADS, help="CPU threads for torch (default: torch's choice)")
+    train.add_argument(
+        "--force", action="store_true", help="train again where --out holds a finished run (moved to replaced/)"
+    )
+    train.set_defaults(run=cmd_train)
+
+    many = commands.add_parser(
+        "train-many",
+        help="several training runs in one process, one after another (the workflow's severity sweeps)",
+        description="Each run as asyncfl train would make it alone; settings as in asyncfl train --settings.",
+    )
+    add_dataset_arguments(many)
+    many.add_argument(
+        "--plan",
+        type=planned_runs,
+        required=True,
+        help='JSON file: a list of {"partition": FILE.npz, "out": run folder, "settings": {algorithm, seed, …}}',
+    )
+    many.add_argument("--threads", type=THREADS, help="CPU threads for torch (default: torch's choice)")
+    many.add_argument(
+        "--chosen", type=Path, help="the settings asyncfl select chose per run name, added to those runs' settings"
+    )
+    many.set_defaults(run=cmd_train_many)
