@@ -90,3 +90,22 @@ def test_a_run_with_a_server_optimizer_resumes_its_moments_to_the_same_bytes(tmp
     plain, _ = recorded_simulation(tmp_path / "plain", sizes, **plain_settings)
     plain.run()
     assert read_csv(tmp_path / "plain" / "metrics.csv") != read_csv(tmp_path / "whole" / "metrics.csv")
+
+
+@pytest.mark.parametrize(("algorithm", "kind"), [("fedavgm", "sgd"), ("fedadam", "adam"), ("fedyogi", "yogi")])
+def test_fedavgm_fedadam_and_fedyogi_are_fedavg_with_the_servers_optimizer_their_name_gives(tmp_path, algorithm, kind):
+    """A named algorithm trains exactly sync with that server optimizer (the same bytes), and its config
+    records the optimizer; another optimizer beside the name is refused."""
+    settings = dict(clients_per_round=2, rounds=3, local_epochs=1, batch_size=4, server_optimizer_lr=0.05)
+    assert make_config({"algorithm": algorithm}).server_optimizer == kind
+    named, _ = recorded_simulation(tmp_path / "named", [8, 8, 12, 12], algorithm=algorithm, **settings)
+    named.run()
+    spelled, _ = recorded_simulation(
+        tmp_path / "spelled", [8, 8, 12, 12], algorithm="sync", server_optimizer=kind, **settings
+    )
+    spelled.run()
+    for name in ("metrics.csv", "events.csv", "model.pt"):
+        assert (tmp_path / "named" / name).read_bytes() == (tmp_path / "spelled" / name).read_bytes(), name
+    other = "adam" if kind != "adam" else "sgd"
+    with pytest.raises(InputError, match=f"algorithm {algorithm} is FedAvg with server_optimizer {kind}, not {other}"):
+        make_config({"algorithm": algorithm, "server_optimizer": other})

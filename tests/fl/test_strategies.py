@@ -23,7 +23,7 @@ def test_a_registry_that_misses_an_algorithm_fails():
     with pytest.raises(ImportError, match="do not match names.ALGORITHMS"):
         check_registry({name: cls for name, cls in STRATEGIES.items() if name != "fedbuff"})
     with pytest.raises(ImportError, match="do not match names.ALGORITHMS"):
-        check_registry({**STRATEGIES, "fedavgm": STRATEGIES["sync"]})
+        check_registry({**STRATEGIES, "fedprox": STRATEGIES["sync"]})
 
 
 @pytest.mark.parametrize(

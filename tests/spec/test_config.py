@@ -59,6 +59,11 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "diurnal_spread": {"availability": "diurnal"},
         "speed_sigma": {"speed_distribution": "lognormal"},
         "latency_sigma": {"latency_distribution": "lognormal"},
+        "server_optimizer_lr": {"server_optimizer": "adam"},
+        "server_momentum": {"algorithm": "fedavgm"},  # FedAvg with the server's sgd, by its name
+        "server_beta1": {"server_optimizer": "adagrad"},
+        "server_beta2": {"algorithm": "fedyogi"},
+        "server_tau": {"server_optimizer": "adam"},
     }
     assert set(where) == set(NEEDS)
     other = {
@@ -67,6 +72,9 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "partial_work": True,
         "min_report_fraction": 0.5,
         "server_bandwidth": 100.0,
+        "server_momentum": 0.5,
+        "server_beta1": 0.5,
+        "server_beta2": 0.9,
     }
     for key, context in where.items():
         value = other[key] if key in other else 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5

@@ -20,6 +20,7 @@ from asyncfl.spec.names import (
     MODELS,
     OPTIMIZERS,
     PRECISIONS,
+    SERVER_OPTIMIZER_OF,
     SERVER_OPTIMIZERS,
     TRAINERS,
     UPDATES_PER_ROUND,
@@ -270,6 +271,7 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
         if type(value) not in accepted[key]:
             expected = str(hints[key]).replace("NoneType", "null").replace("<class '", "").replace("'>", "")
             raise InputError(f"{source}: {key} must be {expected}, got {value!r}")
+    values = with_implied_server_optimizer(values, source)
     config = TrainConfig(**values)
     for item in dataclasses.fields(TrainConfig):
         if "rule" in item.metadata:
@@ -316,6 +318,22 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
                 "remove it"
             )
     return config
+
+
+def with_implied_server_optimizer(values: dict[str, Any], source: str) -> dict[str, Any]:
+    """FedAvgM, FedAdam and FedYogi are FedAvg with a server optimizer (`algorithms.CATALOGUE`): their
+    name sets it, so run.json records it; another optimizer given beside the name is refused."""
+    algorithm = values.get("algorithm", TrainConfig.algorithm)
+    implied = SERVER_OPTIMIZER_OF.get(algorithm, "none")
+    if implied == "none":
+        return values
+    given = values.get("server_optimizer", implied)
+    if given != implied:
+        raise InputError(
+            f"{source}: algorithm {algorithm} is FedAvg with server_optimizer {implied}, not {given}; remove "
+            "server_optimizer, or run sync with the server_optimizer you want"
+        )
+    return {**values, "server_optimizer": implied}
 
 
 # A time grid's evaluations a run may make (1 ms over 100 virtual s: 17 min and 360 MB for 3 rounds once)

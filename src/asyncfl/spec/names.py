@@ -6,25 +6,15 @@ The implementations are found by these names: algorithms in `strategies.STRATEGI
 `datasets.load_dataset`, models in `models.MODELS`; each of those checks at import that it covers this table.
 """
 
-# Federated algorithms, in the order (and so the colour) every figure uses.
-ALGORITHMS = {
-    "afl": "AFL",
-    "sync": "Sync FL (FedAvg)",
-    "fedasync": "FedAsync",
-    "fedbuff": "FedBuff",
-    "afl_as_coded": "AFL as the paper's code runs it",
-    "sync_as_coded": "Sync FL as the paper's code runs it",
-}
+from asyncfl.spec.algorithms import CATALOGUE
+
+# Federated algorithms, in the order (and so the colour) every figure uses (`algorithms.CATALOGUE`)
+ALGORITHMS = {algorithm.key: algorithm.display for algorithm in CATALOGUE}
 # Client updates each algorithm aggregates into one new global model (a round): J, K (FedBuff's buffer)
 # or 1. Read by the strategies (`Strategy.arrivals_per_round`) and by the workflow's budget checks.
-UPDATES_PER_ROUND = {
-    "afl": "J",
-    "sync": "J",
-    "fedasync": "1",
-    "fedbuff": "K",
-    "afl_as_coded": "J",
-    "sync_as_coded": "J",
-}
+UPDATES_PER_ROUND = {algorithm.key: algorithm.round_size for algorithm in CATALOGUE}
+# FedAvg with a server optimizer of its own: the optimizer its name implies (`make_config` sets it)
+SERVER_OPTIMIZER_OF = {algorithm.key: algorithm.server_optimizer for algorithm in CATALOGUE}
 # A variant of an algorithm is a run name `ALGORITHM-SUFFIX` with its own settings (an experiment's
 # `variants:`, e.g. sync-deadline): the algorithm is what its name says before the dash.
 VARIANT_SUFFIX = "[a-z0-9_]+"
@@ -36,11 +26,7 @@ def base_algorithm(run_name: str) -> str:
 
 
 # The asynchronous algorithms: M clients in flight, staleness τ ≥ 0 weighted by s(τ)
-ASYNCHRONOUS = ("afl", "fedasync", "fedbuff")
-if set(UPDATES_PER_ROUND) != set(ALGORITHMS):  # a new algorithm states its round size here, or fails at import
-    raise ImportError(
-        f"UPDATES_PER_ROUND {sorted(UPDATES_PER_ROUND)} does not list every algorithm {sorted(ALGORITHMS)}"
-    )
+ASYNCHRONOUS = tuple(algorithm.key for algorithm in CATALOGUE if algorithm.asynchronous)
 DATASETS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST", "cifar10": "CIFAR-10", "digits": "digits (8×8)"}
 MODELS = {"cnn": "CNN (3 conv layers)", "resnet20": "ResNet-20", "mlp": "MLP (2NN)"}
 OPTIMIZERS = ("adam", "sgd")

@@ -1,7 +1,8 @@
-"""The federated algorithms, one file each, by their config names (`names.ALGORITHMS`).
+"""The federated algorithms, one file each, by their config names (`spec/algorithms.py`'s catalogue).
 
 Adding an algorithm: one file here with its `Strategy` and its frozen `Parameters` (docs/development.md
-"Adding an algorithm"), its entry in STRATEGIES, and its name in `names.ALGORITHMS`.
+"Adding an algorithm"), its entry in STRATEGIES, and its entry in the catalogue. FedAvgM, FedAdam and
+FedYogi need no file: they are FedAvg (`Sync`) whose config their name gives a server optimizer.
 """
 
 from asyncfl.fl.algorithms.afl import AFL
@@ -21,6 +22,9 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "fedbuff": FedBuff,
     "afl_as_coded": AFLAsCoded,
     "sync_as_coded": SyncAsCoded,
+    "fedavgm": Sync,
+    "fedadam": Sync,
+    "fedyogi": Sync,
 }
 
 
@@ -29,7 +33,7 @@ def make_strategy(config: TrainConfig) -> Strategy:
 
 
 def check_registry(strategies: dict[str, type[Strategy]]) -> None:
-    """names.ALGORITHMS and the registry list the same algorithms (checked at import)."""
+    """The catalogue (`names.ALGORITHMS`) and the registry list the same algorithms (checked at import)."""
     if set(strategies) != set(ALGORITHMS):
         raise ImportError(f"strategies {sorted(strategies)} do not match names.ALGORITHMS {sorted(ALGORITHMS)}")
 

@@ -1,0 +1,44 @@
+"""The federated algorithms a run can name, one catalogue entry each (like `catalogue.py`'s figures):
+`names.py`'s tables (display names, round sizes, the asynchronous ones) derive from it, and the
+strategies' registry (`fl/algorithms`) is checked against it. Adding an algorithm: its entry here and
+its strategy (docs/development.md "Adding an algorithm").
+
+Kept free of heavy imports: Snakemake reads it while it plans the DAG.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One algorithm.
+
+    Attributes:
+        key: its config name (`algorithm:`), and its run folders' name.
+        display: its name in figures and tables.
+        round_size: client updates it aggregates into one new global model: "J", "K" (FedBuff's
+            buffer) or "1"; read by the strategies and by the workflow's budget checks.
+        asynchronous: M clients in flight, staleness τ ≥ 0 weighted by s(τ).
+        server_optimizer: for FedAvg with a server optimizer of its own (Reddi et al. 2021), that
+            optimizer (`fl/server_optimizer.py`), which the run's config then records; "none" otherwise.
+    """
+
+    key: str
+    display: str
+    round_size: str
+    asynchronous: bool = False
+    server_optimizer: str = "none"
+
+
+# In the order (and so the colour) every figure uses
+CATALOGUE = (
+    Algorithm("afl", "AFL", "J", asynchronous=True),
+    Algorithm("sync", "Sync FL (FedAvg)", "J"),
+    Algorithm("fedasync", "FedAsync", "1", asynchronous=True),
+    Algorithm("fedbuff", "FedBuff", "K", asynchronous=True),
+    Algorithm("afl_as_coded", "AFL as the paper's code runs it", "J"),
+    Algorithm("sync_as_coded", "Sync FL as the paper's code runs it", "J"),
+    Algorithm("fedavgm", "FedAvgM", "J", server_optimizer="sgd"),  # Hsu et al. 2019
+    Algorithm("fedadam", "FedAdam", "J", server_optimizer="adam"),  # Reddi et al. 2021
+    Algorithm("fedyogi", "FedYogi", "J", server_optimizer="yogi"),  # Reddi et al. 2021
+)
