@@ -49,15 +49,29 @@ def test_a_runs_settings_are_assembled_once_with_its_severity_and_variant():
     assert entry["out"] == run.folder and entry["partition"] == run.partition
 
 
-def test_a_trace_under_a_variant_is_an_input_of_the_experiment():
+def test_a_trace_under_a_severity_is_an_input_of_the_experiment():
     config = copy.deepcopy(QUICK)
-    config["experiments"]["digits_stragglers"]["variants"]["sync-deadline"].update(
+    config["experiments"]["digits_stragglers"]["severities"]["sigma1"].update(
         availability="trace", availability_trace="traces/v.csv"
     )
     plan = plan_workflow(config)
     assert plan["digits_stragglers"].traces == ("traces/v.csv",) and plan["digits_mlp"].traces == ()
-    run = plan["digits_stragglers"].run("results/digits_stragglers/severities/sigma0/sync-deadline/J5/seed0")
+    run = plan["digits_stragglers"].run("results/digits_stragglers/severities/sigma1/sync-deadline/J5/seed0")
     assert run.settings["availability_trace"] == "traces/v.csv"
+
+
+def test_the_plan_names_the_probed_run_the_emulations_runs_and_the_tuning_grid():
+    """What the workflow's rules once computed themselves: the theory figures' run, an emulation
+    figure's runs and `asyncfl select --grid`."""
+    plan = plan_workflow(QUICK)
+    assert plan["digits_mlp"].probed_run == "results/digits_mlp/runs/afl/J5/seed0"
+    assert plan["digits_mlp"].run_folders(("afl", "sync"), 5) == [
+        f"results/digits_mlp/runs/{name}/J5/seed{seed}" for name in ("afl", "sync") for seed in (0, 1)
+    ]
+    sweep = plan["digits_stragglers"]
+    points = [{"gamma0": 0.01}, {"gamma0": 0.02}]
+    assert sweep.tuning_grid == dict.fromkeys(QUICK["experiments"]["digits_stragglers"]["algorithms"], points)
+    assert plan["digits_mlp"].tuning_grid == {}
 
 
 def test_the_paper_config_plans_every_run_and_figure():

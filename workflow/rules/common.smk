@@ -44,7 +44,6 @@ from asyncfl.spec.layout import (
     CHOSEN,
 )
 from asyncfl.spec.catalogue import Scope, catalogued, scope_figures
-from asyncfl.spec.tuning import tuned_names, tuning_points
 from asyncfl.spec.names import ALGORITHMS
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -233,16 +232,6 @@ def tuning_run_folders(name):
     return [run.folder for run in PLAN[name].tuning.runs]
 
 
-def tuning_grid(name):
-    """Each tuned run name's grid points, as `asyncfl select --grid` takes them."""
-    return json.dumps(
-        {
-            algorithm: tuning_points(config["experiments"][name], algorithm)
-            for algorithm in tuned_names(config["experiments"][name])
-        }
-    )
-
-
 def train_runtime(name):
     """A training job's runtime (minutes): `resources.train.runtime` is one run's; a job that trains
     several one after another asks for that many times it (every job of an experiment alike).
@@ -275,11 +264,9 @@ def run_output(file):
 
 def emulation_run_folders(figure):
     """For a rule: the runs an emulation figure compares (Figure.compares), at reference_J."""
-    return lambda wildcards: [
-        run.folder
-        for run in PLAN[wildcards.experiment].runs
-        if run.name in figure.compares and run.j == REFERENCE_J
-    ]
+    return lambda wildcards: PLAN[wildcards.experiment].run_folders(
+        figure.compares, REFERENCE_J
+    )
 
 
 def emulation_run_files(figure):
@@ -290,12 +277,9 @@ def emulation_run_files(figure):
     ]
 
 
-def probed_run(wildcards):
-    """The run whose final model the theory figures probe: AFL at reference_J, first seed."""
-    seed = experiment(wildcards)["seeds"][0]
-    return RUN_FOLDER.format(
-        experiment=wildcards.experiment, algorithm="afl", J=REFERENCE_J, seed=seed
-    )
+def get_probed_run(wildcards):
+    """The run whose final model the theory figures probe (asyncfl.spec.plan.ExperimentPlan)."""
+    return PLAN[wildcards.experiment].probed_run
 
 
 def train_settings(wildcards):

@@ -4,7 +4,7 @@ rule theory:
     input:
         data=get_prepared_data,
         run=lambda wildcards: [
-            f"{probed_run(wildcards)}/{f}" for f in (RUN_RECORD, MODEL)
+            f"{get_probed_run(wildcards)}/{f}" for f in (RUN_RECORD, MODEL)
         ],
         partition=lambda wildcards: partition_file(
             experiment(wildcards), experiment(wildcards)["seeds"][0]
@@ -27,7 +27,7 @@ rule theory:
     params:
         dataset=lambda wildcards: experiment(wildcards)["dataset"],
         root=lambda wildcards: data_root(experiment(wildcards)["dataset"]),
-        run=probed_run,
+        run=get_probed_run,
         out=subpath(output.table, parent=True),
     shell:
         ASYNCFL

@@ -142,7 +142,7 @@ for tuned in TUNED:
         params:
             out=subpath(output.png, parent=True),
             runs=tuning_run_folders(tuned),
-            grid=tuning_grid(tuned),
+            grid=json.dumps(PLAN[tuned].tuning_grid),
             target=config["experiments"][tuned]["target_accuracy"],
             budget=config["experiments"][tuned]["budget"]["virtual_time"],
         shell:

@@ -110,6 +110,8 @@ class ExperimentPlan:
     severities: tuple[str, ...] = ()
     tuning: TrainingJob | None = None  # the runs of its `tune:` grid, one job, before the others
     tuning_partitions: tuple[str, ...] = ()  # every tuning seed's FILE.npz
+    tuning_grid: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # each tuned name's points
+    probed_run: str = ""  # the run whose final model the theory figures probe: AFL at reference_J, first seed
 
     @property
     def shape(self) -> str:
@@ -122,6 +124,10 @@ class ExperimentPlan:
     def run(self, folder: str) -> PlannedRun:
         (run,) = [run for run in self.runs if run.folder == folder]
         return run
+
+    def run_folders(self, names: tuple[str, ...], j: int) -> list[str]:
+        """The folders of the runs of these names at J = `j` (an emulation figure's runs)."""
+        return [run.folder for run in self.runs if run.name in names and run.j == j]
 
 
 @dataclass(frozen=True)
@@ -207,6 +213,10 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         severities,
         tuning,
         tuple(partition_file(experiment, seed) for seed in experiment.get("tune", {}).get("seeds", [])),
+        {algorithm: tuning_points(experiment, algorithm) for algorithm in tuned_names(experiment)}
+        if "tune" in experiment
+        else {},
+        RUN_FOLDER.format(experiment=name, algorithm="afl", J=reference_j, seed=experiment["seeds"][0]),
     )
 
 
