@@ -23,20 +23,10 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary sibling of `path`; rename it onto `path` only if the block succeeds. Only a
-    regular file (or nothing) at `path` is replaced: a folder or special file there is refused first."""
-    path = Path(path)
-    check_output(path)
-    tmp = temporary_sibling(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.unlink(missing_ok=True)  # a planted symlink here would be written through; os.replace never follows one
-        yield tmp
-        os.replace(tmp, path)
-    except OSError as error:  # name the file the user asked for, not its temporary sibling
-        raise OSError(error.errno, error.strerror, str(path)) from None
-    finally:
-        with suppress(OSError):  # cleaning up: the error that matters, if any, is already on its way
-            tmp.unlink(missing_ok=True)
+    regular file (or nothing) at `path` is replaced: a folder or special file there is refused first.
+    `written_together` of one output."""
+    with written_together([Path(path)]) as temporaries:
+        yield temporaries[Path(path)]
 
 
 @contextmanager
@@ -45,7 +35,9 @@ def written_together(paths: list[Path]) -> Iterator[dict[Path, Path]]:
     their names only once the block has written them all: a command that fails part way (a bad input,
     a full disk) leaves every output as it was, never some new beside some old. Unlike
     `publish_folder`, the outputs may lie in several folders that other commands' outputs share; each
-    rename is atomic, and only a kill between the last few renames could leave a mix."""
+    rename is atomic, and only a kill between the last few renames could leave a mix. A temporary
+    is unlinked before the block (a planted symlink there would be written through; os.replace never
+    follows one), and an error names the file the user asked for, never its temporary sibling."""
     paths = [Path(path) for path in paths]
     for path in paths:
         check_output(path)
@@ -53,15 +45,16 @@ def written_together(paths: list[Path]) -> Iterator[dict[Path, Path]]:
     try:
         for path, tmp in temporaries.items():
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.unlink(missing_ok=True)  # never written through a planted symlink: see atomic_path
+            tmp.unlink(missing_ok=True)
         yield temporaries
         for path, tmp in temporaries.items():
             os.replace(tmp, path)
-    except OSError as error:  # name the file the user asked for, not its temporary sibling
+    except OSError as error:
         asked = {str(tmp): str(path) for path, tmp in temporaries.items()}
-        raise OSError(error.errno, error.strerror, asked.get(str(error.filename), error.filename)) from None
+        named = asked.get(str(error.filename), error.filename if len(paths) > 1 else str(paths[0]))
+        raise OSError(error.errno, error.strerror, named) from None
     finally:
-        for tmp in temporaries.values():
+        for tmp in temporaries.values():  # cleaning up: the error that matters, if any, is on its way
             with suppress(OSError):
                 tmp.unlink(missing_ok=True)
 
