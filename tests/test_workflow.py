@@ -49,11 +49,11 @@ def test_paper_config_plans_every_training_run():
 
 
 def test_packed_runs_train_in_jobs_of_pack_runs_that_ask_for_their_runtime(tmp_path):
-    """The quick config packs digits_mlp's 14 runs 7 a job, and digits_resnet20's and digits_world's 4
+    """The quick config packs digits_mlp's 16 runs 8 a job, and digits_resnet20's and digits_world's 4
     runs each in one: a job per pack, asking for its runs' runtime, none left to the per-run rule."""
     quick = yaml.safe_load(QUICK_CONFIG.read_text())
     mlp = quick["experiments"]["digits_mlp"]
-    assert mlp["pack_runs"] == 7 and mlp["seeds"] == [0, 1]
+    assert mlp["pack_runs"] == 8 and mlp["seeds"] == [0, 1]
     result = snakemake("-n", "-p", "--configfile", str(QUICK_CONFIG), workdir=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     counts = job_counts(result.stdout)
@@ -63,9 +63,9 @@ def test_packed_runs_train_in_jobs_of_pack_runs_that_ask_for_their_runtime(tmp_p
     packed = [job for job in jobs if "rule train_digits_mlp_pack1:" in job]
     assert len(packed) == 1
     runtime = quick["resources"]["train"]["runtime"]
-    assert f"runtime={7 * runtime}" in packed[0]
+    assert f"runtime={8 * runtime}" in packed[0]
     for seed in (0, 1):
-        assert f"results/digits_mlp/runs/fedbuff/J5/seed{seed}/metrics.csv" in packed[0]
+        assert f"results/digits_mlp/runs/fedadam/J5/seed{seed}/metrics.csv" in packed[0]
     assert "--plan results/digits_mlp/plans/pack1.json" in packed[0].split("train-many")[1]
     assert counts["plan_training"] == 2 + 1 + 1 + 3 + 1  # and one per severity of digits_stragglers, one for its tuning
     plan = "results/digits_mlp/plans/pack1.json"
@@ -73,10 +73,11 @@ def test_packed_runs_train_in_jobs_of_pack_runs_that_ask_for_their_runtime(tmp_p
     assert made.returncode == 0, made.stderr[-2000:]
     runs = json.loads((tmp_path / plan).read_text())
     assert [run["out"].split("/runs/")[1] for run in runs] == [
-        "fedasync/J5/seed1", "fedbuff/J5/seed0", "fedbuff/J5/seed1", "afl_as_coded/J5/seed0", "afl_as_coded/J5/seed1",
-        "sync_as_coded/J5/seed0", "sync_as_coded/J5/seed1",
+        "fedbuff/J5/seed0", "fedbuff/J5/seed1", "afl_as_coded/J5/seed0", "afl_as_coded/J5/seed1",
+        "sync_as_coded/J5/seed0", "sync_as_coded/J5/seed1", "fedadam/J5/seed0", "fedadam/J5/seed1",
     ]  # fmt: skip
-    assert runs[1]["settings"]["seed"] == 0 and runs[1]["settings"]["algorithm"] == "fedbuff"
+    assert runs[0]["settings"]["seed"] == 0 and runs[0]["settings"]["algorithm"] == "fedbuff"
+    assert runs[6]["settings"]["algorithm"] == "fedadam" and "server_optimizer_lr" not in runs[6]["settings"]
 
 
 def test_a_trace_under_a_severity_is_an_input_of_the_severity_jobs(tmp_path):
@@ -197,9 +198,9 @@ def test_quick_config_end_to_end(quick_local_run):
         assert all(member.mtime == 0 and member.uid == 0 for member in tar.getmembers())
         assert sums == {m.name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for m in tar.getmembers()}
     assert "config/quick.yaml" in sums and any(n.startswith("results/partitions/") for n in sums)
-    # digits_mlp: 14 runs (2 jobs of 7), digits_resnet20: 4, digits_world: 4, digits_stragglers: 3
+    # digits_mlp: 16 runs (2 jobs of 8), digits_resnet20: 4, digits_world: 4, digits_stragglers: 3
     # severities × 8 × 5 seeds (its 16 tuning runs are not results: not archived)
-    assert sum(n.endswith("run.json") for n in sums) == 22 + 120
+    assert sum(n.endswith("run.json") for n in sums) == 24 + 120
     # The tuning stage's choice reached the final runs through the DAG: each run name trained with its γ0
     chosen = json.loads((tmp_path / "results/digits_stragglers/tuning/chosen.json").read_text())["chosen"]
     assert set(chosen) == set(quick["experiments"]["digits_stragglers"]["algorithms"])

@@ -36,6 +36,13 @@ def test_sgd_with_momentum_is_fedavgm_and_without_it_the_aggregate_itself():
     assert torch.equal(plain.step(old, aggregate, {})[0]["w"], aggregate["w"])  # float32, bit for bit
 
 
+@pytest.mark.parametrize(("kind", "eta"), [("sgd", 1.0), ("adagrad", 0.1), ("adam", 0.1), ("yogi", 0.01)])
+def test_an_unset_step_is_the_optimizers_own_and_a_set_one_wins(kind, eta):
+    """Flower's defaults: Adam at sgd's η = 1 would move every weight by about 1 a round."""
+    assert optimizer(kind).parameters.server_optimizer_lr == eta
+    assert optimizer(kind, server_optimizer_lr=0.2).parameters.server_optimizer_lr == 0.2
+
+
 @pytest.mark.parametrize(
     ("kind", "v"),
     [
@@ -86,7 +93,7 @@ def test_a_run_with_a_server_optimizer_resumes_its_moments_to_the_same_bytes(tmp
     resumed.run()
     for name in ("metrics.csv", "events.csv", "model.pt"):
         assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
-    plain_settings = {**settings, "server_optimizer": "none", "server_optimizer_lr": 1.0}
+    plain_settings = {**settings, "server_optimizer": "none", "server_optimizer_lr": None}
     plain, _ = recorded_simulation(tmp_path / "plain", sizes, **plain_settings)
     plain.run()
     assert read_csv(tmp_path / "plain" / "metrics.csv") != read_csv(tmp_path / "whole" / "metrics.csv")

@@ -75,6 +75,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "server_momentum": 0.5,
         "server_beta1": 0.5,
         "server_beta2": 0.9,
+        "server_optimizer_lr": 0.05,
     }
     for key, context in where.items():
         value = other[key] if key in other else 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5

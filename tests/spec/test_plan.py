@@ -16,16 +16,18 @@ def test_the_quick_config_plans_three_job_shapes():
     assert plan.of_shape(PACKED) == ["digits_mlp", "digits_resnet20", "digits_world"]
     assert plan.of_shape(SEVERITY) == ["digits_stragglers"] and plan.of_shape(ONE_RUN) == []
     runtime = QUICK["resources"]["train"]["runtime"]
-    packed = plan["digits_mlp"]  # 14 runs, 7 a job, in the experiment's run order
+    packed = plan["digits_mlp"]  # 16 runs, 8 a job, in the experiment's run order
     assert [job.key for job in packed.jobs] == ["pack0", "pack1"]
     assert [run.folder.split("/runs/")[1] for run in packed.jobs[0].runs] == [
         "afl/J3/seed0", "afl/J3/seed1", "afl/J5/seed0", "afl/J5/seed1", "sync/J5/seed0", "sync/J5/seed1",
-        "fedasync/J5/seed0",
+        "fedasync/J5/seed0", "fedasync/J5/seed1",
     ]  # fmt: skip
-    assert all(len(job.runs) == 7 and job.runtime == 7 * runtime for job in packed.jobs)
+    assert all(len(job.runs) == 8 and job.runtime == 8 * runtime for job in packed.jobs)
     assert packed.job("pack1").plan_file == "results/digits_mlp/plans/pack1.json"
     uneven = plan_workflow({**QUICK, "experiments": {"x": {**QUICK["experiments"]["digits_mlp"], "pack_runs": 4}}})
-    assert [len(job.runs) for job in uneven["x"].jobs] == [4, 4, 4, 2]  # the last job holds what is left
+    assert [len(job.runs) for job in uneven["x"].jobs] == [4, 4, 4, 4]
+    three = plan_workflow({**QUICK, "experiments": {"x": {**QUICK["experiments"]["digits_mlp"], "pack_runs": 6}}})
+    assert [len(job.runs) for job in three["x"].jobs] == [6, 6, 4]  # the last job holds what is left
     sweep = plan["digits_stragglers"]
     assert [job.key for job in sweep.jobs] == ["sigma0", "sigma1", "heavy_tail"]
     assert all(len(job.runs) == 40 and job.runtime == 40 * runtime for job in sweep.jobs)  # 8 runs × 5 seeds

@@ -8,43 +8,19 @@ from pathlib import Path
 # The package's light modules (configuration, file layout) plan the DAG; rules run its CLI.
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
-from asyncfl.spec.yaml_files import with_numbers
+from asyncfl.spec.catalogue import Scope, catalogued, scope_figures
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import NAME
-from asyncfl.spec.workflow_config import (
-    check_config_files,
-    check_workflow_config,
-    record_command,
-)
-from asyncfl.spec.plan import (
-    ONE_RUN,
-    PACKED,
-    SEVERITY,
-    partition_file,
-    plan_workflow,
-    prepared_marker,
-)
-from asyncfl.spec.layout import (
-    ARCHIVE_DIR,
-    ARCHIVE_FILES,
-    DATA_DIR,
-    EVENTS,
-    FIGURE,
-    METRICS,
-    MODEL,
-    PARTITION,
-    VALIDATED_PARTITION,
-    RUN_FILES,
-    RUN_FOLDER,
-    RUN_RECORD,
-    RUN_SUMMARY,
-    SEVERITY_RUN_FOLDER,
-    STRAGGLER_VERDICTS,
-    TRAIN_PLAN,
-    CHOSEN,
-)
-from asyncfl.spec.catalogue import Scope, catalogued, scope_figures
+from asyncfl.spec.layout import ARCHIVE_DIR, ARCHIVE_FILES, CHOSEN, DATA_DIR, EVENTS
+from asyncfl.spec.layout import FIGURE, METRICS, MODEL, PARTITION, RUN_FILES, RUN_FOLDER
+from asyncfl.spec.layout import RUN_RECORD, RUN_SUMMARY, STRAGGLER_VERDICTS, TRAIN_PLAN
+from asyncfl.spec.layout import VALIDATED_PARTITION
 from asyncfl.spec.names import ALGORITHMS
+from asyncfl.spec.plan import ONE_RUN, PACKED, SEVERITY, partition_file, plan_workflow
+from asyncfl.spec.plan import prepared_marker
+from asyncfl.spec.workflow_config import check_config_files, check_workflow_config
+from asyncfl.spec.workflow_config import record_command
+from asyncfl.spec.yaml_files import with_numbers
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
@@ -142,21 +118,6 @@ def get_partition_stats(wildcards):
     return [partition_file(exp, seed, ".json") for seed in exp["seeds"]]
 
 
-def severities(name):
-    """The straggler severities an experiment sweeps (config/README.md "Stragglers"); none: a plain one."""
-    return list(PLAN[name].severities)
-
-
-def severity_run_folder(name, severity, algorithm, seed):
-    return SEVERITY_RUN_FOLDER.format(
-        experiment=name,
-        severity=severity,
-        algorithm=algorithm,
-        J=REFERENCE_J,
-        seed=seed,
-    )
-
-
 def run_folders(name):
     """The experiment's run folders: only those of the config, whatever else lies beside them."""
     return [run.folder for run in PLAN[name].runs]
@@ -179,28 +140,6 @@ def train_plan(name, job):
     return TRAIN_PLAN.format(experiment=name, job=job)
 
 
-def job_outputs(name, pattern):
-    """The output files of the jobs that train several runs of an experiment, `pattern` giving each
-    planned run's folder with the rule's wildcards (a job's runs differ only in those).
-    """
-    return [
-        f"{pattern(run)}/{file}"
-        for run in PLAN[name].jobs[0].runs
-        for file in RUN_FILES
-    ]
-
-
-def train_many_inputs(name):
-    """The inputs of a job that trains several runs of an experiment: its dataset, the partition of
-    every seed and its availability traces, if any."""
-    plan = PLAN[name]
-    return {
-        "data": prepared_marker(plan.dataset),
-        "partitions": list(plan.partitions),
-        "trace": list(plan.traces),
-    }
-
-
 # The command of the partition rules (a validation split's adds its fraction)
 PARTITION_COMMAND = (
     ASYNCFL
@@ -221,26 +160,13 @@ TRAIN_MANY_CHOSEN = TRAIN_MANY.replace(
 )
 # The experiments with a `tune:` grid, whose tuning job runs before their others
 TUNED = [name for name, plan in PLAN.experiments.items() if plan.tuning is not None]
-
-
-def tuning_inputs(name):
-    """The final runs' extra input where an experiment is tuned: the choice of its tuning stage."""
-    return {"chosen": CHOSEN.format(experiment=name)} if name in TUNED else {}
-
-
-def tuning_run_folders(name):
-    return [run.folder for run in PLAN[name].tuning.runs]
-
-
-def train_runtime(name):
-    """A training job's runtime (minutes): `resources.train.runtime` is one run's; a job that trains
-    several one after another asks for that many times it (every job of an experiment alike).
-    """
-    return PLAN[name].jobs[0].runtime
+TUNING_FOLDERS = {
+    name: [run.folder for run in PLAN[name].tuning.runs] for name in TUNED
+}
 
 
 def run_files(name, files=RUN_FILES):
-    return [f"{folder}/{file}" for folder in run_folders(name) for file in files]
+    return PLAN[name].run_files(files)
 
 
 def figure_png(figure):

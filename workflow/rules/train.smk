@@ -48,29 +48,24 @@ for sweep in SWEEPS:
         name:
             f"train_{sweep.replace('-', '_')}"
         input:
-            **train_many_inputs(sweep),
-            **tuning_inputs(sweep),
+            **PLAN[sweep].job_inputs(),
+            **PLAN[sweep].chosen_input(),
             plan=train_plan(sweep, "{severity}"),
         output:
-            job_outputs(
-                sweep,
-                lambda run: severity_run_folder(
-                    sweep, "{severity}", run.name, run.seed
-                ),
-            ),
+            PLAN[sweep].severity_job_outputs(RUN_FILES),
         log:
             f"logs/train/{sweep}/{{severity}}.log",
         benchmark:
             f"benchmarks/train/{sweep}/{{severity}}.tsv"
         wildcard_constraints:
-            severity="|".join(map(re.escape, severities(sweep))),
+            severity="|".join(map(re.escape, PLAN[sweep].severities)),
         priority: 1
         conda:
             torch_env
         threads: TRAIN_THREADS
         resources:
             **TRAIN_RESOURCES,
-            runtime=train_runtime(sweep),
+            runtime=PLAN[sweep].jobs[0].runtime,
         params:
             dataset=config["experiments"][sweep]["dataset"],
             root=experiment_data_root(sweep),
@@ -87,13 +82,13 @@ for tuned in TUNED:
         name:
             f"tune_{tuned.replace('-', '_')}"
         input:
-            **train_many_inputs(tuned),
+            **PLAN[tuned].job_inputs(),
             tuning_partitions=list(PLAN[tuned].tuning_partitions),
             plan=train_plan(tuned, "tuning"),
         output:
             [
                 f"{folder}/{file}"
-                for folder in tuning_run_folders(tuned)
+                for folder in TUNING_FOLDERS[tuned]
                 for file in RUN_FILES
             ],
         log:
@@ -119,7 +114,7 @@ for tuned in TUNED:
         input:
             runs=[
                 f"{folder}/{file}"
-                for folder in tuning_run_folders(tuned)
+                for folder in TUNING_FOLDERS[tuned]
                 for file in RUN_SUMMARY
             ],
             stats=[
@@ -141,7 +136,7 @@ for tuned in TUNED:
             torch_env
         params:
             out=subpath(output.png, parent=True),
-            runs=tuning_run_folders(tuned),
+            runs=TUNING_FOLDERS[tuned],
             grid=json.dumps(PLAN[tuned].tuning_grid),
             target=config["experiments"][tuned]["target_accuracy"],
             budget=config["experiments"][tuned]["budget"]["virtual_time"],
@@ -162,7 +157,7 @@ for packed in PACKED_EXPERIMENTS:
             name:
                 f"train_{packed.replace('-', '_')}_{pack.key}"
             input:
-                **train_many_inputs(packed),
+                **PLAN[packed].job_inputs(),
                 plan=train_plan(packed, pack.key),
             output:
                 [f"{run.folder}/{file}" for run in pack.runs for file in RUN_FILES],

@@ -30,7 +30,8 @@ Moments = dict[str, ModelState]  # "m" and, for the adaptive ones, "v": per para
 class ServerOptimizerParameters(Parameters):
     """Attributes:
     server_optimizer: none | sgd | adagrad | adam | yogi [none].
-    server_optimizer_lr: η, the server's step [1.0: the aggregate itself under sgd without momentum].
+    server_optimizer_lr: η, the server's step [the optimizer's own: 1.0 for sgd (the aggregate itself
+        without momentum), 0.1 for adagrad and adam, 0.01 for yogi: Flower's defaults].
     server_momentum: μ of sgd (FedAvgM) [0.9: Hsu et al. 2019's].
     server_beta1, server_beta2: β1 of the adaptive ones, β2 of adam and yogi [0.9, 0.99: Reddi et al.'s].
     server_tau: τ, the adaptive ones' floor of √v [1e-3: Reddi et al.'s].
@@ -49,7 +50,8 @@ class ServerOptimizer:
     aggregate and the moments so far."""
 
     def __init__(self, config: TrainConfig, parameter_names: list[str]):
-        self.parameters = ServerOptimizerParameters.of(config)
+        lr = config.server_optimizer_lr_or_default
+        self.parameters = ServerOptimizerParameters.of(config, server_optimizer_lr=lr)
         self.names = parameter_names
 
     @classmethod

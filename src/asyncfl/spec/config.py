@@ -20,6 +20,7 @@ from asyncfl.spec.names import (
     MODELS,
     OPTIMIZERS,
     PRECISIONS,
+    SERVER_OPTIMIZER_LR,
     SERVER_OPTIMIZER_OF,
     SERVER_OPTIMIZERS,
     TRAINERS,
@@ -86,7 +87,8 @@ class TrainConfig:
     # the server's own optimizer on the aggregate's pseudo-gradient (fl/server_optimizer.py; Reddi et al.
     # 2021; project's choice to offer it, off by default); its defaults are the papers' own
     server_optimizer: str = setting(Group.SERVER, "none", SERVER_OPTIMIZERS)
-    server_optimizer_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, at_most=1e6)  # η
+    # η; null: the optimizer's own (names.SERVER_OPTIMIZER_LR: 1.0 sgd, 0.1 adagrad and adam, 0.01 yogi)
+    server_optimizer_lr: float | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=1e6)
     server_momentum: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, at_most=1.0)  # μ of sgd (FedAvgM)
     server_beta1: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, at_most=1.0)
     server_beta2: float = setting(Group.SERVER, 0.99, lowest=NON_NEGATIVE, at_most=1.0)
@@ -200,6 +202,10 @@ class TrainConfig:
     @property
     def concurrency_or_default(self) -> int:
         return self.concurrency or self.clients_per_round
+
+    @property
+    def server_optimizer_lr_or_default(self) -> float:
+        return self.server_optimizer_lr or SERVER_OPTIMIZER_LR[self.server_optimizer]
 
 
 def settings_of(group: Group) -> tuple[str, ...]:

@@ -30,7 +30,10 @@ ASYNCHRONOUS = tuple(algorithm.key for algorithm in CATALOGUE if algorithm.async
 DATASETS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST", "cifar10": "CIFAR-10", "digits": "digits (8×8)"}
 MODELS = {"cnn": "CNN (3 conv layers)", "resnet20": "ResNet-20", "mlp": "MLP (2NN)"}
 OPTIMIZERS = ("adam", "sgd")
-SERVER_OPTIMIZERS = ("none", "sgd", "adagrad", "adam", "yogi")  # fl/server_optimizer.py
+# The server optimizers (fl/server_optimizer.py), each with its step η where server_optimizer_lr is not
+# given: Flower's FedAvgM, FedAdagrad, FedAdam and FedYogi defaults (Reddi et al. 2021 tune η per task)
+SERVER_OPTIMIZER_LR = {"sgd": 1.0, "adagrad": 0.1, "adam": 0.1, "yogi": 0.01}
+SERVER_OPTIMIZERS = ("none", *SERVER_OPTIMIZER_LR)
 DEVICES = ("auto", "cpu", "cuda")
 TRAINERS = ("auto", "vectorised", "plain", "graphed")
 PRECISIONS = ("fp32", "tf32", "bf16")

@@ -22,6 +22,7 @@ from typing import Any
 from asyncfl.spec.catalogue import Figure, Scope, scope_figures
 from asyncfl.spec.experiments import decimal_text, experiment_runs, experiment_traces, run_settings
 from asyncfl.spec.layout import (
+    CHOSEN,
     DATA_DIR,
     FIGURE,
     PARTITION,
@@ -128,6 +129,31 @@ class ExperimentPlan:
     def run_folders(self, names: tuple[str, ...], j: int) -> list[str]:
         """The folders of the runs of these names at J = `j` (an emulation figure's runs)."""
         return [run.folder for run in self.runs if run.name in names and run.j == j]
+
+    def run_files(self, files: tuple[str, ...]) -> list[str]:
+        """These files of every run, in the runs' order (a figure rule's inputs, a job's outputs)."""
+        return [f"{run.folder}/{file}" for run in self.runs for file in files]
+
+    def job_inputs(self) -> dict[str, Any]:
+        """What a job that trains its runs reads: the prepared dataset, every seed's partition and the
+        availability traces, if any."""
+        return {"data": prepared_marker(self.dataset), "partitions": list(self.partitions), "trace": list(self.traces)}
+
+    def chosen_input(self) -> dict[str, str]:
+        """What its final runs read besides, where it is tuned: the tuning stage's choice."""
+        return {"chosen": CHOSEN.format(experiment=self.name)} if self.tuning else {}
+
+    def severity_job_outputs(self, files: tuple[str, ...]) -> list[str]:
+        """The outputs of its severity jobs with `{severity}` left as the rule's wildcard: every
+        severity trains the same runs (a sweep's runs at reference_J)."""
+        return [
+            SEVERITY_RUN_FOLDER.format(
+                experiment=self.name, severity="{severity}", algorithm=run.name, J=run.j, seed=run.seed
+            )
+            + f"/{file}"
+            for run in self.jobs[0].runs
+            for file in files
+        ]
 
 
 @dataclass(frozen=True)
