@@ -279,14 +279,16 @@ def algorithms_compared(axes: Sequence[Axes], metrics: pd.DataFrame) -> None:
             ax=ax,
             legend=False,
         )
-        ax.set(xlabel="", ylabel=label)
-        ticks = [f"{textwrap.fill(ALGORITHMS[a], 11)}\n{budgets[a]:.0f} updates" for a in order]
+        # One budget for all (the equal-cost comparison) is said once, under the axis, not under every bar
+        equal = budgets[order].nunique() == 1
+        ax.set(xlabel=f"each at {budgets[order[0]]:.0f} client updates" if equal else "", ylabel=label)
+        ticks = [textwrap.fill(ALGORITHMS[a], 10) + ("" if equal else f"\n{budgets[a]:.0f} updates") for a in order]
         ax.set_xticks(range(len(order)), ticks, fontsize=4.5)
     never = times[times.time.isna()].groupby("algorithm").size()
     for position, algorithm in enumerate(order):
         if algorithm in never:
             axes[1].annotate(
-                f"{never[algorithm]} run(s)\nnever\nreached it",
+                f"{never[algorithm]}\nnever\nreached",
                 (position, 0),
                 ha="center",
                 va="bottom",

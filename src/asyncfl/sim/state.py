@@ -42,33 +42,41 @@ class Job:
         return aggregated_into - self.version
 
 
+def kept(default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
+    """A field the checkpoint keeps as it is, under its own name (numbers, text, model states):
+    `payload` and `from_payload` list no such field by hand."""
+    return field(default=default, metadata={"kept": True}, **kwargs)
+
+
 @dataclass
 class SimulationState:
-    """Everything that changes during a run and that a checkpoint holds."""
+    """Everything that changes during a run and that a checkpoint holds: the `kept` fields as they are,
+    the others through their own part's form (the sampling stream's state, the jobs and results as
+    their fields, the link's bookings, the server optimizer's moments)."""
 
-    global_model: ModelState
     rng: np.random.Generator  # draws the clients to dispatch
     dispatch_counts: np.ndarray  # per client: dispatches so far
-    version: int = 0  # global model version = aggregations so far
-    now: float = 0.0  # virtual time
-    wall_seconds: float = 0.0  # wall-clock seconds spent before the last resume
-    dropped: int = 0  # dispatches lost so far (their clients went offline, or they failed)
-    discarded: int = 0  # dispatches whose synchronous round closed without them (late, or abandoned)
-    rejected: int = 0  # asynchronous updates rejected as staler than the cap
-    deadline_at: float | None = None  # when the open synchronous round ends, under a round_deadline
-    waiting: int = 0  # dispatches the server wants but has no online idle client for yet
-    checkins: int = 0  # Poisson check-ins handled so far, under arrivals: poisson
-    busy_seconds: float = 0.0  # client-seconds of the dispatches ended so far (`Dispatcher.arrived`)
-    uploads: int = 0  # updates whose upload completed (arrived, aggregated or not)
-    evaluations: int = 0  # time-grid evaluations so far, under eval_every_seconds
-    started_at: str = field(default_factory=utc_now)
-    start_models: dict[int, ModelState] = field(default_factory=dict)  # global states that outstanding jobs start from
+    global_model: ModelState = kept()
+    version: int = kept(0)  # global model version = aggregations so far
+    now: float = kept(0.0)  # virtual time
+    wall_seconds: float = kept(0.0)  # wall-clock seconds spent before the last resume
+    dropped: int = kept(0)  # dispatches lost so far (their clients went offline, or they failed)
+    discarded: int = kept(0)  # dispatches whose synchronous round closed without them (late, or abandoned)
+    rejected: int = kept(0)  # asynchronous updates rejected as staler than the cap
+    deadline_at: float | None = kept(None)  # when the open synchronous round ends, under a round_deadline
+    waiting: int = kept(0)  # dispatches the server wants but has no online idle client for yet
+    checkins: int = kept(0)  # Poisson check-ins handled so far, under arrivals: poisson
+    busy_seconds: float = kept(0.0)  # client-seconds of the dispatches ended so far (`Dispatcher.arrived`)
+    uploads: int = kept(0)  # updates whose upload completed (arrived, aggregated or not)
+    evaluations: int = kept(0)  # time-grid evaluations so far, under eval_every_seconds
+    started_at: str = kept(default_factory=utc_now)
+    start_models: dict[int, ModelState] = kept(default_factory=dict)  # global states outstanding jobs start from
     outstanding: dict[tuple, Job] = field(default_factory=dict)  # dispatched, not yet taken by the server
     # Updates already trained for outstanding jobs: kept, so a resumed run trains the same jobs
     # together as an uninterrupted one (a batch's numerics may depend on its members).
     results: dict[tuple, LocalResult] = field(default_factory=dict)
     # Each client's own last model, for algorithms whose clients never load the global one
-    client_models: dict[int, ModelState] = field(default_factory=dict)
+    client_models: dict[int, ModelState] = kept(default_factory=dict)
     link: LinkBookings | None = None  # the transfers booked on a shared server link (`server_bandwidth`)
     # Σ dispatch_counts, kept as it grows: summing C clients' counts at every dispatch cost O(C)
     dispatched: int = 0
@@ -107,33 +115,19 @@ class SimulationState:
         """The state before the first dispatch; `own_models`: each client's own initial model, for
         algorithms whose clients keep their own; `shared_link`: transfers are booked on the server's link."""
         return cls(
-            global_model,
-            np.random.default_rng([seed, random_streams.SAMPLING]),
-            np.zeros(clients, dtype=np.int64),
+            global_model=global_model,
+            rng=np.random.default_rng([seed, random_streams.SAMPLING]),
+            dispatch_counts=np.zeros(clients, dtype=np.int64),
             client_models=own_models or {},
             link=LinkBookings() if shared_link else None,
         )
 
     def payload(self, logs: dict[str, str]) -> dict[str, Any]:
         """The checkpoint's content: this state and the logs' text so far, as tensors and plain data."""
+        kept_fields = {item.name: getattr(self, item.name) for item in dataclasses.fields(self) if item.metadata}
         return (
-            {
-                "version": self.version,
-                "now": self.now,
-                "wall_seconds": self.wall_seconds,
-                "dropped": self.dropped,
-                "discarded": self.discarded,
-                "rejected": self.rejected,
-                "deadline_at": self.deadline_at,
-                "waiting": self.waiting,
-                "checkins": self.checkins,
-                "busy_seconds": self.busy_seconds,
-                "uploads": self.uploads,
-                "evaluations": self.evaluations,
-                "started_at": self.started_at,
-                "global_model": self.global_model,
-                "start_models": self.start_models,
-                "client_models": self.client_models,
+            kept_fields
+            | {
                 "rng": self.rng.bit_generator.state,
                 "dispatch_counts": self.dispatch_counts.tolist(),
                 "outstanding": [dataclasses.asdict(job) for job in self.outstanding.values()],
@@ -152,25 +146,10 @@ class SimulationState:
             rng.bit_generator.state = checkpoint["rng"]
             dispatch_counts = np.array(checkpoint["dispatch_counts"], dtype=np.int64)
             state = cls(
-                global_model=checkpoint["global_model"],
+                **{item.name: checkpoint[item.name] for item in dataclasses.fields(cls) if item.metadata},
                 rng=rng,
                 dispatch_counts=dispatch_counts,
                 dispatched=int(dispatch_counts.sum()),
-                version=checkpoint["version"],
-                now=checkpoint["now"],
-                wall_seconds=checkpoint["wall_seconds"],
-                dropped=checkpoint["dropped"],
-                discarded=checkpoint["discarded"],
-                rejected=checkpoint["rejected"],
-                deadline_at=checkpoint["deadline_at"],
-                waiting=checkpoint["waiting"],
-                checkins=checkpoint["checkins"],
-                busy_seconds=checkpoint["busy_seconds"],
-                uploads=checkpoint["uploads"],
-                evaluations=checkpoint["evaluations"],
-                started_at=checkpoint["started_at"],
-                start_models=checkpoint["start_models"],
-                client_models=checkpoint["client_models"],
                 outstanding={job.key: job for job in (Job(**{**j, **tuples(j)}) for j in checkpoint["outstanding"])},
                 results={tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]},
                 link=LinkBookings(**checkpoint["link"]) if "link" in checkpoint else None,
