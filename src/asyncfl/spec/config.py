@@ -46,158 +46,231 @@ MAX_SEED = (1 << 63) - 1  # torch's and NumPy's generators both take it
 @dataclass(frozen=True)
 class TrainConfig:
     """Every knob of a run, flat, as YAML files and the command line give them; the objects that use
-    them take their own group (`Strategy`, `ClientSystem`, `LocalSettings`). Comments mark the paper's
-    values (Section V, Algorithm 1) and the project's choices where the paper gives none or another;
-    config/README.md has the full table."""
+    them take their own group (`Strategy`, `ClientSystem`, `LocalSettings`). Each field's docstring
+    (read as Pydantic's `use_attribute_docstrings` reads them: `settings_docs`) says what it means and
+    marks the paper's values (Section V, Algorithm 1) and the project's choices where the paper gives
+    none or another; config/README.md's tables of settings are made from them."""
 
-    # -- what runs
     algorithm: str = setting(Group.RUN, "afl", tuple(ALGORITHMS))
+    """the federated algorithm (`spec/algorithms.py`'s catalogue)"""
     model: str = setting(Group.RUN, "cnn", tuple(MODELS))
-    clients_per_round: int = setting(Group.RUN, 5, lowest=POSITIVE, at_most=MANY)  # J; afl aggregates every J arrivals
-    # (paper: 5 of 10 in its comparisons)
-    rounds: int = setting(Group.RUN, 1000, lowest=POSITIVE, at_most=100_000_000)  # server aggregations
-    local_epochs: int = setting(Group.RUN, 10, lowest=POSITIVE, at_most=100_000)  # I (paper)
+    """`cnn` (the paper's MNIST model), `resnet20` (its CIFAR-10 model) or `mlp` (McMahan et al. 2017's 2NN,
+    **project's choice**)"""
+    clients_per_round: int = setting(Group.RUN, 5, lowest=POSITIVE, at_most=MANY)
+    """J: `sync` draws J clients a round, `afl` aggregates every J arrivals (**paper**: 5 of 10 in its
+    comparisons)"""
+    rounds: int = setting(Group.RUN, 1000, lowest=POSITIVE, at_most=100_000_000)
+    """server aggregations per run (**paper**: 1,000)"""
+    local_epochs: int = setting(Group.RUN, 10, lowest=POSITIVE, at_most=100_000)
+    """I, local epochs per dispatch (**paper**)"""
     seed: int = setting(Group.RUN, 0, lowest=NON_NEGATIVE, at_most=MAX_SEED)
-    # -- local training
-    batch_size: int = setting(Group.LOCAL, 64, lowest=POSITIVE, at_most=MANY)  # paper
-    optimizer: str = setting(Group.LOCAL, "adam", OPTIMIZERS)  # or "sgd" (paper: Adam)
-    gamma0: float = setting(Group.LOCAL, 1e-3, lowest=POSITIVE)  # γ0 of γ = γ0 / (√(t+1)·(1 + α_lr·d_c)) (paper)
-    alpha_lr: float = setting(Group.LOCAL, 0.01, lowest=NON_NEGATIVE)  # paper
-    # t of γ at dispatch: "round", the server round (paper); "equivalent_round", client updates aggregated
-    # / J, which counts the same for every algorithm (project's choice, where algorithms are compared;
-    # equal to "round" for afl and sync); "epoch", the local epoch (the paper's reference code)
+    """the run's seed, from which every random stream derives (`spec/random_streams.py`)"""
+    batch_size: int = setting(Group.LOCAL, 64, lowest=POSITIVE, at_most=MANY)
+    """local minibatch size (**paper**)"""
+    optimizer: str = setting(Group.LOCAL, "adam", OPTIMIZERS)
+    """`adam` or `sgd`; a fresh optimizer per dispatch (Adam: **paper**; fresh per dispatch: **project's
+    choice**)"""
+    gamma0: float = setting(Group.LOCAL, 1e-3, lowest=POSITIVE)
+    """γ0 of the delay-aware learning rate γ = γ0 / (√(t+1)·(1 + α_lr·d_c)) (**paper**)"""
+    alpha_lr: float = setting(Group.LOCAL, 0.01, lowest=NON_NEGATIVE)
+    """α_lr of that formula (**paper**)"""
     lr_time: str = setting(Group.LOCAL, "round", LR_CLOCKS, read_by=SCHEDULED)
-    # d_c = the dispatch's whole duration (transfers included), or the latency only
+    """t of γ: `round`, the server round at dispatch (**paper**); `equivalent_round`, client updates aggregated
+    before the dispatch / J, the same count for every algorithm, so runs compared at an equal budget share one
+    schedule (**project's choice** where algorithms are compared; equal to `round` for `afl` and `sync`);
+    `epoch`, the local epoch (the reference code's)"""
     lr_delay: str = setting(Group.LOCAL, "duration", ("duration", "latency"), read_by=SCHEDULED)
-    # -- the server's aggregation. s(τ): constant | inverse | polynomial | hinge. Project's choice: the
-    # paper's §V weights by size only (constant), which config/config.yaml sets for the paper's experiments
+    """d_c: the client's dispatch duration (compute + latency), or `latency` only (`afl_as_coded` keeps the
+    reference code's own clock)"""
     staleness: str = setting(Group.SERVER, "polynomial", STALENESS_FUNCTIONS, read_by=ASYNCHRONOUS)
-    # project's choice (the paper gives no value)
+    """s(τ), the staleness weight of the asynchronous algorithms' updates: `constant` 1, `inverse` 1/(1+aτ),
+    `polynomial` (1+τ)^−a, `hinge` 1 if τ ≤ b else 1/(a(τ−b)+1). **Project's choice**: the paper's §V weights
+    client models by size only, i.e. `constant`, which `config/config.yaml` sets for the paper's experiments"""
     staleness_a: float = setting(Group.SERVER, 0.5, lowest=NON_NEGATIVE, read_by=ASYNCHRONOUS)
-    # hinge threshold (project's)
+    """a of s(τ) (**project's choice**; the paper gives no value)"""
     staleness_b: float = setting(Group.SERVER, 4.0, lowest=NON_NEGATIVE, read_by=ASYNCHRONOUS)
-    # M clients in flight (afl, fedasync, fedbuff); default J (project's reading)
+    """b of the `hinge` s(τ) (**project's choice**; the paper gives no value)"""
     concurrency: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
-    # K arrivals per fedbuff aggregation; default J
+    """M, clients in flight; null: J (**project's choice**: Algorithm 1 draws J clients per round;
+    docs/design.md "Training" sets the two side by side)"""
     buffer_size: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff",))
-    # β of afl: θ ← (1−β)θ + β·aggregate (paper: the aggregate replaces θ)
+    """K, arrivals per `fedbuff` aggregation; null: J (**project's choice**)"""
     mixing: float = setting(Group.SERVER, 1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
-    fedasync_alpha: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL, read_by=("fedasync",))  # α of α_t = α·s(τ)
-    server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff",))  # η_g of fedbuff
-    # the server's own optimizer on the aggregate's pseudo-gradient (fl/server_optimizer.py; Reddi et al.
-    # 2021; project's choice to offer it, off by default); its defaults are the papers' own
+    """β: θ ← (1−β)θ + β·aggregate (1: the aggregate replaces the model, **paper**)"""
+    fedasync_alpha: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL, read_by=("fedasync",))
+    """α: α_t = α·s(τ) (**project's choice**, from FedAsync's paper)"""
+    server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff",))
+    """η_g, FedBuff's server step (**project's choice**)"""
     server_optimizer: str = setting(Group.SERVER, "none", SERVER_OPTIMIZERS)
-    # η; null: the optimizer's own (names.SERVER_OPTIMIZER_LR: 1.0 sgd, 0.1 adagrad and adam, 0.01 yogi)
+    """the server's own optimizer on the pseudo-gradient Δ = aggregate − θ, after any algorithm's aggregation
+    (docs/design.md "Training"): `sgd` (FedAvgM, Hsu et al. 2019), `adagrad`, `adam`, `yogi` (FedAdagrad,
+    FedAdam, FedYogi: Reddi et al. 2021); its moments are checkpointed with the model. `none`: the aggregate is
+    the new model (offering it is the **project's choice**)"""
     server_optimizer_lr: float | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=1e6)
-    server_momentum: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, at_most=1.0)  # μ of sgd (FedAvgM)
+    """η, the server optimizer's step; null: the optimizer's own, Flower's defaults (1.0 `sgd`, 0.1 `adagrad`
+    and `adam`, 0.01 `yogi`; Reddi et al. tune it per task); with `server_optimizer` only"""
+    server_momentum: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, at_most=1.0)
+    """μ of `server_optimizer: sgd` (Hsu et al. 2019's)"""
     server_beta1: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, at_most=1.0)
+    """β1 of `adagrad`, `adam`, `yogi` (Reddi et al. 2021's)"""
     server_beta2: float = setting(Group.SERVER, 0.99, lowest=NON_NEGATIVE, at_most=1.0)
+    """β2 of `adam`, `yogi` (Reddi et al. 2021's)"""
     server_tau: float = setting(Group.SERVER, 1e-3, lowest=POSITIVE, at_most=1e6)
-    # early stopping on the client's epoch loss
+    """τ, the adaptive optimizers' floor of √v (v starts at τ²; Reddi et al. 2021's)"""
     patience: int = setting(Group.LOCAL, 10, lowest=POSITIVE, at_most=100_000)
-    # μ of FedProx's μ/2‖θ − θ_start‖² in every client's objective (0: none; paper: none)
+    """early stopping on the client's epoch loss; it cannot fire when I ≤ patience (**paper**: I = P = 10)"""
     prox_mu: float = setting(Group.LOCAL, 0.0, lowest=NON_NEGATIVE, at_most=1e6)
-    # stop when ‖θ_{v+1} − θ_v‖ ≤ κ over parameters only; 0 disables (paper gives no κ)
+    """μ of FedProx's term μ/2‖θ − θ_start‖² in every client's local objective (0: none, the **paper**'s
+    objective; the reference code's best run used 0.01); the logged training loss stays the data loss; not with
+    `trainer: graphed`"""
     kappa: float = setting(Group.ENDING, 0.0, lowest=NON_NEGATIVE)
-    # rounds between test evaluations of the global model (and the last round)
+    """stop when ‖θ_{v+1} − θ_v‖ ≤ κ, over the model's parameters only (the paper's θ; BatchNorm buffers are not
+    θ); 0 disables (**project's choice**: the paper's Algorithm 1 has a κ but gives no value)"""
     eval_every: int = setting(Group.EVALUATION, 1, lowest=POSITIVE)
-    # or: evaluate at the first aggregation at or past every multiple of this many client updates, so
-    # algorithms whose rounds cost different updates are evaluated at the same update counts (the
-    # workflow sets it for the runs that compare algorithms: eval_every × reference_J)
+    """rounds between test evaluations of the global model (the last round is always evaluated)"""
     eval_every_updates: int | None = setting(Group.EVALUATION, None, lowest=POSITIVE, at_most=100_000_000)
-    # each evaluation also computes the global model's full training loss and ‖∇L‖² (the gradient_norm
-    # figure; most of an evaluation's cost on small test sets); false: the test metrics only
+    """instead: evaluate at the first aggregation at or past every multiple of this many client updates, the
+    same counts for every algorithm whatever its round costs; the workflow sets it to `eval_every` × reference_J
+    for the runs it compares (**project's choice**)"""
     eval_gradient: bool = setting(Group.EVALUATION, True)
-    # also: the global model as it stands at every multiple of this many virtual seconds, evaluated on the
-    # test set into evaluations.csv with the client work spent so far: one time grid for every algorithm
-    # (project's choice, off by default; at least a millisecond)
+    """each evaluation also computes the global model's full training loss and ‖∇L‖² (the `gradient_norm`
+    figure's numbers, most of an evaluation's cost on a small test set); false: the test metrics only, those
+    columns left empty (**project's choice**)"""
     eval_every_seconds: float | None = setting(Group.EVALUATION, None, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
-    replacement: bool = setting(Group.SERVER, False)  # sample clients with replacement (paper: without)
-    # -- the clients' system (project's choice: the paper gives no delay model)
-    speed_distribution: str = setting(Group.WORLD, "lognormal", DISTRIBUTIONS)  # per-client compute speed, median 1
+    """also evaluate the global model at every multiple of this many virtual seconds (at least 1e-3) into
+    `evaluations.csv`, with the client work spent by then: one time grid for every algorithm (**project's
+    choice**, off by default; docs/design.md "Stragglers")"""
+    replacement: bool = setting(Group.SERVER, False)
+    """sample clients with replacement (a client drawn twice trains and counts twice); false is the **paper**'s
+    Algorithm 1"""
+    speed_distribution: str = setting(Group.WORLD, "lognormal", DISTRIBUTIONS)
+    """per-client compute speed, median 1: `lognormal` or `constant` (all equal) (**project's choice**: the
+    paper's delays are not specified)"""
     speed_sigma: float = setting(Group.WORLD, 0.5, lowest=NON_NEGATIVE, at_most=10.0)
-    latency_distribution: str = setting(Group.WORLD, "lognormal", DISTRIBUTIONS)  # per-client network latency
-    latency_median: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=1e9)  # virtual seconds
+    """σ of the lognormal speeds (**project's choice**)"""
+    latency_distribution: str = setting(Group.WORLD, "lognormal", DISTRIBUTIONS)
+    """per-client network latency: `lognormal` or `constant` (**project's choice**)"""
+    latency_median: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=1e9)
+    """the latencies' median in virtual seconds (**project's choice**)"""
     latency_sigma: float = setting(Group.WORLD, 0.5, lowest=NON_NEGATIVE, at_most=10.0)
-    # virtual compute seconds per sample-epoch at speed 1
+    """σ of the lognormal latencies (**project's choice**)"""
     seconds_per_sample: float = setting(Group.WORLD, 0.001, lowest=NON_NEGATIVE, at_most=1e6)
-    jitter_sigma: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=10.0)  # per-dispatch lognormal jitter
-    # a heavy tail: ⌈slow_fraction·C⌉ clients, drawn at random (their own stream), compute slow_factor
-    # times slower than their drawn speed (off by default; 10×: "a few clients 10× slower")
+    """virtual compute seconds per sample and epoch at speed 1 (**project's choice**)"""
+    jitter_sigma: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=10.0)
+    """lognormal per-dispatch jitter of the compute time"""
     slow_fraction: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=1.0)
+    """a heavy tail of stragglers: ⌈`slow_fraction`·C⌉ clients, drawn at random from their own stream, compute
+    `slow_factor` times slower than their drawn speed (**project's choice**, off by default)"""
     slow_factor: float = setting(Group.WORLD, 10.0, lowest=POSITIVE, at_most=1e6)
-    # device classes: SHARE:FACTOR,… compute time FACTOR times the drawn one for each class's share of the
-    # clients (`spec.classes`; e.g. AFL-Lib's edge devices 1:1,1:1.81,1:11.6); null: none
+    """how many times slower the heavy tail computes (**project's choice**)"""
     speed_classes: str | None = setting(Group.WORLD, None)
-    # -- the clients' links (project's choice, off by default: docs/design.md "The clients' world"):
-    # downlink bandwidth in Mbit/s, the median over clients (null: transfers take no time)
-    # (at least 1 bit/s; a run whose slowest transfer would outlast network.MAX_TRANSFER_SECONDS is refused)
+    """device classes, `SHARE:FACTOR,…`: each class's share of the clients (by largest remainder; which clients
+    from their own stream) computes FACTOR times slower than its drawn speed, a factor drawn uniformly where a
+    class gives `LOW-HIGH`; e.g. AFL-Lib's edge devices `1:1,1:1.81,1:11.6` (`spec/classes.py`)"""
     bandwidth_median: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e9, at_least=1e-6)
-    # link classes instead of the lognormal: SHARE:LOW-HIGH,… Mbit/s down, uniform within each class's range
+    """the clients' downlink in Mbit/s, median over clients: each dispatch downloads the global model and
+    uploads the client's, the model's bytes over the client's link (null: transfers take no time); at least 1e-6
+    (**project's choice**, off by default; docs/design.md "The clients' world")"""
     link_classes: str | None = setting(Group.WORLD, None)
-    bandwidth_sigma: float = setting(Group.WORLD, 0.5, lowest=NON_NEGATIVE, at_most=10.0)  # σ of its lognormal spread
-    upload_fraction: float = setting(Group.WORLD, 0.25, lowest=UNIT_INTERVAL, at_least=1e-6)  # uplink = this × downlink
-    # slow devices on slow links: the bandwidth factor is the speed
+    """link classes instead of `bandwidth_median`'s lognormal, `SHARE:LOW-HIGH,…` Mbit/s down, each client's
+    uniform within its class's range (which clients and their draws from their own stream); e.g. AFL-Lib's WiFi
+    and 4G `1:150-600,1:20-100`; not with `bandwidth_median`"""
+    bandwidth_sigma: float = setting(Group.WORLD, 0.5, lowest=NON_NEGATIVE, at_most=10.0)
+    """σ of the lognormal spread of the clients' bandwidths around that median, drawn once per run from their
+    own stream (**project's choice**)"""
+    upload_fraction: float = setting(Group.WORLD, 0.25, lowest=UNIT_INTERVAL, at_least=1e-6)
+    """each client's uplink as a fraction of its downlink: mobile and home links upload several times slower
+    than they download; at least 1e-6 (**project's choice**)"""
     bandwidth_follows_speed: bool = setting(Group.WORLD, False)
-    # the server's own link in Mbit/s, shared by every dispatch's transfers, each booked when its dispatch is
-    # made (`sim.server_link`); null: every transfer has its client's link to itself
+    """slow devices on slow links: a client's bandwidth factor is its compute speed instead of an independent
+    draw (**project's choice**)"""
     server_bandwidth: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e12, at_least=1e-6)
-    # -- the clients' availability and arrivals (project's choice, off by default: docs/design.md "The
-    # clients' world"): online/offline periods drawn per client (exponential or lognormal) or read from a
-    # trace CSV (client,start,end online periods); a client offline before its upload completes drops the job
+    """the server's own link in Mbit/s, shared by every dispatch's transfers, each booked on it when its
+    dispatch is made (docs/design.md "The clients' world"); null: every transfer has its client's link to
+    itself; not with `partial_work` (**project's choice**, off by default)"""
     availability: str = setting(Group.WORLD, "always", AVAILABILITY_MODELS)
-    # a named population: a preset of the settings above and below (`spec.populations`), expanded first
+    """when clients are online: `always`; `exponential` or `lognormal` online and offline periods drawn per
+    client; `diurnal`, offline periods following a 24 h cycle; `trace`, `availability_trace`'s periods. Only
+    online idle clients are dispatched; one that goes offline before its upload completes loses the dispatch
+    (**project's choice**, off by default; docs/design.md "The clients' world")"""
     population: str | None = setting(Group.WORLD, None, POPULATION_NAMES)
-    # mean online and offline periods, virtual seconds (at least a millisecond: periods far below a
-    # dispatch only lose every dispatch, and below the clock's resolution they cannot be told apart)
+    """a named population, `cross_silo`, `edge` or `mobile`: a preset of these settings, expanded before the
+    run's settings are checked (a setting given beside it wins; run.json records both the name and the
+    settings): the table below"""
     online_mean: float = setting(Group.WORLD, 60.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
+    """mean online period in virtual seconds, at least 1e-3: with `offline_mean`'s default, 75 % of the time
+    online, periods of tens of default dispatches (**project's choice**, no measured source: set them from a
+    trace of your population)"""
     offline_mean: float = setting(Group.WORLD, 20.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
-    availability_sigma: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=10.0)  # σ of lognormal periods
-    # diurnal: the online share follows a 24 h cycle whose population-wide peak is diurnal_swing times its
-    # trough (Bonawitz et al. 2019, Fig. 5: a 4× swing in participating devices), each client's phase the
-    # population's plus a uniform draw within ± diurnal_spread hours (the project's choice)
+    """mean offline period in virtual seconds, at least 1e-3 (**project's choice**)"""
+    availability_sigma: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=10.0)
+    """σ of the lognormal periods (their means stay `online_mean` and `offline_mean`) (**project's choice**)"""
     diurnal_swing: float = setting(Group.WORLD, 4.0, lowest=POSITIVE, at_most=1000.0, at_least=1.0)
+    """with `availability: diurnal`, the population-wide peak of the online share over its trough across 24
+    virtual hours (Bonawitz et al. 2019, Fig. 5: a 4× swing in participating devices); the share's mean is
+    `online_mean` / (`online_mean` + `offline_mean`), its peak at t = 0, and a swing the mean cannot reach below
+    a share of 1 is refused"""
     diurnal_spread: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=12.0)
-    availability_trace: str | None = setting(Group.WORLD, None)  # the trace CSV's path, for availability: trace
-    failure_probability: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=0.99)  # per dispatch: no result
-    # closed: M clients in flight, a new dispatch per arrival; poisson: clients check in at rate
-    # checkin_rate per virtual second and are dispatched while fewer than M are in flight
+    """with `availability: diurnal`, hours: each client's phase is the population's plus a uniform draw within ±
+    this (time zones, habits: **project's choice**); the amplitude is corrected so that the population still
+    swings by `diurnal_swing`"""
+    availability_trace: str | None = setting(Group.WORLD, None)
+    """a CSV of online periods, header `client,start,end`, one row per period in virtual seconds (offline
+    outside them); every row checked; a relative path is read against the YAML file that names it, or the
+    current folder; run.json records the resolved path and its SHA-256; `asyncfl trace import` converts
+    FedScale's and FLASH's traces (docs/design.md "The clients' world")"""
+    failure_probability: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=0.99)
+    """per dispatch, the chance its result never arrives (its work lost at its would-be arrival), drawn per
+    (client, dispatch) from its own stream (**project's choice**)"""
     arrivals: str = setting(Group.WORLD, "closed", ARRIVAL_PROCESSES, read_by=ASYNCHRONOUS)
-    # (at most 1e4 a virtual second: far beyond a real population's, and turned-away check-ins are skipped
-    # over in chunks of draws, so a higher rate would only cost draws)
+    """`closed`: M clients in flight, one dispatched per arrival (the paper's Algorithm 1); `poisson`: clients
+    check in at rate `checkin_rate` and one is dispatched per check-in while fewer than M are in flight, for
+    cross-device populations (FLSim's open loop)"""
     checkin_rate: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e4, read_by=ASYNCHRONOUS)
-    # -- stragglers (project's choice, off by default: docs/design.md "Stragglers"). Synchronous rounds as
-    # production FL runs them (Bonawitz et al. 2019): dispatch ⌈J·(1 + over_selection)⌉ clients and
-    # aggregate the first J arrivals (0.3: their "130 %", FedScale's overcommitment 1.3); end a round at
-    # round_deadline virtual seconds after it starts with what arrived, or abandon it below
-    # ⌈min_report_fraction·J⌉ reports (the model unchanged). Late results are discarded; with
-    # partial_work, a client that would miss the deadline trains only the local steps that fit before it
-    # and sends them (FedProx's inexact updates, FLGo's "completeness"): the project's choice, off.
+    """check-ins per virtual second, at most 1e4; check-ins that would be turned away (M in flight, no online
+    idle client) are skipped over in one step, drawing their times all the same"""
     over_selection: float = setting(Group.STRAGGLERS, 0.0, lowest=NON_NEGATIVE, at_most=1000.0, read_by=("sync",))
+    """ε: dispatch ⌈J·(1+ε)⌉ clients a round and aggregate the first J arrivals, discarding the rest (0.3 is
+    Bonawitz et al. 2019's 130 % and FedScale's `--overcommitment 1.3`)"""
     round_deadline: float | None = setting(Group.STRAGGLERS, None, lowest=POSITIVE, at_most=1e9, read_by=("sync",))
+    """D, virtual seconds: a round still open at its start + D aggregates what arrived, or is abandoned (costing
+    D, the model unchanged) below `min_report_fraction` of J reports"""
     min_report_fraction: float = setting(Group.STRAGGLERS, 0.8, lowest=UNIT_INTERVAL, read_by=("sync",))
+    """f: a round needs ⌈f·J⌉ reports by its deadline (0.8: **project's choice**, no published default)"""
     partial_work: bool = setting(Group.STRAGGLERS, False, read_by=("sync",))
-    # Asynchronous updates staler than max_staleness versions (FedScale's max_staleness, FLSim's) are
-    # dropped (rejected, never aggregated) or kept with their staleness weight s(τ) and counted
+    """a client that would arrive after the deadline trains only the whole local steps that still arrive by it
+    and sends them, weighted by its data size (FedProx's inexact updates, FLGo's "completeness"); one that fits
+    no step is discarded as before. **Project's choice**, off"""
     max_staleness: int | None = setting(Group.STRAGGLERS, None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
+    """the staleness cap: an update more than this many versions behind is over it (FedScale's and FLSim's
+    `max_staleness`)"""
     stale_updates: str = setting(Group.STRAGGLERS, "drop", ("drop", "keep"), read_by=ASYNCHRONOUS)
-    # -- when the run ends, and its checkpoints
-    # stop at the first aggregation at or after this time
+    """an update over the cap: `drop` (rejected, never aggregated) or `keep` (aggregated with its weight s(τ),
+    and counted)"""
     max_virtual_time: float | None = setting(Group.ENDING, None, lowest=POSITIVE)
-    # stop at the first aggregation at or after this many client updates
+    """also stop at the first aggregation at or after this virtual time (a budget)"""
     max_updates: int | None = setting(Group.ENDING, None, lowest=POSITIVE, at_most=100_000_000)
-    # stop at the first aggregation at or after this many dispatches (client work: aggregated or not)
+    """also stop at the first aggregation at or after this many client updates (a budget)"""
     max_dispatches: int | None = setting(Group.ENDING, None, lowest=POSITIVE, at_most=100_000_000)
-    checkpoint_every: int = setting(Group.ENDING, 10, lowest=POSITIVE)  # rounds between checkpoints
-    # -- the machine: results do not depend on these beyond the numerics' documented rounding
-    device: str = setting(Group.MACHINE, "auto", DEVICES)  # auto | cpu | cuda
-    # vectorised: the clients in flight train as one batch (torch.func); plain: one after another (the
-    # reference); graphed: each step a CUDA graph replay; auto: runtime.trainer_name (graphed on CUDA,
-    # plain on CPU; docs/performance.md "Speed")
+    """also stop at the first aggregation at or after this many dispatches, aggregated or not (the work budget:
+    docs/design.md "Stragglers")"""
+    checkpoint_every: int = setting(Group.ENDING, 10, lowest=POSITIVE)
+    """rounds between checkpoints (a killed run resumes from the last)"""
+    device: str = setting(Group.MACHINE, "auto", DEVICES)
+    """`auto` (CUDA when a device is visible, else CPU), `cpu` or `cuda`; on CUDA a job trains on a free one of
+    the GPUs it sees (docs/cluster.md "Several GPUs on one machine")"""
     trainer: str = setting(Group.MACHINE, "auto", TRAINERS)
-    # optional speed knobs (numerics.Numerics): bf16 autocast, tf32 (CUDA only), NHWC memory layout
+    """`vectorised`: the clients in flight train as one batch (torch.func); `plain`: one client after another
+    (the reference); `graphed`: each client's step a CUDA graph replay (no FedProx term); `auto`: graphed on
+    CUDA, vectorised there for FedProx and `afl_as_coded`, plain on the CPU (docs/performance.md "Speed")"""
     precision: str = setting(Group.MACHINE, "fp32", PRECISIONS)
+    """speed knob: `fp32` (IEEE everywhere, TF32 switched off), `tf32` (CUDA matmuls and convolutions in
+    TensorFloat-32; refused on the CPU), `bf16` (autocast: activations in bfloat16, parameters, Adam state and
+    BatchNorm statistics in fp32; with BatchNorm models only for `trainer: plain`). Deterministic, but the
+    numbers change"""
     channels_last: bool = setting(Group.MACHINE, False)
+    """speed knob: NHWC images and weights, oneDNN's and cuDNN's fastest convolution layout (`asyncfl bench`
+    shows its effect)"""
 
     @property
     def concurrency_or_default(self) -> int:

@@ -1,0 +1,80 @@
+"""config/README.md's tables of run settings, made from `TrainConfig` itself, so each setting's meaning,
+default, readers and preconditions are said once: its meaning in its field's docstring (read from the
+source as Pydantic's `use_attribute_docstrings` reads them), its default and group on the field, the
+algorithms that read it (`read_by`) and what it needs (`config.NEEDS`) where they are enforced.
+
+`python -m asyncfl.spec.settings_docs [README]` rewrites every table between a
+`<!-- settings: GROUP, … -->` line and the next `<!-- /settings -->`; a test fails while they differ.
+"""
+
+import ast
+import dataclasses
+import inspect
+import itertools
+import re
+import sys
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from asyncfl.spec.config import NEEDS, TrainConfig
+from asyncfl.spec.names import ALGORITHMS
+from asyncfl.spec.rules import Group
+
+TABLE = re.compile(r"(<!-- settings: (?P<groups>[A-Z_, ]+) -->\n).*?(?=<!-- /settings -->)", re.S)
+
+
+@cache
+def field_docs() -> dict[str, str]:
+    """Each field's docstring, the string literal right under it, as one line."""
+    (tree,) = ast.parse(inspect.getsource(TrainConfig)).body
+    assert isinstance(tree, ast.ClassDef)
+    return {
+        field.target.id: " ".join(str(after.value.value).split())
+        for field, after in itertools.pairwise(tree.body)
+        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+        and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+    }  # fmt: skip
+
+
+def readers(read_by: tuple[str, ...]) -> str:
+    """The algorithms that read a setting, or those that do not where they are fewer."""
+    others = [algorithm for algorithm in ALGORITHMS if algorithm not in read_by]
+    if len(others) < len(read_by):
+        return "every algorithm but " + ", ".join(f"`{algorithm}`" for algorithm in others)
+    return ", ".join(f"`{algorithm}`" for algorithm in read_by)
+
+
+def row(field: dataclasses.Field) -> str:
+    default = yaml.safe_dump(field.default).splitlines()[0]
+    text = field_docs()[field.name]
+    if field.metadata["read_by"]:
+        text += f"; read by {readers(field.metadata['read_by'])}"
+    if field.name in NEEDS:
+        text += f"; only with {NEEDS[field.name][0]}"
+    return f"| `{field.name}` [{default}] | {text} |"
+
+
+def table(groups: list[Group]) -> str:
+    """The settings of these groups, in TrainConfig's order, as a Markdown table."""
+    rows = [row(field) for field in dataclasses.fields(TrainConfig) if field.metadata["group"] in groups]
+    return "\n".join(["| key | meaning |", "|---|---|", *rows]) + "\n"
+
+
+def with_tables(text: str) -> str:
+    """`text` with every marked table made anew from the fields."""
+
+    def made(match: re.Match) -> str:
+        groups = [Group[name.strip()] for name in match["groups"].split(",")]
+        return match[1] + table(groups)
+
+    return TABLE.sub(made, text)
+
+
+def main(path: Path) -> None:
+    path.write_text(with_tables(path.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "config/README.md"))

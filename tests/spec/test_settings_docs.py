@@ -1,0 +1,47 @@
+"""config/README.md's tables of settings are made from `TrainConfig`'s fields: each setting's meaning
+(its docstring), default, group, readers and preconditions said once, in the code; this test fails
+while the document differs, and says how to make it again."""
+
+import dataclasses
+import re
+
+from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.rules import Group
+from asyncfl.spec.settings_docs import field_docs, row, table, with_tables
+from conftest import REPO
+
+README = REPO / "config/README.md"
+
+
+def test_the_readmes_tables_are_made_from_the_fields():
+    text = README.read_text(encoding="utf-8")
+    remedy = "run python -m asyncfl.spec.settings_docs"
+    assert with_tables(text) == text, f"config/README.md's settings differ from the code: {remedy}"
+
+
+def test_every_group_has_one_table_and_every_setting_a_meaning():
+    marked = re.findall(r"<!-- settings: ([A-Z_, ]+) -->", README.read_text(encoding="utf-8"))
+    groups = [Group[name.strip()] for line in marked for name in line.split(",")]
+    assert sorted(groups) == sorted(Group)
+    names = [field.name for field in dataclasses.fields(TrainConfig)]
+    assert list(field_docs()) == names and all(field_docs().values())
+
+
+def fields() -> dict[str, dataclasses.Field]:
+    return {field.name: field for field in dataclasses.fields(TrainConfig)}
+
+
+def test_a_row_gives_the_default_the_readers_and_what_the_setting_needs():
+    assert row(fields()["batch_size"]) == "| `batch_size` [64] | local minibatch size (**paper**) |"
+    assert "; read by every algorithm but `afl_as_coded` |" in row(fields()["lr_time"])
+    deadline = row(fields()["min_report_fraction"])
+    assert deadline.startswith("| `min_report_fraction` [0.8] |")
+    assert deadline.endswith("; read by `sync`; only with round_deadline set |")
+    assert row(fields()["round_deadline"]).startswith("| `round_deadline` [null] |")
+
+
+def test_an_edited_table_is_made_again_and_other_text_kept():
+    text = README.read_text(encoding="utf-8")
+    edited = text.replace("| `batch_size` [64] |", "| `batch_size` [32] |").replace("## Top level", "## Top")
+    assert edited != text and with_tables(edited) == text.replace("## Top level", "## Top")
+    assert table([Group.MACHINE]).splitlines()[2].startswith("| `device` [auto] |")
