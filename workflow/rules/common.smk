@@ -140,24 +140,6 @@ def train_plan(name, job):
     return TRAIN_PLAN.format(experiment=name, job=job)
 
 
-# The command of the partition rules (a validation split's adds its fraction)
-PARTITION_COMMAND = (
-    ASYNCFL
-    + " partition --dataset {wildcards.dataset:q} --root {params.root:q} --clients {wildcards.clients:q}"
-    " --alpha {wildcards.alpha:q} --seed {wildcards.seed:q}"
-    " --min-size {params.min_size:q} --out {output.npz:q} > {log:q} 2>&1"
-)
-# The command of the jobs that train several runs one after another (`input.plan`: their runs, a file,
-# since a sweep of hundreds of runs outgrows a command line)
-TRAIN_MANY = (
-    ASYNCFL
-    + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {input.plan:q}"
-    " --threads {threads:q} > {log:q} 2>&1"
-)
-# The same, for the final runs of an experiment with `tune:`: each run name with the settings chosen for it
-TRAIN_MANY_CHOSEN = TRAIN_MANY.replace(
-    " --threads", " --chosen {input.chosen:q} --threads"
-)
 # The experiments with a `tune:` grid, whose tuning job runs before their others
 TUNED = [name for name, plan in PLAN.experiments.items() if plan.tuning is not None]
 TUNING_FOLDERS = {

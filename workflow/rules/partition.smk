@@ -1,3 +1,12 @@
+# The command of the partition rules (a validation split's adds its fraction)
+PARTITION_COMMAND = (
+    ASYNCFL
+    + " partition --dataset {wildcards.dataset:q} --root {params.root:q} --clients {wildcards.clients:q}"
+    " --alpha {wildcards.alpha:q} --seed {wildcards.seed:q}"
+    " --min-size {params.min_size:q} --out {output.npz:q} > {log:q} 2>&1"
+)
+
+
 # Partitions first (priority): every training job waits on one, and the straggler sweep's chain
 # (tuning, selection, severities, claim) is the pipeline's longest: it should not start last.
 rule partition:

@@ -1,3 +1,16 @@
+# The command of the jobs that train several runs one after another (`input.plan`: their runs, a file,
+# since a sweep of hundreds of runs outgrows a command line)
+TRAIN_MANY = (
+    ASYNCFL
+    + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {input.plan:q}"
+    " --threads {threads:q} > {log:q} 2>&1"
+)
+# The same, for the final runs of an experiment with `tune:`: each run name with the settings chosen for it
+TRAIN_MANY_CHOSEN = TRAIN_MANY.replace(
+    " --threads", " --chosen {input.chosen:q} --threads"
+)
+
+
 # One SLURM GPU job per experiment × algorithm × J × seed. A job that is killed leaves a
 # checkpoint in its run folder; running the workflow again resumes it.
 rule train:
