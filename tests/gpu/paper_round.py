@@ -4,7 +4,9 @@ epochs, printed as one JSON line. A round's cost is linear in I (the same steps,
 measured at I < 10 also gives its paper round scaled to I = 10 and says it was scaled. Its own process,
 so that the caller's `timeout` bounds a CUDA graph capture that hangs.
 
-    python3 tests/gpu/paper_round.py MODEL TRAINER EPOCHS ROUNDS [DEVICE]
+    python3 tests/gpu/paper_round.py MODEL TRAINER EPOCHS ROUNDS [DEVICE [PROFILE]]
+
+PROFILE: fp32 (the default, the paper's numerics) or a speed profile (`fast`: bf16 and channels_last).
 """
 
 import json
@@ -19,7 +21,7 @@ from asyncfl.bench.paper_round import CLIENTS, EPOCHS, PAPER_SHAPES, PER_ROUND, 
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
 
 
-def main(model: str, trainer: str, epochs: int, rounds: int, device: str = "cuda") -> dict:
+def main(model: str, trainer: str, epochs: int, rounds: int, device: str = "cuda", profile: str = "fp32") -> dict:
     (shape,) = [shape for shape in PAPER_SHAPES if shape.model == model]
     samples = QUICK_SAMPLES if device == "cpu" else shape.samples  # a CPU smoke run checks the script only
     dataset, partition = synthetic_data("paper-round", shape.shape, CLIENTS, samples)
@@ -30,7 +32,7 @@ def main(model: str, trainer: str, epochs: int, rounds: int, device: str = "cuda
         "local_epochs": epochs,
         "device": device,
         "trainer": trainer,
-    }
+    } | ({} if profile == "fp32" else {"profile": profile})
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         walls = synthetic_run(dataset, partition, settings, Path(scratch))
@@ -39,6 +41,7 @@ def main(model: str, trainer: str, epochs: int, rounds: int, device: str = "cuda
     return {
         "model": model,
         "trainer": trainer,
+        "profile": profile,
         "samples_per_client": samples,
         "local_epochs": epochs,
         "rounds": rounds,

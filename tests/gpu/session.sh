@@ -3,7 +3,7 @@
 # at most 10 minutes after a start of a minute or two): the CUDA-only tests; the paper round per model and
 # trainer through the real engine; byte-identical reruns, alone and sharing the GPU, and a kill -9 resume
 # on CUDA; one job alone against four sharing the GPU (the "fill each GPU" question, with the GPU's busy
-# time); `asyncfl bench --device cuda --quick`. Steps in that order of priority, each under its own
+# time); the fast profile's accuracy cost; `asyncfl bench --device cuda --quick`. Steps in that order of priority, each under its own
 # timeout and all under one budget (BUDGET seconds): a step that no longer fits says "skipped", and the
 # table always comes last. Logs under $OUT.
 #
@@ -15,7 +15,7 @@
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 ASYNCFL_REQUIRE_CUDA=1
 OUT=${OUT:-/tmp/gpu-out} DEVICE=${DEVICE:-cuda} DATASET=${DATASET:-fashion-mnist} ROOT=${ROOT:-.gpu/data}
-EPOCHS=${EPOCHS:-10} STEPS=${STEPS:-1 2 3 4 5} BUDGET=${BUDGET:-560}
+EPOCHS=${EPOCHS:-10} STEPS=${STEPS:-1 2 3 4 5 6} BUDGET=${BUDGET:-560}
 [ "$DEVICE" = cpu ] && unset ASYNCFL_REQUIRE_CUDA
 # A device call brings back at most 8 files: the logs travel as one archive, made last.
 logs="$OUT/logs"; mkdir -p "$logs"; work=$(mktemp -d); table="$OUT/table.txt"; : > "$table"
@@ -44,28 +44,27 @@ if step 1; then
 fi
 
 # 2. Seconds per paper round (C = 10, J = 5, I = 10, batch 64) through the real engine, one process per
-#    row: MODEL TRAINER EPOCHS ROUNDS LIMIT, in order of what the issue needs first. Rows at EPOCHS 2 are
-#    scaled to I = 10 (the round is the same steps, I times) and say so. Of ROUNDS, the first (warm-up,
-#    captures) and the last (the run's evaluation) are not timed: 6 rounds give 4 training rounds' walls. 150 s stay for steps 3 and 4.
+#    row: MODEL TRAINER EPOCHS ROUNDS LIMIT PROFILE, in order of what the issue needs first (fp32 against
+#    the fast profile, training rounds alone; the other trainers were measured on 2026-11-25,
+#    docs/performance.md "On a GPU"). Rows at EPOCHS < 10 are scaled to I = 10 (the round is the same
+#    steps, I times) and say so. Of ROUNDS, the first (warm-up, captures) and the last (the run's
+#    evaluation) are not timed: 6 rounds give 4 training rounds' walls. 150 s stay for steps 3 to 6.
 if step 2; then
-  while read -r model trainer epochs rounds limit; do
+  while read -r model trainer epochs rounds limit profile; do
     [ "$DEVICE" = cpu ] && epochs=1
     if line=$(RESERVE=150 bounded "$limit" python3 tests/gpu/paper_round.py "$model" "$trainer" "$epochs" "$rounds" "$DEVICE" \
-      2>"$logs/round_${model}_$trainer.log"); then
+      "$profile" 2>"$logs/round_${model}_${trainer}_$profile.log"); then
       echo "$line" >>"$OUT/rounds.jsonl"
-      row "paper round $model $trainer: $(python3 -c "import json,sys; r=json.loads(sys.argv[1]); print(r['paper_seconds_per_round'], 's', '(I=%d, x%g)' % (r['local_epochs'], 10/r['local_epochs']) if r['scaled_from_epochs'] else '', '; first round', r['first_round_s'], 's; training rounds', r['round_walls'])" "$line")"
+      row "paper round $model $trainer $profile: $(python3 -c "import json,sys; r=json.loads(sys.argv[1]); print(r['paper_seconds_per_round'], 's', '(I=%d, x%g)' % (r['local_epochs'], 10/r['local_epochs']) if r['scaled_from_epochs'] else '', '; first round', r['first_round_s'], 's; training rounds', r['round_walls'])" "$line")"
     else
-      row "paper round $model $trainer: rc=$? $(tail -1 "$logs/round_${model}_$trainer.log" | cut -c1-150)"
+      row "paper round $model $trainer $profile: rc=$? $(tail -1 "$logs/round_${model}_${trainer}_$profile.log" | cut -c1-150)"
     fi
   done <<'ROWS'
-cnn graphed 10 6 90
-cnn vectorised 10 6 100
-resnet20 graphed 2 6 100
-resnet20 vectorised 2 6 120
-mlp graphed 10 6 60
-mlp vectorised 2 6 60
-cnn plain 2 6 60
-resnet20 plain 2 2 90
+cnn graphed 10 6 60 fp32
+cnn graphed 10 6 60 fast
+resnet20 graphed 10 6 110 fp32
+resnet20 graphed 10 6 90 fast
+mlp graphed 10 6 45 fp32
 ROWS
 fi
 
@@ -115,8 +114,16 @@ if step 4; then
   row "resumed: rc=$? $(same killed)"
 fi
 
-# 5. The benchmark at its quick sizes, as far as the budget goes (trainer rows, the engine's overhead).
+# 5. The fast profile's accuracy cost on CUDA: AFL, resnet20 on digits, 4 paired seeds fp32 against
+#    fast, and the fast run rerun (the same bytes): docs/performance.md "The fast profile's cost".
 if step 5; then
+  bounded 120 python3 -m asyncfl bench --device "$DEVICE" --profile-cost 4 --json "$OUT/profile_cost.json" \
+    >"$logs/profile_cost.log" 2>&1
+  row "profile cost: rc=$? $(grep -E "fast − fp32|trained again" "$logs/profile_cost.log" | tr '\n' ';')"
+fi
+
+# 6. The benchmark at its quick sizes, as far as the budget goes (trainer rows, the engine's overhead).
+if step 6; then
   bounded 200 python3 -m asyncfl bench --device "$DEVICE" --quick --json "$OUT/bench.json" >"$logs/bench.log" 2>&1
   row "bench --quick: rc=$? (bench.log)"
 fi

@@ -80,3 +80,25 @@ def test_each_population_trains_and_repeats_exactly(tmp_path, name):
         Simulation(make_config(settings), tiny_dataset(sum(sizes)), contiguous_partition(sizes), tmp_path / run).run()
     for file in ("metrics.csv", "events.csv", "model.pt"):
         assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes(), file
+
+
+def test_the_fast_profile_is_bf16_and_channels_last_and_a_given_setting_wins():
+    """A speed profile is a preset like a population: expanded first, a setting beside it wins, a name
+    not offered is refused in one line; off by default (fp32, the paper's numerics)."""
+    assert make_config({}).profile is None and make_config({}).precision == "fp32"
+    fast = make_config({"profile": "fast"})
+    assert (fast.precision, fast.channels_last) == ("bf16", True)
+    assert make_config({"profile": "fast", "channels_last": False}).channels_last is False
+    with pytest.raises(InputError, match="profile must be one of fast, got 'turbo'"):
+        make_config({"profile": "turbo"})
+
+
+def test_a_fast_run_repeats_exactly_and_differs_from_fp32(tmp_path):
+    """bf16 changes the numbers (or the profile would do nothing) and stays deterministic."""
+    sizes = [8, 8, 12, 12]
+    settings = {"model": "cnn", "clients_per_round": 2, "rounds": 3, "local_epochs": 1, "batch_size": 4}
+    for run, profile in (("fast", "fast"), ("again", "fast"), ("fp32", None)):
+        config = make_config({**settings, "profile": profile})
+        Simulation(config, tiny_dataset(sum(sizes)), contiguous_partition(sizes), tmp_path / run).run()
+    model = {run: (tmp_path / run / "model.pt").read_bytes() for run in ("fast", "again", "fp32")}
+    assert model["fast"] == model["again"] and model["fast"] != model["fp32"]

@@ -3,7 +3,7 @@
 import argparse
 from pathlib import Path
 
-from asyncfl.cli.arguments import Commands
+from asyncfl.cli.arguments import Commands, at_least
 from asyncfl.files import write_json
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import check_output
@@ -14,6 +14,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
     """Training speed: reference-style loop vs plain vs vectorised trainer, and the engine's own cost."""
     from asyncfl.bench.measure import run_bench
     from asyncfl.bench.paper_round import load_sweep
+    from asyncfl.bench.profile_cost import format_profile_cost, profile_cost
+    from asyncfl.training.runtime import choose_device
 
     if args.sweep and not args.engine:  # every argument checked before minutes of measuring
         load_sweep(args.sweep)
@@ -23,7 +25,11 @@ def cmd_bench(args: argparse.Namespace) -> None:
                 f"--json {args.json}: folder {args.json.parent} does not exist; create it or give another path"
             )
         check_output(args.json, "--json")
-    result = run_bench(args.device, args.quick, sweep=None if args.engine else args.sweep, engine_only=args.engine)
+    if args.profile_cost:
+        result = profile_cost(choose_device(args.device), args.profile_cost)
+        print(format_profile_cost(result))
+    else:
+        result = run_bench(args.device, args.quick, sweep=None if args.engine else args.sweep, engine_only=args.engine)
     if args.json:
         write_json(args.json, result)
 
@@ -36,6 +42,12 @@ def register(commands: Commands) -> None:
     bench.add_argument("--json", type=Path, help="also write the results as JSON")
     bench.add_argument(
         "--engine", action="store_true", help="only the engine at C = 10^4, 10^5 and 10^6 (--quick: 10^3, 10^4)"
+    )
+    bench.add_argument(
+        "--profile-cost",
+        type=at_least(2, 1000, " (each seed trains two runs)"),
+        metavar="SEEDS",
+        help="only the fast profile's accuracy cost against fp32: that many paired seeds of AFL on digits",
     )
     bench.add_argument(
         "--sweep",

@@ -26,7 +26,7 @@ from asyncfl.spec.names import (
     TRAINERS,
     UPDATES_PER_ROUND,
 )
-from asyncfl.spec.populations import POPULATION_NAMES, with_population
+from asyncfl.spec.populations import POPULATION_NAMES, PROFILES, with_presets
 from asyncfl.spec.rules import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Group, setting
 from asyncfl.spec.yaml_files import read_yaml
 
@@ -271,6 +271,11 @@ class TrainConfig:
     channels_last: bool = setting(Group.MACHINE, False)
     """speed knob: NHWC images and weights, oneDNN's and cuDNN's fastest convolution layout (`asyncfl bench`
     shows its effect)"""
+    profile: str | None = setting(Group.MACHINE, None, tuple(PROFILES))
+    """a speed profile: `fast` sets `precision: bf16` and `channels_last: true` (a setting given beside it
+    wins; run.json records both), 1.73× on resnet20's paper round on an H100; its accuracy cost is in
+    docs/performance.md "The fast profile's cost". null: fp32, the paper's numerics (**project's choice** to
+    offer it)"""
 
     @property
     def concurrency_or_default(self) -> int:
@@ -337,10 +342,10 @@ def accepted_types() -> dict[str, set[type]]:
 
 
 def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
-    """Validate `values` (unknown keys, types, ranges) and fill in defaults, a population's preset
-    first (the given settings win); errors name the key."""
-    expanded = with_population(values, source)
-    preset = set(expanded) - set(values)  # keys only the population's preset gives
+    """Validate `values` (unknown keys, types, ranges) and fill in defaults, a population's and a
+    profile's preset first (the given settings win); errors name the key."""
+    expanded = with_presets(values, source)
+    preset = set(expanded) - set(values)  # keys only a preset gives
     values = expanded
     accepted = accepted_types()
     hints = typing.get_type_hints(TrainConfig)

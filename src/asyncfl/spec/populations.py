@@ -1,5 +1,6 @@
-"""Named populations (`population: …`; config/README.md "Populations"): each a preset of plain
-settings, every number with its source or marked as the project's choice. A preset is expanded into
+"""Named presets of plain settings: populations (`population: …`; config/README.md "Populations") and
+speed profiles (`profile: …`). Each population is a preset of plain settings, every number with its
+source or marked as the project's choice. A preset is expanded into
 its settings before a run's settings are checked and its identity taken, so run.json records the
 settings, beside the population's name; a setting given beside a preset wins and is recorded.
 """
@@ -49,11 +50,22 @@ POPULATIONS: dict[str, dict[str, Any]] = {
 POPULATION_NAMES = tuple(POPULATIONS)
 
 
-def with_population(values: dict[str, Any], source: str) -> dict[str, Any]:
-    """`values` with its population's preset under it (the given settings win); unchanged without one."""
-    name = values.get("population")
-    if name is None:
-        return values
-    if not isinstance(name, str) or name not in POPULATIONS:
-        raise InputError(f"{source}: population must be one of {', '.join(POPULATION_NAMES)}, got {name!r}")
-    return {**POPULATIONS[name], **values}
+# Speed profiles (`profile: …`): a preset of the machine's settings. `fast`: bfloat16 autocast and
+# channels_last, 1.73× on resnet20's paper round on an H100 (docs/performance.md "On a GPU"); its
+# accuracy cost in docs/performance.md "The fast profile's cost". Not the paper's numerics: fp32 stays
+# the default
+PROFILES: dict[str, dict[str, Any]] = {"fast": {"precision": "bf16", "channels_last": True}}
+PRESETS = {"population": POPULATIONS, "profile": PROFILES}  # the settings that name a preset
+
+
+def with_presets(values: dict[str, Any], source: str) -> dict[str, Any]:
+    """`values` with each named preset's settings under them (the given settings win); unchanged without."""
+    expanded = dict(values)
+    for key, presets in PRESETS.items():
+        name = values.get(key)
+        if name is None:
+            continue
+        if not isinstance(name, str) or name not in presets:
+            raise InputError(f"{source}: {key} must be one of {', '.join(presets)}, got {name!r}")
+        expanded = {**presets[name], **expanded}
+    return expanded
