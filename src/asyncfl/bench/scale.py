@@ -28,7 +28,13 @@ ROUNDS = 12
 
 
 def peak_resident_bytes() -> int:
-    """The process's peak resident memory so far (Linux reports kB, macOS bytes)."""
+    """The process's peak resident memory so far: Linux's VmHWM, the high-water mark of this program's
+    own memory (`ru_maxrss` keeps the parent's resident size from before `exec`: a row whose peak stays
+    below its parent's read as no growth at all); elsewhere `ru_maxrss` (macOS reports bytes)."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        (line,) = [line for line in status.read_text().splitlines() if line.startswith("VmHWM:")]
+        return int(line.split()[1]) * 1024
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
 

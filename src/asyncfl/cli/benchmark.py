@@ -14,8 +14,6 @@ def cmd_bench(args: argparse.Namespace) -> None:
     """Training speed: reference-style loop vs plain vs vectorised trainer, and the engine's own cost."""
     from asyncfl.bench.measure import run_bench
     from asyncfl.bench.paper_round import load_sweep
-    from asyncfl.bench.profile_cost import format_profile_cost, profile_cost
-    from asyncfl.training.runtime import choose_device
 
     if args.sweep and not args.engine:  # every argument checked before minutes of measuring
         load_sweep(args.sweep)
@@ -26,6 +24,9 @@ def cmd_bench(args: argparse.Namespace) -> None:
             )
         check_output(args.json, "--json")
     if args.profile_cost:
+        from asyncfl.bench.profile_cost import format_profile_cost, profile_cost
+        from asyncfl.training.runtime import choose_device
+
         result = profile_cost(choose_device(args.device), args.profile_cost)
         print(format_profile_cost(result))
     else:
