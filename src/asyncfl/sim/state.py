@@ -124,7 +124,7 @@ class SimulationState:
 
     def payload(self, logs: dict[str, str]) -> dict[str, Any]:
         """The checkpoint's content: this state and the logs' text so far, as tensors and plain data."""
-        kept_fields = {item.name: getattr(self, item.name) for item in dataclasses.fields(self) if item.metadata}
+        kept_fields = {name: getattr(self, name) for name in kept_names()}
         return (
             kept_fields
             | {
@@ -146,7 +146,7 @@ class SimulationState:
             rng.bit_generator.state = checkpoint["rng"]
             dispatch_counts = np.array(checkpoint["dispatch_counts"], dtype=np.int64)
             state = cls(
-                **{item.name: checkpoint[item.name] for item in dataclasses.fields(cls) if item.metadata},
+                **{name: checkpoint[name] for name in kept_names()},
                 rng=rng,
                 dispatch_counts=dispatch_counts,
                 dispatched=int(dispatch_counts.sum()),
@@ -164,6 +164,11 @@ class SimulationState:
                 "delete it to start the run afresh"
             ) from None
         return state, logs
+
+
+def kept_names() -> list[str]:
+    """The fields `kept()` marks, which the checkpoint holds as they are."""
+    return [item.name for item in dataclasses.fields(SimulationState) if item.metadata.get("kept")]
 
 
 def tuples(job: dict[str, Any]) -> dict[str, Any]:

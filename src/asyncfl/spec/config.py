@@ -296,10 +296,15 @@ def settings_of(group: Group) -> tuple[str, ...]:
 SYSTEM_MODEL = settings_of(Group.WORLD)
 
 
+def shown_value(value: Any) -> str:
+    """A setting's value as YAML writes it (null, true, 0.001): how `--help` and config/README.md show it."""
+    return yaml.safe_dump(value).splitlines()[0]
+
+
 def system_model_help() -> str:
     """The group's settings as `key=default`, for `asyncfl train --help`."""
     defaults = {item.name: item.default for item in dataclasses.fields(TrainConfig)}
-    shown = ", ".join(f"{key}={yaml.safe_dump(defaults[key]).splitlines()[0]}" for key in SYSTEM_MODEL)
+    shown = ", ".join(f"{key}={shown_value(defaults[key])}" for key in SYSTEM_MODEL)
     section = '"The clients\' system and world"'
     return (
         "The clients' system and world, settings for --config or --settings (each the project's choice; "

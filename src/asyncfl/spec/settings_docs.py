@@ -16,9 +16,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-import yaml
-
-from asyncfl.spec.config import NEEDS, TrainConfig
+from asyncfl.spec.config import NEEDS, TrainConfig, shown_value
 from asyncfl.spec.names import ALGORITHMS
 from asyncfl.spec.rules import Group
 
@@ -47,7 +45,7 @@ def readers(read_by: tuple[str, ...]) -> str:
 
 
 def row(field: dataclasses.Field) -> str:
-    default = yaml.safe_dump(field.default).splitlines()[0]
+    default = shown_value(field.default)
     text = field_docs()[field.name]
     if field.metadata["read_by"]:
         text += f"; read by {readers(field.metadata['read_by'])}"
