@@ -282,6 +282,49 @@ def test_train_many_makes_each_run_as_asyncfl_train_alone(partition, lone_run, t
     assert capsys.readouterr().out.count("already finished") == 2
 
 
+def lone_plan(partition: Path, tmp_path: Path, first: dict | None = None) -> str:
+    """A train-many plan whose run "afl" is `lone_run`'s, after a `first` run where one is given."""
+    settings = {**json.loads(SETTINGS), "algorithm": "afl", "clients_per_round": 3, "rounds": 30,
+                "local_epochs": 2, "seed": 0}  # fmt: skip
+    plan = [{"partition": str(partition), "out": str(tmp_path / "afl"), "settings": settings}]
+    if first is not None:
+        plan.insert(0, {"partition": str(partition), "out": str(tmp_path / "first"), "settings": first})
+    return plan_file(tmp_path, plan)
+
+
+def test_a_run_failing_in_train_many_is_one_line_and_the_others_finish(partition, lone_run, tmp_path, capsys):
+    diverging = {"algorithm": "fedbuff", "server_lr": 1e300, "gamma0": 0.01, "rounds": 2}
+    assert main(["train-many", "--dataset", "digits", "--plan", lone_plan(partition, tmp_path, diverging)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("asyncfl train-many: error: --plan run 0") and len(err.splitlines()) == 1, err
+    assert "nan or inf entries" in err and err.endswith("the other runs finished")
+    assert outputs(tmp_path / "afl") == lone_run
+
+
+@pytest.mark.subprocess
+def test_ctrl_c_in_train_many_is_one_line_and_every_run_resumes(partition, lone_run, tmp_path):
+    other = {"algorithm": "sync", "clients_per_round": 3, "rounds": 30, "eval_every": 2, "checkpoint_every": 2}
+    command = [sys.executable, "-m", "asyncfl", "train-many", "--dataset", "digits", "--plan",
+               lone_plan(partition, tmp_path, other)]  # fmt: skip
+    with started(
+        command,
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    ) as process:
+        wait_for(lambda: (tmp_path / "afl" / "checkpoint.pt").exists(), process, "the first checkpoint")
+        process.send_signal(signal.SIGINT)
+        err = process.communicate(timeout=1800)[1]
+    assert process.returncode == 130 and err.startswith("asyncfl train-many: interrupted; run the same command"), err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "afl" / "run.json").exists()
+    assert main(command[3:]) == 0
+    assert outputs(tmp_path / "afl") == lone_run
+
+
 def test_a_finished_run_deleted_by_a_failed_jobs_cleanup_comes_back_only_intact_and_the_same(
     partition, tmp_path, capsys
 ):

@@ -6,6 +6,7 @@ very run, finished and intact, is not trained again; one that holds another run 
 """
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -20,9 +21,11 @@ from asyncfl.runs.folder import clear_unfinished, finished_run, keep_finished, m
 from asyncfl.runs.record import run_identity
 from asyncfl.sim.checks import checked_parts
 from asyncfl.sim.engine import Simulation
+from asyncfl.sim.lockstep import Lockstep
 from asyncfl.sim.network import state_bytes
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
+from asyncfl.training.interface import TrainerPool
 from asyncfl.training.runtime import configure_process
 
 
@@ -63,9 +66,11 @@ def train_run(
     threads: int | None = None,
     force: bool = False,
     tuned: dict | None = None,
+    pool: TrainerPool | None = None,
 ) -> TrainedFolder:
     """Run (or resume) the training that `config` describes into `out`; `tuned`, the settings in it
-    that a tuning stage chose (run.json records them under "tuned")."""
+    that a tuning stage chose (run.json records them under "tuned"); `pool`, where runs stepped
+    together share their trainers (`lockstep.Lockstep`)."""
     out = Path(out)
     partition = load_partition(partition_path)
     partition_sha256 = sha256(partition_path)
@@ -83,6 +88,38 @@ def train_run(
             torch.set_num_threads(threads)  # the job's CPUs, and the same reduction order everywhere
         configure_process(config.precision)
         data = dataset_once(dataset, root)
-        summary = Simulation(config, data, partition, out, partition_sha256, tuned=tuned).run()
+        summary = Simulation(config, data, partition, out, partition_sha256, tuned=tuned, pool=pool).run()
         keep_finished(out)
         return TrainedFolder(summary, False, moved_to)
+
+
+class PlannedRun(NamedTuple):
+    """One run of `asyncfl train-many`'s plan, its settings checked."""
+
+    config: TrainConfig
+    partition: Path
+    out: Path
+    tuned: dict | None  # the settings a tuning stage chose for it
+
+
+def train_together(
+    runs: list[PlannedRun],
+    dataset: str,
+    root: Path | None,
+    threads: int | None,
+    report: Callable[[PlannedRun, TrainedFolder], None],
+) -> list[TrainedFolder | BaseException]:
+    """Train the runs stepped together in this process (`lockstep.Lockstep`): each run's clients join
+    the other runs' in one trainer call, each folder gets the bytes `train_run` makes of it alone.
+    `report` is called as each run ends; a run that fails leaves the others to finish, and its error
+    is its outcome."""
+    if threads:
+        torch.set_num_threads(threads)  # this thread trains every run's clients: the runs' thread count
+    lockstep = Lockstep()
+
+    def job(run: PlannedRun) -> TrainedFolder:
+        outcome = train_run(run.config, dataset, root, run.partition, run.out, threads, tuned=run.tuned, pool=lockstep)
+        report(run, outcome)
+        return outcome
+
+    return lockstep.run([functools.partial(job, run) for run in runs])

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +15,7 @@ from asyncfl.spec.names import ALGORITHMS, MODELS
 from asyncfl.spec.tuning import check_choice, read_chosen
 
 if TYPE_CHECKING:
-    from asyncfl.launch import TrainedFolder
+    from asyncfl.launch import PlannedRun, TrainedFolder
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -86,10 +87,11 @@ def planned_runs(text: str) -> list[dict]:
 
 
 def cmd_train_many(args: argparse.Namespace) -> None:
-    """Train several runs one after another in this process: one start-up (imports, the dataset) for
-    all of them. Every run's settings are checked before the first one trains. Each run is exactly
-    what `asyncfl train` makes of it alone: the same folder, resumed the same way, the same bytes."""
-    from asyncfl.launch import check_planned_run, train_run
+    """Train several runs in this process, stepped together: one start-up (imports, the dataset) for all
+    of them, and their clients trained in shared calls (`lockstep.Lockstep`). Every run's settings are
+    checked before the first one trains. Each run is exactly what `asyncfl train` makes of it alone:
+    the same folder, resumed the same way, the same bytes. A run that fails leaves the others to finish."""
+    from asyncfl.launch import PlannedRun, check_planned_run, train_together
 
     outs = [Path(run["out"]).resolve() for run in args.plan]  # r/tm6 and r/./tm6 are one folder
     for index, out in enumerate(outs):
@@ -103,7 +105,7 @@ def cmd_train_many(args: argparse.Namespace) -> None:
         if name in chosen:
             check_choice(args.chosen, name, chosen[name], run.get("choices", []))
     runs = [
-        (
+        PlannedRun(
             make_config(
                 with_paths_from({**run["settings"], **chosen.get(name, {})}, Path.cwd()),
                 f"--plan run {index} ({run['out']})",
@@ -114,11 +116,23 @@ def cmd_train_many(args: argparse.Namespace) -> None:
         )
         for index, (run, name) in enumerate(zip(args.plan, names, strict=True))
     ]
-    for index, (config, partition, out, _) in enumerate(runs):  # before the first trains: nothing is half done
-        check_planned_run(config, args.dataset, args.root, partition, f"--plan run {index} ({out})")
-    for config, partition, out, tuned in runs:
-        outcome = train_run(config, args.dataset, args.root, partition, out, args.threads, tuned=tuned)
-        print(trained_line(config.algorithm, outcome, out), flush=True)
+    for index, run in enumerate(runs):  # before the first trains: nothing is half done
+        check_planned_run(run.config, args.dataset, args.root, run.partition, f"--plan run {index} ({run.out})")
+
+    def report(run: "PlannedRun", outcome: "TrainedFolder") -> None:
+        print(trained_line(run.config.algorithm, outcome, run.out), flush=True)
+
+    outcomes = train_together(runs, args.dataset, args.root, args.threads, report)
+    failed = [(index, outcome) for index, outcome in enumerate(outcomes) if isinstance(outcome, BaseException)]
+    if not failed:
+        return
+    if not all(isinstance(outcome, InputError) for _, outcome in failed):
+        raise next(outcome for _, outcome in failed if not isinstance(outcome, InputError))
+    for index, error in failed[1:]:
+        print(f"asyncfl train-many: error: --plan run {index} ({runs[index].out}): {error}", file=sys.stderr)
+    first, error = failed[0]
+    others = f"; {len(failed) - 1} other runs failed too (above)" if len(failed) > 1 else ""
+    raise InputError(f"--plan run {first} ({runs[first].out}): {error}{others}; the other runs finished")
 
 
 def register(commands: Commands) -> None:

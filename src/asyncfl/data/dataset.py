@@ -4,7 +4,7 @@ Images stay uint8 (N×C×H×W) until they reach the training device; `normalize`
 them into floats there. Nothing here ever iterates over samples in Python.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -35,6 +35,17 @@ class Dataset:
     test_images: torch.Tensor
     test_labels: torch.Tensor
     info: DatasetInfo
+    on_devices: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def normalized(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """The training and test images normalised on `device`, made once per device: the runs of one
+        process (train-many's, stepped together) only read them, so they share one copy, not one each."""
+        if str(device) not in self.on_devices:
+            train, test = self.train_images.to(device), self.test_images.to(device)
+            self.on_devices[str(device)] = normalize(train, self.info), normalize(test, self.info)
+        return self.on_devices[str(device)]
 
 
 def normalize(images: torch.Tensor, info: DatasetInfo) -> torch.Tensor:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from asyncfl.data.dataset import Dataset, DatasetInfo, normalize
+from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
 from asyncfl.fl.server_optimizer import ServerOptimizer
 from asyncfl.fl.strategy import Strategy
@@ -22,8 +22,8 @@ from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.random_streams import client_init_seed, shuffle_key
 from asyncfl.training.graphed import graphable
-from asyncfl.training.interface import LocalSettings, LocalTask, Trainer
-from asyncfl.training.runtime import choose_device, trainer_class
+from asyncfl.training.interface import LocalSettings, LocalTask, Trainer, TrainerPool
+from asyncfl.training.runtime import choose_device, trainer_class, trainer_name
 
 
 @dataclass(frozen=True)
@@ -106,25 +106,31 @@ def prepare_run(
     partition_sha256: str,
     trainer: Trainer | None,
     tuned: dict | None = None,
+    pool: TrainerPool | None = None,
 ) -> RunContext:
     """Check the run, build its model from the seed and put the data on the device. The process-wide
-    switches are the command's (`runtime.configure_process`); `tuned`, the settings tuning chose."""
+    switches are the command's (`runtime.configure_process`); `tuned`, the settings tuning chose;
+    `pool`, where runs stepped together share a trainer of their kind (`lockstep.Lockstep`)."""
     device = choose_device(config.device)
     model = build_model(config.model, dataset.info, config.seed).to(device)
     model_bytes = state_bytes(model)
     strategy, system, world = checked_parts(config, dataset, partition, device, model_bytes)
-    images = normalize(dataset.train_images.to(device), dataset.info)
+    images, test_images = dataset.normalized(device)
     labels = dataset.train_labels.to(device)
     if trainer is None:
-        chosen = trainer_class(config.trainer, device, graphable(config.prox_mu, strategy.optimizer_per_epoch))
-        trainer = chosen(model, images, labels, LocalSettings.of(config))
+        name = trainer_name(config.trainer, device, graphable(config.prox_mu, strategy.optimizer_per_epoch))
+        trainer = trainer_class(name, device)(model, images, labels, LocalSettings.of(config))
+        if pool is not None:
+            # what makes two runs' trainers interchangeable: one trains both runs' clients
+            kind = (dataset.info.name, config.model, str(device), name, LocalSettings.of(config))
+            trainer = pool.port(trainer, kind)
     held = None if partition.validation is None else torch.from_numpy(partition.validation).to(device)
     return RunContext(
         config,
         run_identity(config, dataset.info.name, partition_sha256, tuned),
         device,
         model,
-        normalize(dataset.test_images.to(device), dataset.info),
+        test_images,
         dataset.test_labels.to(device),
         images,
         labels,

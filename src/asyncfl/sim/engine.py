@@ -34,7 +34,7 @@ from asyncfl.sim.rounds import evaluate_global, evaluation_due, folded_round
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.layout import CHECKPOINT, EVENTS
-from asyncfl.training.interface import LocalResult, Trainer
+from asyncfl.training.interface import LocalResult, Trainer, TrainerPool
 
 
 class Simulation:
@@ -49,9 +49,11 @@ class Simulation:
         partition_sha256: str = "",
         trainer: Trainer | None = None,
         tuned: dict | None = None,
+        pool: TrainerPool | None = None,
     ):
-        """`tuned`: the settings a tuning stage chose for this run, which run.json records as such."""
-        self.context = prepare_run(config, dataset, partition, partition_sha256, trainer, tuned)
+        """`tuned`: the settings a tuning stage chose for this run, which run.json records as such;
+        `pool`: where runs stepped together share their trainers (`lockstep.Lockstep`)."""
+        self.context = prepare_run(config, dataset, partition, partition_sha256, trainer, tuned, pool)
         self.config, self.out, self.strategy = config, Path(out), self.context.strategy
         self.state = fresh_state(self.context, dataset.info, partition.num_clients)
         self.stop_reason = ""

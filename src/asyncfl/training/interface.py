@@ -9,7 +9,7 @@ agree with.
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -84,6 +84,13 @@ class Trainer(Protocol):
     """What the engine calls to train clients (the bench's engine-only measure passes one that does no work)."""
 
     def train(self, tasks: list[LocalTask]) -> list[LocalResult]: ...
+
+
+class TrainerPool(Protocol):
+    """Where runs stepped together in one process share one trainer per kind (`sim.lockstep.Lockstep`):
+    `port` gives a run, in place of its own trainer, one whose calls join the other runs' of its kind."""
+
+    def port(self, trainer: Trainer, key: Hashable) -> Trainer: ...
 
 
 class LocalTrainer(ABC):
