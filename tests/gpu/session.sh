@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One device call's worth of GPU measurements for the GPU issue, sized to a 15-minute lease (one call of
 # at most 10 minutes after a start of a minute or two): the CUDA-only tests; the paper round per model and
-# trainer through the real engine; byte-identical reruns, alone and sharing the GPU, and a kill -9 resume
-# on CUDA; one job alone against four sharing the GPU (the "fill each GPU" question, with the GPU's busy
-# time); the fast profile's accuracy cost; `asyncfl bench --device cuda --quick`. Steps in that order of priority, each under its own
+# trainer through the real engine; 8 and 32 runs stepped together in one process against one alone, and
+# the sweep's device-hours so; a kill -9 resume on CUDA with the same bytes; the fast profile's accuracy
+# cost; `asyncfl bench --device cuda --quick`. Steps in that order of priority, each under its own
 # timeout and all under one budget (BUDGET seconds): a step that no longer fits says "skipped", and the
 # table always comes last. Logs under $OUT.
 #
@@ -37,10 +37,13 @@ fi
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
 
 # 1. The CUDA-only training tests (the graphed trainer captured and replayed on streams, cnn and
-#    resnet20; the GPU locks choosing a device); the CPU ones run in CI.
+#    resnet20; the GPU locks choosing a device), the CPU ones run in CI; the lockstep's on the device.
 if step 1; then
   bounded 90 python3 -m pytest -q -x -p no:cacheprovider tests/training -k cuda >"$logs/tests.log" 2>&1
   row "CUDA tests: rc=$? $(tail -1 "$logs/tests.log")"
+  # runs stepped together, on the device (`device: auto`): each run's bytes those it makes alone
+  bounded 90 python3 -m pytest -q -x -p no:cacheprovider tests/sim/test_lockstep.py >"$logs/lockstep.log" 2>&1
+  row "lockstep tests on $DEVICE: rc=$? $(tail -1 "$logs/lockstep.log")"
 fi
 
 # 2. Seconds per paper round (C = 10, J = 5, I = 10, batch 64) through the real engine, one process per
@@ -48,11 +51,11 @@ fi
 #    the fast profile, training rounds alone; the other trainers were measured on 2026-11-25,
 #    docs/performance.md "On a GPU"). Rows at EPOCHS < 10 are scaled to I = 10 (the round is the same
 #    steps, I times) and say so. Of ROUNDS, the first (warm-up, captures) and the last (the run's
-#    evaluation) are not timed: 6 rounds give 4 training rounds' walls. 150 s stay for steps 3 to 6.
+#    evaluation) are not timed: 6 rounds give 4 training rounds' walls. 300 s stay for steps 3 to 6.
 if step 2; then
   while read -r model trainer epochs rounds limit profile; do
     [ "$DEVICE" = cpu ] && epochs=1
-    if line=$(RESERVE=150 bounded "$limit" python3 tests/gpu/paper_round.py "$model" "$trainer" "$epochs" "$rounds" "$DEVICE" \
+    if line=$(RESERVE=300 bounded "$limit" python3 tests/gpu/paper_round.py "$model" "$trainer" "$epochs" "$rounds" "$DEVICE" \
       "$profile" 2>"$logs/round_${model}_${trainer}_$profile.log"); then
       echo "$line" >>"$OUT/rounds.jsonl"
       row "paper round $model $trainer $profile: $(python3 -c "import json,sys; r=json.loads(sys.argv[1]); print(r['paper_seconds_per_round'], 's', '(I=%d, x%g)' % (r['local_epochs'], 10/r['local_epochs']) if r['scaled_from_epochs'] else '', '; first round', r['first_round_s'], 's; training rounds', r['round_walls'])" "$line")"
@@ -80,31 +83,24 @@ train() {
 seconds_since() { python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$1"; }
 same() { for f in metrics.csv events.csv model.pt; do cmp -s "$work/first/$f" "$work/$1/$f" && echo "$f same" || echo "$f DIFFERS"; done | paste -sd, -; }
 
-# 3. Alone, then four at once on the one GPU (seed 0 again among seeds 1-3: the later three take the
-#    lock's second places and say so): throughput, GPU busy time, and seed 0's bytes unchanged by sharing.
+# 3. Runs stepped together in one process (train-many's lockstep: every run's clients in one training
+#    call) against one alone, per paper model, in the fast profile at I = 1, and the sweep's
+#    device-hours with its jobs of at least that many runs stepped together (`asyncfl bench --together`;
+#    earlier, processes sharing the GPU: cnn 1.94× at 8, resnet20 1.05×, docs/performance.md "On a GPU").
 if step 3; then
-  sampler=
-  if command -v nvidia-smi >/dev/null; then
-    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 200 >"$logs/busy_alone.txt" &
-    sampler=$!
-  fi
-  start=$(date +%s.%N)
-  train 120 0 "$work/first" >"$logs/first.log" 2>&1
-  rc=$? alone=$(seconds_since "$start")
-  [ -n "$sampler" ] && kill "$sampler"
-  busy=$(python3 -c "import sys; v=[float(x) for x in open(sys.argv[1]) if x.strip()]; print(round(sum(v)/len(v)), '%')" "$logs/busy_alone.txt" 2>/dev/null || echo n/a)
-  row "one graphed cnn run alone (4 rounds, real data): rc=$rc $alone s, GPU busy $busy"
-  start=$(date +%s.%N)
-  train 200 0 "$work/again" >"$logs/shared_0.log" 2>&1 &
-  for seed in 1 2 3; do train 200 "$seed" "$work/shared_$seed" >"$logs/shared_$seed.log" 2>&1 & done
-  wait
-  together=$(seconds_since "$start")
-  row "four at once: $together s → throughput ×$(python3 -c "print(round(4 * $alone / $together, 2))"); $(cat "$logs"/shared_*.log | grep -c "sharing cuda") said they share"
-  row "seed 0 again, among four: $(same again)"
+  quick=; [ "$DEVICE" = cpu ] && quick=--quick
+  for runs in 8 32; do
+    bounded 150 python3 -m asyncfl bench --device "$DEVICE" --together "$runs" --profile fast $quick \
+      --sweep config/config.yaml --json "$OUT/together_$runs.json" >"$logs/together_$runs.log" 2>&1
+    row "$runs runs together: rc=$? $(grep -E '^  |device-hours' "$logs/together_$runs.log" | cut -c1-170 | tr '\n' ';')"
+  done
 fi
 
-# 4. Killed with -9 once its first checkpoint is written, then resumed: the same bytes as the run alone.
+# 4. One run alone; the same run killed with -9 once its first checkpoint is written, then resumed: the
+#    same bytes as the run alone.
 if step 4; then
+  train 120 0 "$work/first" >"$logs/first.log" 2>&1
+  row "one graphed cnn run (4 rounds, real data): rc=$?"
   train 120 0 "$work/killed" >"$logs/killed.log" 2>&1 &
   victim=$!
   for _ in $(seq 400); do [ -e "$work/killed/checkpoint.pt" ] || ! kill -0 "$victim" 2>/dev/null && break; sleep 0.25; done

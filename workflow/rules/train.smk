@@ -1,4 +1,4 @@
-# The command of the jobs that train several runs one after another (`input.plan`: their runs, a file,
+# The command of the jobs that train several runs together in one process (`input.plan`: their runs, a file,
 # since a sweep of hundreds of runs outgrows a command line)
 TRAIN_MANY = (
     ASYNCFL
@@ -160,9 +160,9 @@ for tuned in TUNED:
             " --out {params.out:q} --chosen {output.chosen:q} > {log:q} 2>&1"
 
 
-# An experiment with `pack_runs`: each job trains that many of its runs, one after another in one
-# process (`asyncfl train-many`), each exactly as `asyncfl train` alone would; it saves a process start
-# per run (about 3 s of torch's imports on a CPU). A killed job resumes as a sweep's does.
+# An experiment with `pack_runs`: each job trains that many of its runs together in one process
+# (`asyncfl train-many`: their clients in shared trainer calls), each exactly as `asyncfl train` alone
+# would; it saves a process start per run (about 3 s of torch's imports on a CPU) and fills a GPU. A killed job resumes as a sweep's does.
 for packed in PACKED_EXPERIMENTS:
     for pack in PLAN[packed].jobs:
 

@@ -66,14 +66,14 @@ def round_walls(shape: PaperShape, trainer: str, device: torch.device, quick: bo
         return synthetic_run(dataset, partition, settings, Path(scratch)).training_rounds()
 
 
-def load_sweep(path: Path) -> dict[str, dict[str, int]]:
+def load_sweep(path: Path, together: int | None = None) -> dict[str, dict[str, int]]:
     """Client updates per model of the workflow config at `path`, checked as the workflow checks it."""
     from asyncfl.spec.workflow_config import check_workflow_config
 
     config = read_yaml(path)
     try:
         check_workflow_config(config)
-        return sweep_updates(config)
+        return sweep_updates(config, together)
     except (KeyError, TypeError, AttributeError, ValueError) as error:
         raise InputError(
             f"--sweep {path} is not a workflow config ({type(error).__name__}: {error}); give one like "
@@ -81,19 +81,26 @@ def load_sweep(path: Path) -> dict[str, dict[str, int]]:
         ) from None
 
 
-def sweep_updates(config: dict) -> dict[str, dict[str, int]]:
+def sweep_updates(config: dict, together: int | None = None) -> dict[str, dict[str, int]]:
     """Client updates the sweep trains, per stage and model: "runs", every run the workflow plans
     (budgets at reference_J, rounds × J elsewhere, `run_updates`' estimate under a virtual-time
-    budget, at every severity), and "tuning", the runs of the experiments' `tune:` grids."""
+    budget, at every severity), and "tuning", the runs of the experiments' `tune:` grids; with
+    `together`, a third, "together": those of them in jobs of at least that many runs (a severity's, a
+    `pack_runs` pack's, a tuning grid's), which `asyncfl train-many` steps together."""
     totals: dict[str, dict[str, int]] = {"runs": {}, "tuning": {}}
+    if together:
+        totals["together"] = {}
     for name, plan in plan_workflow(config).experiments.items():
-        experiment = config["experiments"][name]
+        experiment, model = config["experiments"][name], config["experiments"][name]["model"]
         kept = 1 - experiment.get("validation_fraction", 0)  # the clients' share of the training set
-        stages = {"runs": plan.runs, "tuning": plan.tuning.runs if plan.tuning else ()}
-        for stage, runs in stages.items():
-            for run in runs:
-                updates = run_updates(run.settings, base_algorithm(run.name), run.j, experiment["clients"], kept)
-                totals[stage][experiment["model"]] = totals[stage].get(experiment["model"], 0) + updates
+        jobs = {"runs": plan.jobs, "tuning": (plan.tuning,) if plan.tuning else ()}
+        for stage, stage_jobs in jobs.items():
+            for job in stage_jobs:
+                for run in job.runs:
+                    updates = run_updates(run.settings, base_algorithm(run.name), run.j, experiment["clients"], kept)
+                    totals[stage][model] = totals[stage].get(model, 0) + updates
+                    if together and len(job.runs) >= together:
+                        totals["together"][model] = totals["together"].get(model, 0) + updates
     return totals
 
 

@@ -8,6 +8,7 @@ from asyncfl.files import write_json
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import check_output
 from asyncfl.spec.names import DEVICES
+from asyncfl.spec.populations import PROFILES
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
@@ -16,7 +17,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     from asyncfl.bench.paper_round import load_sweep
 
     if args.sweep and not args.engine:  # every argument checked before minutes of measuring
-        load_sweep(args.sweep)
+        load_sweep(args.sweep, args.together)
     if args.json:
         if not args.json.parent.is_dir():
             raise InputError(
@@ -29,10 +30,27 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
         result = profile_cost(choose_device(args.device), args.profile_cost)
         print(format_profile_cost(result))
+    elif args.together:
+        result = together_result(args)
     else:
         result = run_bench(args.device, args.quick, sweep=None if args.engine else args.sweep, engine_only=args.engine)
     if args.json:
         write_json(args.json, result)
+
+
+def together_result(args: argparse.Namespace) -> dict:
+    """`--together K`: each paper model's gain from K runs stepped together, and the sweep's hours."""
+    from asyncfl.bench.together import format_projection, format_together, sweep_projection, together_bench
+    from asyncfl.training.runtime import choose_device
+
+    device = choose_device(args.device)
+    rows = together_bench(device, args.together, "auto", args.profile, args.quick)
+    print(format_together(rows, device), flush=True)
+    result: dict = {"together": rows}
+    if args.sweep:
+        result |= sweep_projection(rows, args.sweep, args.together)
+        print(format_projection(result, args.together))
+    return result
 
 
 def register(commands: Commands) -> None:
@@ -49,6 +67,16 @@ def register(commands: Commands) -> None:
         type=at_least(2, 1000, " (each seed trains two runs)"),
         metavar="SEEDS",
         help="only the fast profile's accuracy cost against fp32: that many paired seeds of AFL on digits",
+    )
+    bench.add_argument(
+        "--together",
+        type=at_least(2, 256, " (each run stepped together holds its own model, state and logs)"),
+        metavar="RUNS",
+        help="only the gain of that many runs stepped together in one process (train-many) over one alone, "
+        "per paper model, and --sweep's device-hours with its jobs of that many runs or more stepped together",
+    )
+    bench.add_argument(
+        "--profile", choices=tuple(PROFILES), help="--together's runs in this speed profile (default: fp32)"
     )
     bench.add_argument(
         "--sweep",

@@ -169,7 +169,7 @@ def register(commands: Commands) -> None:
 
     many = commands.add_parser(
         "train-many",
-        help="several training runs in one process, one after another (the workflow's severity sweeps)",
+        help="several training runs in one process, stepped together (the workflow's severity sweeps and packs)",
         description="Each run as asyncfl train would make it alone; settings as in asyncfl train --settings.",
     )
     add_dataset_arguments(many)

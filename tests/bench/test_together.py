@@ -1,0 +1,58 @@
+"""`asyncfl bench --together`: runs stepped together measured against one alone from their own round
+walls, and the sweep's hours with its jobs of several runs stepped together."""
+
+import pytest
+import torch
+
+from asyncfl.bench.paper_round import PAPER_SHAPES, load_sweep
+from asyncfl.bench.together import sweep_projection, together_row
+from asyncfl.cli import main
+from conftest import REPO
+
+SWEEP = REPO / "config" / "config.yaml"
+
+
+def test_a_together_row_times_every_runs_training_rounds_and_fills_one_call_with_all_runs():
+    (mlp,) = [shape for shape in PAPER_SHAPES if shape.model == "mlp"]
+    row = together_row(mlp, 3, torch.device("cpu"), "auto", None, quick=True)
+    assert len(row["round_walls_alone"]) == 2 and len(row["round_walls_together"]) == 3 * 2
+    assert row["largest_call"] == 3 * 5  # every run's J = 5 first dispatches in one call
+    expected = 3 * row["seconds_per_round_alone"] / row["seconds_per_round_together"]
+    assert row["gain"] == pytest.approx(expected, rel=1e-2) and row["profile"] == "fp32"
+
+
+def test_the_updates_stepped_together_are_those_of_jobs_of_at_least_that_many_runs():
+    every = load_sweep(SWEEP, together=1)
+    assert every["together"] == {m: every["runs"].get(m, 0) + every["tuning"].get(m, 0) for m in every["together"]}
+    assert load_sweep(SWEEP, together=10**6)["together"] == {}
+    severities = load_sweep(SWEEP, together=2)["together"]  # the straggler sweeps' jobs, 18 runs each
+    assert 0 < sum(severities.values()) < sum(every["together"].values())
+
+
+def test_the_projection_divides_only_the_updates_stepped_together_by_the_gain():
+    rows = [
+        {"model": shape.model, "samples_per_client": shape.samples, "seconds_per_round_alone": 0.5, "gain": 2.0}
+        for shape in PAPER_SHAPES
+    ]
+    projection = sweep_projection(rows, SWEEP, 2)
+    updates = projection["sweep_client_updates"]
+    for model in ("cnn", "resnet20"):
+        total = updates["runs"][model] + updates["tuning"].get(model, 0)
+        per_update = 0.5 * 10 / 5 / 3600  # I = 1 → the paper's I = 10; a round is J = 5 updates
+        stepped = updates["together"][model]
+        assert projection["device_hours_alone"][model] == pytest.approx(total * per_update, abs=0.01)
+        assert projection["device_hours_together"][model] == pytest.approx((total - stepped / 2) * per_update, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--together", "1"], "must be an integer ≥ 2"),
+        (["--together", "300"], "must be ≤ 256"),
+        (["--together", "4", "--profile", "turbo"], "invalid choice: 'turbo'"),
+    ],
+)
+def test_bad_together_arguments_are_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", *argv])
+    assert message in capsys.readouterr().err
