@@ -14,7 +14,9 @@ IN_FLIGHT = {"afl": 5, "afl-m7": 7, "sync": 5, "sync-overselect": 7, "sync-deadl
 def verdict(severity: str, reference: str, other: str, difference: float, metric: str = "time_to_target") -> dict:
     low, high = difference - 1.0, difference + 1.0
     return dict(target=0.9, severity=severity, metric=metric, reference=reference, other=other, seeds=10,
-                difference=difference, ci_low=low, ci_high=high, verdict=FASTER if high < 0 else TIED)  # fmt: skip
+                difference=difference, ci_low=low, ci_high=high, p_holm=0.01,
+                reference_accuracy=0.8, other_accuracy=0.7,
+                verdict=FASTER if high < 0 else TIED)  # fmt: skip
 
 
 def test_each_synchronous_run_meets_the_afl_run_of_its_clients_in_flight():

@@ -1,5 +1,6 @@
-"""Verdicts by confidence intervals: restricted mean times with censoring, a paired bootstrap interval
-that covers a known difference, and no verdict from too few seeds."""
+"""Verdicts by confidence intervals: restricted mean times with censoring, a paired t interval that
+covers a known difference, Holm's adjustment over a family, and no verdict from too few seeds or
+where most runs did not reach the target."""
 
 import math
 
@@ -11,12 +12,14 @@ from asyncfl.analysis.stragglers import time_to_stay
 from asyncfl.analysis.verdicts import (
     FASTER,
     MIN_SEEDS,
+    NOT_REACHED,
     SLOWER,
     TIED,
     TOO_FEW,
     censored,
+    holm,
     median_time,
-    paired_interval,
+    paired_test,
     restricted_mean_time,
     verdict_lines,
     verdict_table,
@@ -49,9 +52,18 @@ def test_a_run_that_never_reached_the_target_counts_as_the_budget():
 def test_the_interval_of_a_known_paired_difference_covers_it():
     """Ten seeds whose times differ by 2 s plus noise: the interval covers 2 and excludes 0."""
     differences = 2.0 + np.random.default_rng(3).normal(0, 0.5, size=10)
-    low, high = paired_interval(differences)
-    assert low < 2.0 < high and low > 0
-    assert paired_interval(differences) == (low, high)  # seeded: the same table, the same interval
+    low, high, p = paired_test(differences)
+    assert low < 2.0 < high and low > 0 and p < 1e-3
+    mean, half = differences.mean(), 2.2621571627409915 * differences.std(ddof=1) / np.sqrt(10)  # t(9) at 97.5 %
+    assert (low, high) == pytest.approx((mean - half, mean + half))
+    assert paired_test(np.full(6, -3.0)) == (-3.0, -3.0, 0.0) and paired_test(np.zeros(6))[2] == 1.0
+
+
+def test_holm_multiplies_the_smallest_p_by_the_family_and_steps_down_monotonically():
+    adjusted = holm(np.array([0.01, 0.04, math.nan, 0.03, 0.5]))
+    assert adjusted[[0, 3, 1, 4]] == pytest.approx([0.04, 0.09, 0.09, 0.5])  # 4×0.01, 3×0.03, max(2×0.04, 0.09), 0.5
+    assert math.isnan(adjusted[2])  # not tested: left out of the family
+    assert holm(np.array([0.9, 0.8]))[0] == 1.0
 
 
 def test_a_zero_difference_is_no_significant_difference_and_a_sign_decides():
@@ -108,7 +120,8 @@ def test_the_table_counts_the_runs_that_reached_the_target():
     (row,) = verdict_table(table, 30.0).itertuples()
     assert (row.reference_reached, row.other_reached) == (5, 2)
     assert row.reference_median == 7.0 and math.isnan(row.other_median)
-    assert row.other_time == (10 + 12 + 3 * 30) / 5 and row.verdict == FASTER
+    assert row.other_time == (10 + 12 + 3 * 30) / 5
+    assert row.verdict == NOT_REACHED  # 2 of 5 sync runs reached it: the means mostly compare T with T
 
 
 def test_given_the_clients_in_flight_the_lines_compare_equal_resources_only():
@@ -121,3 +134,17 @@ def test_given_the_clients_in_flight_the_lines_compare_equal_resources_only():
     first, matched = verdict_lines(verdict_table(table, 30.0), in_flight)
     assert first.startswith("s, afl − …") and "sync-deadline" in first and "sync-overselect" not in first
     assert matched.startswith("s, afl-m7 − …") and "sync-overselect" in matched and "sync " not in matched
+
+
+def test_the_table_gives_each_sides_accuracy_at_t_and_client_work_to_the_target():
+    rows = [("s", "afl", seed, 10.0 + seed, 0.8, 100.0 + seed) for seed in range(MIN_SEEDS)]
+    rows += [
+        ("s", "sync", seed, math.nan if seed else 20.0, 0.6, math.nan if seed else 50.0) for seed in range(MIN_SEEDS)
+    ]
+    columns = ["severity", "algorithm", "seed", "time_to_target", "accuracy_at_budget", "work_to_target"]
+    (row,) = verdict_table(pd.DataFrame(rows, columns=columns), 30.0).itertuples()
+    assert (row.reference_accuracy, row.other_accuracy) == pytest.approx((0.8, 0.6))
+    assert (row.reference_work, row.other_work) == (102.0, 50.0)  # over the seeds that reached the target
+    assert row.verdict == NOT_REACHED and math.isnan(row.p_holm)  # 1 of 5: not tested, not in the family
+    (line,) = verdict_lines(verdict_table(pd.DataFrame(rows, columns=columns), 30.0))
+    assert line.endswith("sync: not reached by most runs (accuracy at T 0.80 vs 0.60)")

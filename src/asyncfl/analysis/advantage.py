@@ -3,9 +3,10 @@
 One cell per severity (a row) and synchronous run name (a column: plain, over-selection at each ε, a
 deadline, partial work, …): AFL at the same number of clients in flight (AFL at M = J against plain
 sync or a deadline, AFL at M = ⌈J·(1+ε)⌉ against over-selection at ε) minus the synchronous run, the
-paired difference of restricted mean times to the target with its 95 % CI (`verdicts`). The colour is
-the difference (blue: AFL faster); a cell whose interval crosses zero is hatched, one with too few
-seeds is grey and says so. One panel per target.
+paired difference of restricted mean times to the target with its 95 % CI and its verdict, Holm-adjusted
+over the target's comparisons (`verdicts`). The colour is the difference (blue: AFL faster); a cell with
+no significant difference is hatched; one with too few seeds, or whose target most runs did not reach
+by T (its accuracies at T given instead), is grey and says so. One panel per target.
 """
 
 import math
@@ -16,7 +17,7 @@ import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
 
-from asyncfl.analysis.verdicts import FASTER, METRICS, MIN_SEEDS, SLOWER, TIED, TOO_FEW
+from asyncfl.analysis.verdicts import FASTER, METRICS, MIN_SEEDS, NOT_REACHED, SLOWER, TIED, TOO_FEW
 from asyncfl.spec.names import base_algorithm
 
 COLOURS = "RdBu_r"  # negative (AFL faster) blue, positive red
@@ -35,7 +36,8 @@ def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataF
             key = (target, severity, reference, other)
             found = first.loc[key] if reference is not None and key in first.index else None
             cell = {"target": target, "severity": severity, "other": other, "reference": reference or ""}
-            numbers = ("seeds", "difference", "ci_low", "ci_high", "verdict")
+            numbers = ("seeds", "difference", "ci_low", "ci_high", "p_holm", "reference_accuracy", "other_accuracy",
+                       "verdict")  # fmt: skip
             cell |= {column: (found[column] if found is not None else math.nan) for column in numbers}
             rows.append(cell)
     return pd.DataFrame(rows)
@@ -44,15 +46,17 @@ def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataF
 def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str], in_flight: dict[str, int]) -> None:
     """One heatmap per target, in increasing order: rows the severities, columns the synchronous run names."""
     columns = list(dict.fromkeys(cells.other))
-    span = float(np.nanmax(np.abs(cells.difference.to_numpy(dtype=float)), initial=1.0)) or 1.0
+    coloured = cells.difference.where(cells.verdict != NOT_REACHED)  # a cell not reached has no time to colour
+    span = float(np.nanmax(np.abs(coloured.to_numpy(dtype=float)), initial=1.0)) or 1.0
     norm = TwoSlopeNorm(0.0, -span, span)
     panels = sorted(cells.groupby("target", sort=False), key=lambda item: float(item[0]))
     for ax, (target, panel) in zip(np.atleast_1d(axes), panels, strict=True):
-        grid = panel.pivot(index="severity", columns="other", values="difference").reindex(severities)[columns]
+        grid = panel.assign(difference=coloured).pivot(index="severity", columns="other", values="difference")
+        grid = grid.reindex(severities)[columns]
         image = ax.imshow(grid.to_numpy(dtype=float), cmap=COLOURS, norm=norm, aspect="auto")
         for row in panel.itertuples():
             y, x = severities.index(row.severity), columns.index(row.other)
-            dark = abs(row.difference) > 0.6 * span  # white words on the darkest cells
+            dark = abs(coloured[row.Index]) > 0.6 * span  # white words on the darkest cells
             ax.text(
                 x,
                 y,
@@ -62,7 +66,7 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
                 fontsize=5,
                 color="white" if dark else "black",
             )
-            if row.verdict in (TIED, TOO_FEW) or not row.reference:
+            if row.verdict in (TIED, TOO_FEW, NOT_REACHED) or not row.reference:
                 colour = "grey" if row.verdict != TIED else "black"
                 ax.add_patch(hatched(x, y, colour, filled=row.verdict != TIED))
         ax.set_xticks(range(len(columns)), [f"{name}\n({in_flight[name]} in flight)" for name in columns])
@@ -71,7 +75,11 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
         ax.grid(False)
         seeds = panel.seeds.dropna().unique()
         paired = f", {seeds[0]:.0f} paired seeds" if len(seeds) == 1 else ""
-        ax.set_title(f"time to {target:.0%} test accuracy{paired}", fontsize="small")
+        ax.set_title(
+            f"time to {target:.0%} test accuracy{paired}\npaired t 95 % CIs; verdicts by p Holm-adjusted over the "
+            "target's comparisons",
+            fontsize="small",
+        )
         ax.set_xlabel("synchronous run (against AFL with as many clients in flight)", fontsize="x-small")
     axes_list = list(np.atleast_1d(axes))
     colourbar = axes_list[0].figure.colorbar(image, ax=axes_list, shrink=0.8)
@@ -89,11 +97,14 @@ def cell_text(row: Any, in_flight: dict[str, int]) -> str:
         return f"no AFL at\nM = {in_flight[row.other]}"
     if row.verdict == TOO_FEW:
         return f"{row.difference:+.1f} s\n{row.seeds:.0f} seeds:\ntoo few (≥ {MIN_SEEDS})"
-    return f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{CELL_VERDICTS[row.verdict]}"
+    if row.verdict == NOT_REACHED:
+        return f"not reached\nby most runs;\naccuracy at T\n{row.reference_accuracy:.2f} vs {row.other_accuracy:.2f}"
+    verdict = f"{CELL_VERDICTS[row.verdict]}, p {row.p_holm:.2g}"
+    return f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{verdict}"
 
 
 def hatched(x: int, y: int, colour: str, filled: bool) -> Rectangle:
-    """The mark of a cell that decides nothing: hatched (the interval crosses zero), or greyed and
-    hatched (too few seeds, or no AFL to compare)."""
+    """The mark of a cell that decides nothing: hatched (no significant difference), or greyed and
+    hatched (too few seeds, the target not reached by most runs, or no AFL to compare)."""
     face = (0.85, 0.85, 0.85, 0.8) if filled else "none"
     return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor=colour, hatch="///", lw=0, alpha=0.5)
