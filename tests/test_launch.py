@@ -236,10 +236,8 @@ def test_durations_of_any_allowed_size_end(partition, tmp_path):
     assert json.loads((out / "run.json").read_text())["virtual_time"] > 1e9
 
 
-@pytest.mark.subprocess
-def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
-    out = tmp_path / "run"
-    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
+def interrupted(command: list[str], checkpoint: Path) -> tuple[int, str]:
+    """Run `command`, send it SIGINT once `checkpoint` exists; its exit status and stderr."""
     # A shell's background job (`make test &`) inherits SIGINT ignored, and Python then leaves it so:
     # the child gets the default disposition back, as a terminal's Ctrl-C would find it.
     with started(
@@ -251,10 +249,18 @@ def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     ) as process:
-        wait_for(lambda: (out / "checkpoint.pt").exists(), process, "the first checkpoint")
+        wait_for(checkpoint.exists, process, "the first checkpoint")
         process.send_signal(signal.SIGINT)
         err = process.communicate(timeout=1800)[1]
-    assert process.returncode == 130 and err.startswith("asyncfl train: interrupted; run the same command again")
+    return process.returncode, err
+
+
+@pytest.mark.subprocess
+def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
+    returncode, err = interrupted(command, out / "checkpoint.pt")
+    assert returncode == 130 and err.startswith("asyncfl train: interrupted; run the same command again")
     assert len(err.strip().splitlines()) == 1, err
     assert main(train_argv(partition, out, 30)) == 0
     assert outputs(out) == lone_run
@@ -306,19 +312,8 @@ def test_ctrl_c_in_train_many_is_one_line_and_every_run_resumes(partition, lone_
     other = {"algorithm": "sync", "clients_per_round": 3, "rounds": 30, "eval_every": 2, "checkpoint_every": 2}
     command = [sys.executable, "-m", "asyncfl", "train-many", "--dataset", "digits", "--plan",
                lone_plan(partition, tmp_path, other)]  # fmt: skip
-    with started(
-        command,
-        cwd=REPO,
-        env=ENV,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    ) as process:
-        wait_for(lambda: (tmp_path / "afl" / "checkpoint.pt").exists(), process, "the first checkpoint")
-        process.send_signal(signal.SIGINT)
-        err = process.communicate(timeout=1800)[1]
-    assert process.returncode == 130 and err.startswith("asyncfl train-many: interrupted; run the same command"), err
+    returncode, err = interrupted(command, tmp_path / "afl" / "checkpoint.pt")
+    assert returncode == 130 and err.startswith("asyncfl train-many: interrupted; run the same command"), err
     assert len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "afl" / "run.json").exists()
     assert main(command[3:]) == 0
