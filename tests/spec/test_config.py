@@ -31,6 +31,7 @@ from asyncfl.spec.traces import read_trace
         ({"speed_distribution": "constant", "speed_sigma": 1.0}, "speed_sigma applies only with speed_distribution"),
         ({"population": "edge", "speed_sigma": 1.0}, "speed_sigma applies only with speed_distribution: lognormal"),
         ({"latency_distribution": "constant", "latency_sigma": 0.1}, "latency_sigma applies only with latency_dis"),
+        ({"jitter_distribution": "exponential", "jitter_sigma": 0.1}, "jitter_sigma applies only with jitter_distr"),
         ({"population": "mobile", "availability": "always"}, "population mobile sets online_mean, which applies"),
     ],
 )  # fmt: skip
@@ -59,6 +60,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "diurnal_spread": {"availability": "diurnal"},
         "speed_sigma": {"speed_distribution": "lognormal"},
         "latency_sigma": {"latency_distribution": "lognormal"},
+        "jitter_sigma": {"jitter_distribution": "half_normal"},
         "server_optimizer_lr": {"server_optimizer": "adam"},
         "server_momentum": {"algorithm": "fedavgm"},  # FedAvg with the server's sgd, by its name
         "server_beta1": {"server_optimizer": "adagrad"},

@@ -40,7 +40,7 @@ def test_a_preset_expands_to_exactly_its_documented_settings(name):
 def test_a_setting_beside_a_preset_wins_and_is_recorded():
     config = make_config({"population": "edge", "upload_fraction": 0.5, "seed": 3})
     assert config.upload_fraction == 0.5 and config.speed_classes == "1:1,1:1.81,1:11.6"
-    with pytest.raises(InputError, match="population must be one of cross_silo, edge, mobile, got 'moon'"):
+    with pytest.raises(InputError, match="population must be one of cross_silo, edge, mobile, queueing, got 'moon'"):
         make_config({"population": "moon"})
 
 

@@ -96,8 +96,8 @@ def check_deadline(strategy: Strategy, system: ClientSystem, sizes: np.ndarray, 
 
 
 def shortest_report(strategy: Strategy, system: ClientSystem, client: int, size: int, batch_size: int) -> Phases:
-    """The phases of the least a client can send at the jitter's median: its whole dispatch, or under
-    partial work its first local step."""
+    """The phases of the least a client can send at its own compute time (`median_phases`): its whole
+    dispatch, or under partial work its first local step."""
     phases = system.median_phases(client, size)
     if not strategy.partial_work:
         return phases

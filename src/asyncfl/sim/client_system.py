@@ -5,7 +5,8 @@ The draws depend only on the seed and the number of clients, never on the algori
 so afl and sync runs of one seed see the same clients (paired comparison). One
 dispatch of client c costs  duration = I·n_c·seconds_per_sample / speed_c · jitter + latency_c
 (+ the model's download and upload over the client's links, where they are on: `network.Links`)
-of virtual time; jitter (lognormal, median 1) has its own stream per (client, dispatch).
+of virtual time; jitter (`jitter.py`: lognormal, exponential or half-normal) has its own stream per
+(client, dispatch).
 """
 
 import math
@@ -14,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from asyncfl.sim.jitter import jitter_factor
 from asyncfl.sim.network import Links
 from asyncfl.sim.server_link import ServerLink
 from asyncfl.spec import random_streams
@@ -31,7 +33,8 @@ class ClientSystem:
         seed: the run's seed, which keys each dispatch's jitter stream.
         local_epochs: I, epochs per dispatch.
         seconds_per_sample: virtual compute seconds per sample-epoch at speed 1.
-        jitter_sigma: σ of the per-dispatch lognormal jitter of the compute time (0: none).
+        jitter_distribution: the shape of each dispatch's compute time around the client's (`jitter.py`).
+        jitter_sigma: σ of that jitter (0: none, where the shape reads σ).
         delay_is_latency: d_c of the learning rate is the latency only (config `lr_delay: latency`),
             not the whole duration (which includes the transfers).
         links: the clients' down- and uplinks, or None: transfers take no time.
@@ -44,6 +47,7 @@ class ClientSystem:
     seed: int
     local_epochs: int
     seconds_per_sample: float
+    jitter_distribution: str
     jitter_sigma: float
     delay_is_latency: bool
     links: Links | None = None
@@ -63,6 +67,7 @@ class ClientSystem:
             config.seed,
             config.local_epochs,
             config.seconds_per_sample,
+            config.jitter_distribution,
             config.jitter_sigma,
             config.lr_delay == "latency",
             links,
@@ -70,7 +75,8 @@ class ClientSystem:
         )
 
     def median_phases(self, client: int, n_samples: int) -> "Phases":
-        """The phases of a dispatch of this client at the jitter's median (exactly, without jitter)."""
+        """The phases of a dispatch of this client at its own compute time, without jitter (the jitter's
+        median when lognormal, its mean when exponential, its least when half-normal)."""
         compute = self.local_epochs * n_samples * self.seconds_per_sample / self.speed[client]
         links = self.links
         down, up = (links.download(client), links.upload(client)) if links else (0.0, 0.0)
@@ -88,9 +94,9 @@ class ClientSystem:
         `samples` of its epochs it trains under partial work (None: all of them); with the download and
         upload seconds its `transfers` took on a shared server link (`server_link`; None: its own link's)."""
         phases = self.median_phases(client, n_samples)
-        if self.jitter_sigma != 0:
-            rng = np.random.default_rng([self.seed, random_streams.JITTER, client, dispatch_index])
-            phases = replace(phases, compute=phases.compute * rng.lognormal(0.0, self.jitter_sigma))
+        factor = jitter_factor(self.jitter_distribution, self.jitter_sigma, self.seed, client, dispatch_index)
+        if factor is not None:
+            phases = replace(phases, compute=phases.compute * factor)
         if transfers is not None:
             phases = replace(phases, download=transfers[0], upload=transfers[1])
         return phases if samples is None else phases.cut(samples, self.local_epochs * n_samples)

@@ -32,6 +32,7 @@ from asyncfl.spec.yaml_files import read_yaml
 
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
 DISTRIBUTIONS = ("lognormal", "constant")
+JITTER_DISTRIBUTIONS = ("lognormal", "exponential", "half_normal")
 LR_CLOCKS = ("round", "equivalent_round", "epoch")
 AVAILABILITY_MODELS = ("always", "exponential", "lognormal", "diurnal", "trace")
 ARRIVAL_PROCESSES = ("closed", "poisson")
@@ -156,8 +157,13 @@ class TrainConfig:
     """σ of the lognormal latencies (**project's choice**)"""
     seconds_per_sample: float = setting(Group.WORLD, 0.001, lowest=NON_NEGATIVE, at_most=1e6)
     """virtual compute seconds per sample and epoch at speed 1 (**project's choice**)"""
+    jitter_distribution: str = setting(Group.WORLD, "lognormal", JITTER_DISTRIBUTIONS)
+    """each dispatch's compute time around its client's own (`sim/jitter.py`): `lognormal`, median the
+    client's, σ `jitter_sigma`; `exponential`, mean the client's (each client a queue's exponential server,
+    as in queueing models of asynchronous FL); `half_normal`, the client's plus a half-normal of scale
+    `jitter_sigma` × it, never faster (FLSim's per-user half-normal durations, the simulator of FedBuff)"""
     jitter_sigma: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=10.0)
-    """lognormal per-dispatch jitter of the compute time"""
+    """σ of the per-dispatch jitter of the compute time (0: none)"""
     slow_fraction: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=1.0)
     """a heavy tail of stragglers: ⌈`slow_fraction`·C⌉ clients, drawn at random from their own stream, compute
     `slow_factor` times slower than their drawn speed (**project's choice**, off by default)"""
@@ -194,9 +200,9 @@ class TrainConfig:
     online idle clients are dispatched; one that goes offline before its upload completes loses the dispatch
     (**project's choice**, off by default; docs/design.md "The clients' world")"""
     population: str | None = setting(Group.WORLD, None, POPULATION_NAMES)
-    """a named population, `cross_silo`, `edge` or `mobile`: a preset of these settings, expanded before the
-    run's settings are checked (a setting given beside it wins; run.json records both the name and the
-    settings): the table below"""
+    """a named population, `cross_silo`, `edge`, `mobile` or `queueing`: a preset of these settings, expanded
+    before the run's settings are checked (a setting given beside it wins; run.json records both the name and
+    the settings): the table below"""
     online_mean: float = setting(Group.WORLD, 60.0, lowest=POSITIVE, at_most=1e9, at_least=1e-3)
     """mean online period in virtual seconds, at least 1e-3: with `offline_mean`'s default, 75 % of the time
     online, periods of tens of default dispatches (**project's choice**, no measured source: set them from a
@@ -460,6 +466,10 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "server_beta2": ("server_optimizer: adam or yogi", lambda c: c.server_optimizer in ("adam", "yogi")),
     "server_tau": ("server_optimizer: adagrad, adam or yogi", lambda c: c.server_optimizer in ADAPTIVE_SERVER),
     "latency_sigma": ("latency_distribution: lognormal", lambda c: c.latency_distribution == "lognormal"),
+    "jitter_sigma": (
+        "jitter_distribution: lognormal or half_normal",
+        lambda c: c.jitter_distribution in ("lognormal", "half_normal"),
+    ),
 }
 
 

@@ -46,6 +46,17 @@ POPULATIONS: dict[str, dict[str, Any]] = {
         "diurnal_swing": 4.0,
         "failure_probability": 0.08,
     },
+    # The queueing model of asynchronous FL (e.g. Alahyane et al. 2025): each client an exponential server
+    # of its own rate, every dispatch's compute time exponential around its client's mean
+    # (`jitter_distribution`), no latency besides; three classes of clients in the proportions 0.5, 0.3 and
+    # 0.2 computing 1, 3 and 10 times slower: the project's choice, a heavy tail like the straggler claim's
+    "queueing": {
+        "speed_distribution": "constant",
+        "speed_classes": "0.5:1,0.3:3,0.2:10",
+        "jitter_distribution": "exponential",
+        "latency_distribution": "constant",
+        "latency_median": 0.0,
+    },
 }
 POPULATION_NAMES = tuple(POPULATIONS)
 
