@@ -4,8 +4,10 @@ Images stay uint8 (N×C×H×W) until they reach the training device; `normalize`
 them into floats there. Nothing here ever iterates over samples in Python.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 
@@ -38,6 +40,9 @@ class Dataset:
     on_devices: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    held_on_devices: dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def normalized(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """The training and test images normalised on `device`, made once per device: the runs of one
@@ -46,6 +51,18 @@ class Dataset:
             train, test = self.train_images.to(device), self.test_images.to(device)
             self.on_devices[str(device)] = normalize(train, self.info), normalize(test, self.info)
         return self.on_devices[str(device)]
+
+    def held_out(self, device: torch.device, positions: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """The normalised training images and labels at `positions` (a validation split) on `device`,
+        made once per device and split: the runs of one partition stepped together share one copy
+        (Fashion-MNIST's 6,000 validation images are 19 MB, which 80 runs held 80 times). The split is
+        known by its positions' bytes, so two partitions with the same split share it and no other does."""
+        key = (str(device), hashlib.sha256(np.ascontiguousarray(positions, dtype=np.int64).tobytes()).hexdigest())
+        if key not in self.held_on_devices:
+            images, _ = self.normalized(device)
+            held = torch.from_numpy(np.asarray(positions, dtype=np.int64)).to(device)
+            self.held_on_devices[key] = images[held], self.train_labels.to(device)[held]
+        return self.held_on_devices[key]
 
 
 def normalize(images: torch.Tensor, info: DatasetInfo) -> torch.Tensor:

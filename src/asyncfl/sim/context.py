@@ -124,7 +124,7 @@ def prepare_run(
             # what makes two runs' trainers interchangeable: one trains both runs' clients
             kind = (dataset.info.name, config.model, str(device), name, LocalSettings.of(config))
             trainer = pool.port(trainer, kind)
-    held = None if partition.validation is None else torch.from_numpy(partition.validation).to(device)
+    held = None if partition.validation is None else dataset.held_out(device, partition.validation)
     return RunContext(
         config,
         run_identity(config, dataset.info.name, partition_sha256, tuned),
@@ -134,8 +134,8 @@ def prepare_run(
         dataset.test_labels.to(device),
         images,
         labels,
-        None if held is None else images[held],
-        None if held is None else labels[held],
+        None if held is None else held[0],
+        None if held is None else held[1],
         trainer,
         strategy,
         partition.sizes,
