@@ -1,5 +1,6 @@
 """Verdicts by confidence intervals: restricted mean times with censoring, a paired t interval that
-covers a known difference, Holm's adjustment over a family, and no verdict from too few seeds or
+covers a known difference, time to stay first and time to reach beside it, the log-rank p beside the
+verdict, Holm's adjustment over a family, and no verdict from too few seeds or
 where most runs did not reach the target."""
 
 import math
@@ -7,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from asyncfl.analysis.stragglers import time_to_stay
 from asyncfl.analysis.verdicts import (
@@ -18,6 +20,7 @@ from asyncfl.analysis.verdicts import (
     TOO_FEW,
     censored,
     holm,
+    logrank_p,
     median_time,
     paired_test,
     restricted_mean_time,
@@ -34,14 +37,36 @@ def test_staying_above_the_target_starts_after_the_last_dip_below_it():
     assert math.isnan(time_to_stay(run.assign(test_accuracy=[0.95, 0.95, 0.95, 0.95, 0.8]), 0.9))
 
 
-def test_both_times_are_compared_and_the_legend_states_the_first_crossing():
+def test_both_times_are_compared_and_the_legend_states_the_time_to_stay():
+    times = {"afl": (10.0, 20.0), "sync": (15.0, 30.0)}  # (first reached, stayed above)
     table = pd.DataFrame(
-        [("s", name, seed, 10.0, 20.0) for seed in range(MIN_SEEDS) for name in ("afl", "sync")],
+        [("s", name, seed, *times[name]) for seed in range(MIN_SEEDS) for name in ("afl", "sync")],
         columns=["severity", "algorithm", "seed", "time_to_target", "time_to_stay"],
     )
-    verdicts = verdict_table(table, 30.0)
-    assert verdicts.metric.tolist() == ["time_to_target", "time_to_stay"]
-    assert len(verdict_lines(verdicts)) == 1
+    verdicts = verdict_table(table, 40.0)
+    assert verdicts.metric.tolist() == ["time_to_stay", "time_to_target"]
+    assert verdicts.difference.tolist() == [-10.0, -5.0]
+    (line,) = verdict_lines(verdicts)
+    assert "sync -10.0 s" in line and "-5.0" not in line
+
+
+def test_the_log_rank_p_is_scipys_with_the_censored_runs_censored_and_does_not_decide():
+    reference = [10.0, 12.0, 11.0, 13.0, 9.0, 12.5]
+    other = [30.0, math.nan, 28.0, math.nan, 35.0, 31.0]  # two never reached it by T = 40
+    table = pd.DataFrame(
+        [("s", name, seed, time, time) for name, times in (("afl", reference), ("sync", other))
+         for seed, time in enumerate(times)],
+        columns=["severity", "algorithm", "seed", "time_to_target", "time_to_stay"],
+    )  # fmt: skip
+    row = verdict_table(table, 40.0).iloc[0]
+    expected = stats.logrank(
+        stats.CensoredData(np.array(reference)),
+        stats.CensoredData(np.array([30.0, 28.0, 35.0, 31.0]), right=[40.0, 40.0]),
+    )
+    assert row.p_logrank == pytest.approx(expected.pvalue) and row.p_logrank < 0.01
+    assert math.isnan(logrank_p(pd.Series([math.nan] * 3), pd.Series([math.nan] * 3), 40.0))  # nothing to compare
+    assert logrank_p(pd.Series(reference), pd.Series(reference), 40.0) == pytest.approx(1.0)
+    assert row.verdict == FASTER and row.p_holm == row.p_value  # the paired t decides (a family of one)
 
 
 def test_a_run_that_never_reached_the_target_counts_as_the_budget():
@@ -71,7 +96,7 @@ def test_a_zero_difference_is_no_significant_difference_and_a_sign_decides():
         [("s", name, seed, time) for seed in range(MIN_SEEDS + 1)
          for name, time in (("afl", 10.0 + (-1) ** seed), ("sync", 10.0), ("sync-over", 14.0 + seed % 2),
                             ("fedasync", 6.0 + seed % 2))],
-        columns=["severity", "algorithm", "seed", "time_to_target"],
+        columns=["severity", "algorithm", "seed", "time_to_stay"],
     )  # fmt: skip
     verdicts = verdict_table(table, 30.0).set_index("other")
     assert verdicts.loc["sync", "verdict"] == TIED and verdicts.loc["sync", "difference"] == 0.0
@@ -85,7 +110,7 @@ def test_a_zero_difference_is_no_significant_difference_and_a_sign_decides():
 def test_too_few_seeds_give_no_verdict_and_say_so():
     table = pd.DataFrame(
         [("s", "afl", 0, 5.0), ("s", "afl", 1, 6.0), ("s", "sync", 0, 20.0), ("s", "sync", 1, None)],
-        columns=["severity", "algorithm", "seed", "time_to_target"],
+        columns=["severity", "algorithm", "seed", "time_to_stay"],
     )
     (row,) = verdict_table(table, 30.0).itertuples()
     assert (row.seeds, row.verdict, row.difference) == (2, TOO_FEW, (5.0 - 20.0 + 6.0 - 30.0) / 2)
@@ -128,7 +153,7 @@ def test_given_the_clients_in_flight_the_lines_compare_equal_resources_only():
     names = ("afl", "afl-m7", "sync", "sync-overselect", "sync-deadline")
     table = pd.DataFrame(
         [("s", name, seed, 10.0 + seed + index) for seed in range(MIN_SEEDS) for index, name in enumerate(names)],
-        columns=["severity", "algorithm", "seed", "time_to_target"],
+        columns=["severity", "algorithm", "seed", "time_to_stay"],
     )
     in_flight = {"afl": 5, "afl-m7": 7, "sync": 5, "sync-overselect": 7, "sync-deadline": 5}
     first, matched = verdict_lines(verdict_table(table, 30.0), in_flight)
@@ -141,7 +166,7 @@ def test_the_table_gives_each_sides_accuracy_at_t_and_client_work_to_the_target(
     rows += [
         ("s", "sync", seed, math.nan if seed else 20.0, 0.6, math.nan if seed else 50.0) for seed in range(MIN_SEEDS)
     ]
-    columns = ["severity", "algorithm", "seed", "time_to_target", "accuracy_at_budget", "work_to_target"]
+    columns = ["severity", "algorithm", "seed", "time_to_stay", "accuracy_at_budget", "work_to_target"]
     (row,) = verdict_table(pd.DataFrame(rows, columns=columns), 30.0).itertuples()
     assert (row.reference_accuracy, row.other_accuracy) == pytest.approx((0.8, 0.6))
     assert (row.reference_work, row.other_work) == (102.0, 50.0)  # over the seeds that reached the target

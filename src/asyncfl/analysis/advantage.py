@@ -3,7 +3,8 @@
 One cell per severity (a row) and synchronous run name (a column: plain, over-selection at each ε, a
 deadline, partial work, …): AFL at the same number of clients in flight (AFL at M = J against plain
 sync or a deadline, AFL at M = ⌈J·(1+ε)⌉ against over-selection at ε) minus the synchronous run, the
-paired difference of restricted mean times to the target with its 95 % CI and its verdict, Holm-adjusted
+paired difference of restricted mean times to stay above the target (`verdicts.METRICS`' primary)
+with its 95 % CI and its verdict, Holm-adjusted
 over the target's comparisons (`verdicts`). The colour is the difference (blue: AFL faster); a cell with
 no significant difference is hatched; one with too few seeds, or whose target most runs did not reach
 by T (its accuracies at T given instead), is grey and says so. One panel per target.
@@ -17,15 +18,16 @@ import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
 
-from asyncfl.analysis.verdicts import FASTER, METRICS, MIN_SEEDS, NOT_REACHED, SLOWER, TIED, TOO_FEW
+from asyncfl.analysis.verdicts import FASTER, METRIC_WORDS, METRICS, MIN_SEEDS, NOT_REACHED, SLOWER, TIED, TOO_FEW
 from asyncfl.spec.names import base_algorithm
 
 COLOURS = "RdBu_r"  # negative (AFL faster) blue, positive red
 
 
 def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataFrame:
-    """Per target, severity and synchronous run name: the comparison (time to the target) with the AFL
-    run name of its clients in flight, or a row without numbers where the sweep has no such AFL."""
+    """Per target, severity and synchronous run name: the comparison (the primary time, to stay above
+    the target) with the AFL run name of its clients in flight, or a row without numbers where the sweep
+    has no such AFL."""
     afl = {in_flight[name]: name for name in in_flight if base_algorithm(name) == "afl"}
     synchronous = [name for name in in_flight if base_algorithm(name) == "sync"]
     first = verdicts[verdicts.metric == METRICS[0]].set_index(["target", "severity", "reference", "other"])
@@ -76,14 +78,17 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
         seeds = panel.seeds.dropna().unique()
         paired = f", {seeds[0]:.0f} paired seeds" if len(seeds) == 1 else ""
         ax.set_title(
-            f"time to {target:.0%} test accuracy{paired}\npaired t 95 % CIs; verdicts by p Holm-adjusted over the "
-            "target's comparisons",
+            f"{METRIC_WORDS[METRICS[0]]} {target:.0%} test accuracy{paired}\npaired t 95 % CIs; verdicts by p "
+            "Holm-adjusted over the target's comparisons",
             fontsize="small",
         )
         ax.set_xlabel("synchronous run (against AFL with as many clients in flight)", fontsize="x-small")
     axes_list = list(np.atleast_1d(axes))
     colourbar = axes_list[0].figure.colorbar(image, ax=axes_list, shrink=0.8)
-    colourbar.set_label("AFL − synchronous, restricted mean time (s)\nblue: AFL faster", fontsize="x-small")
+    colourbar.set_label(
+        f"AFL − synchronous, restricted mean {METRIC_WORDS[METRICS[0]]}\nthe target (s); blue: AFL faster",
+        fontsize="x-small",
+    )
     colourbar.ax.tick_params(labelsize=5)
 
 

@@ -233,9 +233,9 @@ def draw_claim(
         ncols=2,
         fontsize="x-small",
         frameon=False,
-        title="AFL's restricted mean time minus each synchronous run's, paired t 95 % CI over paired seeds\n"
-        "(a run that never reached the target counts as T); verdicts Holm-adjusted over the target's "
-        "comparisons:\n" + "\n".join(verdicts),
+        title="AFL's restricted mean time to stay above the target minus each synchronous run's, paired t 95 % CI "
+        "over paired seeds\n(a run that never stayed above it counts as T); verdicts Holm-adjusted over the "
+        "target's comparisons:\n" + "\n".join(verdicts),
         title_fontsize="x-small",
     )
 
