@@ -156,6 +156,11 @@ def test_snakefmt_is_clean():
         (lambda c: c.update(experiments={"-n": c["experiments"]["digits_mlp"]}), "not starting with -; rename it"),
         (lambda c: c["experiments"]["digits_mlp"].update(alpha=1e-300), "characters written out in the partition"),
         (lambda c: c["experiments"]["digits_mlp"]["train"].update(concurrency=20), "exceeds the 10 clients"),
+        (lambda c: c["experiments"]["digits_stragglers"].update(replication_seeds=[3, 3]), "non-unique elements"),
+        (
+            lambda c: c["experiments"]["digits_stragglers"].update(replication_seeds=[9]),
+            "replication_seeds [9] are not",
+        ),
     ],
 )
 def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
@@ -166,6 +171,19 @@ def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
     result = snakemake("-n", "--configfile", str(path))
     assert result.returncode != 0
     assert message in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+def test_replication_seeds_reach_the_verdicts_and_train_with_the_others(tmp_path):
+    config = yaml.safe_load((QUICK_CONFIG).read_text())
+    sweep = config["experiments"]["digits_stragglers"]
+    sweep["replication_seeds"] = [3, 4]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake("-n", "-p", "--configfile", str(path), workdir=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (claim,) = [job for job in result.stdout.split("\n\n") if "rule straggler_claim:" in job]
+    assert "--replication-seeds 3 4 --virtual-time" in claim
+    assert all(f"/seed{seed}/" in claim for seed in sweep["seeds"])  # every seed's runs are read, 3 and 4 too
 
 
 def test_a_failed_rule_shows_its_log(tmp_path):

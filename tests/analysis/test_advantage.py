@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 
-from asyncfl.analysis.advantage import matched_cells
+from asyncfl.analysis.advantage import cell_text, matched_cells
 from asyncfl.analysis.verdicts import FASTER, TIED
 
 DIFFERENCES = (("sync", -3.0), ("sync-overselect", -0.5), ("sync-deadline", -2.0), ("sync-over60", 4.0))
@@ -37,3 +37,17 @@ def test_each_synchronous_run_meets_the_afl_run_of_its_clients_in_flight():
     assert even.loc["sync-overselect", "difference"] == -0.5  # time to stay's comparison, not the first crossing's
     assert math.isnan(even.loc["sync-over60", "difference"])  # no AFL at M = 8 in the sweep: no number
     assert len(cells) == 8
+
+
+def test_a_cell_says_whether_the_replication_seeds_gave_its_verdict():
+    rows = [{**verdict("even", "afl", other, difference), "seed_set": "discovery"} for other, difference in DIFFERENCES]
+    again = {"sync": FASTER, "sync-deadline": TIED}  # the first agrees, the second does not
+    rows += [
+        {**verdict("even", "afl", other, -3.0), "seed_set": "replication", "verdict": v} for other, v in again.items()
+    ]
+    cells = matched_cells(pd.DataFrame(rows), IN_FLIGHT).set_index("other")
+    assert cells.loc["sync", "replication"] == FASTER and cells.loc["sync-deadline", "replication"] == TIED
+    assert cells.loc["sync-overselect", "replication"] == ""  # no AFL at M = 7 here, no replication either
+    assert cell_text(cells.loc["sync"], IN_FLIGHT).endswith("AFL faster, p 0.01\nreplicated")
+    assert cell_text(cells.loc["sync-deadline"], IN_FLIGHT).endswith("AFL faster, p 0.01\nreplication: n.s.")
+    assert len(cells) == 4  # the replication rows are read, not drawn as cells of their own

@@ -185,3 +185,18 @@ def test_the_figures_and_tables_are_written_together_or_not_at_all(sweep, tmp_pa
         draw_straggler_claim(runs, [stats], SEVERITIES, [0.5, 0.3], BUDGET, tmp_path, "new")
     assert all(path.read_bytes() == before[path] for path in written if path.is_file())
     assert not [path.name for path in tmp_path.iterdir() if path.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        ([5], r"--replication-seeds \[5\] have no runs among --runs \(their seeds: \[0\]\)"),
+        ([0], "--replication-seeds name every seed of the runs; leave some as the discovery set"),
+        ([0, 0], r"--replication-seeds \[0, 0\] repeat a seed"),
+    ],
+)
+def test_replication_seeds_without_runs_or_without_a_discovery_set_are_refused(sweep, tmp_path, seeds, message):
+    _, runs, stats = sweep
+    with pytest.raises(InputError, match=message) as error:
+        draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "out", "x", seeds)
+    assert "\n" not in str(error.value) and not (tmp_path / "out").exists()

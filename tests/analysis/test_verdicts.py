@@ -24,6 +24,7 @@ from asyncfl.analysis.verdicts import (
     median_time,
     paired_test,
     restricted_mean_time,
+    seed_set_verdicts,
     verdict_lines,
     verdict_table,
 )
@@ -173,3 +174,26 @@ def test_the_table_gives_each_sides_accuracy_at_t_and_client_work_to_the_target(
     assert row.verdict == NOT_REACHED and math.isnan(row.p_holm)  # 1 of 5: not tested, not in the family
     (line,) = verdict_lines(verdict_table(pd.DataFrame(rows, columns=columns), 30.0))
     assert line.endswith("sync: not reached by most runs (accuracy at T 0.80 vs 0.60)")
+
+
+def test_replication_seeds_are_judged_apart_and_the_lines_say_whether_they_agree():
+    """Seeds 0-5 (discovery): AFL 4 s faster than plain sync and level with the deadline; seeds 6-11
+    (replication): faster than both. Each set is its own family with its own verdicts."""
+    rows = []
+    for seed in range(12):
+        noise = 0.5 * (-1) ** seed
+        deadline = 10.0 + noise if seed < 6 else 14.0 + noise
+        rows += [("s", "afl", seed, 10.0), ("s", "sync", seed, 14.0 + noise), ("s", "sync-deadline", seed, deadline)]
+    table = pd.DataFrame(rows, columns=["severity", "algorithm", "seed", "time_to_stay"])
+    verdicts = seed_set_verdicts(table, 30.0, range(6, 12)).set_index(["seed_set", "other"])
+    assert verdicts.loc[("discovery", "sync"), "verdict"] == verdicts.loc[("replication", "sync"), "verdict"] == FASTER
+    assert verdicts.loc[("discovery", "sync-deadline"), "verdict"] == TIED
+    assert verdicts.loc[("replication", "sync-deadline"), "verdict"] == FASTER
+    assert set(verdicts.seeds) == {6}
+    (line,) = verdict_lines(verdicts.reset_index())
+    assert line.startswith("s, afl − …, 6 seeds: sync -4.0 s")
+    words = " ".join(line.split())  # the line wraps
+    assert "faster, replicated" in words and "no significant difference, not replicated (faster)" in words
+    alone = seed_set_verdicts(table, 30.0)
+    assert set(alone.seed_set) == {"all"} and set(alone.seeds) == {12}
+    assert "replicated" not in verdict_lines(alone)[0]

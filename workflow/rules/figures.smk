@@ -72,10 +72,14 @@ rule straggler_claim:
         severities=lambda wildcards: json.dumps(experiment(wildcards)["severities"]),
         target=lambda wildcards: experiment(wildcards)["target_accuracy"],
         other_targets=lambda wildcards: experiment(wildcards).get("other_targets", []),
+        replication_seeds=lambda wildcards: experiment(wildcards).get(
+            "replication_seeds", []
+        ),
         budget=lambda wildcards: experiment(wildcards)["budget"]["virtual_time"],
     shell:
         ASYNCFL
         + " stragglers --runs {params.runs:q} --severities {params.severities:q} --partition-stats {input.stats:q}"
         " --target-accuracy {params.target:q} --other-targets {params.other_targets:q}"
+        " --replication-seeds {params.replication_seeds:q}"
         " --virtual-time {params.budget:q} --title={wildcards.experiment:q}"
         " --out {params.out:q} > {log:q} 2>&1"

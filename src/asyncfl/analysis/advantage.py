@@ -4,10 +4,12 @@ One cell per severity (a row) and synchronous run name (a column: plain, over-se
 deadline, partial work, …): AFL at the same number of clients in flight (AFL at M = J against plain
 sync or a deadline, AFL at M = ⌈J·(1+ε)⌉ against over-selection at ε) minus the synchronous run, the
 paired difference of restricted mean times to stay above the target (`verdicts.METRICS`' primary)
-with its 95 % CI and its verdict, Holm-adjusted
-over the target's comparisons (`verdicts`). The colour is the difference (blue: AFL faster); a cell with
-no significant difference is hatched; one with too few seeds, or whose target most runs did not reach
-by T (its accuracies at T given instead), is grey and says so. One panel per target.
+with its 95 % CI and its verdict, Holm-adjusted over the target's comparisons (`verdicts`). The colour
+is the difference (blue: AFL faster); a cell with no significant difference is hatched; one with too
+few seeds, or whose target most runs did not reach by T (its accuracies at T given instead), is grey
+and says so. Where the experiment names replication seeds, a cell shows the discovery seeds' verdict
+and says whether the replication seeds gave it; one they did not give is hatched orange. One panel
+per target.
 """
 
 import math
@@ -18,7 +20,18 @@ import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
 
-from asyncfl.analysis.verdicts import FASTER, METRIC_WORDS, METRICS, MIN_SEEDS, NOT_REACHED, SLOWER, TIED, TOO_FEW
+from asyncfl.analysis.verdicts import (
+    FASTER,
+    METRIC_WORDS,
+    METRICS,
+    MIN_SEEDS,
+    NOT_REACHED,
+    SLOWER,
+    TIED,
+    TOO_FEW,
+    primary_set,
+    replication_of,
+)
 from asyncfl.spec.names import base_algorithm
 
 COLOURS = "RdBu_r"  # negative (AFL faster) blue, positive red
@@ -30,7 +43,11 @@ def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataF
     has no such AFL."""
     afl = {in_flight[name]: name for name in in_flight if base_algorithm(name) == "afl"}
     synchronous = [name for name in in_flight if base_algorithm(name) == "sync"]
-    first = verdicts[verdicts.metric == METRICS[0]].set_index(["target", "severity", "reference", "other"])
+    primary = primary_set(verdicts)
+    first = primary[primary.metric == METRICS[0]].set_index(["target", "severity", "reference", "other"])
+    replications = {
+        target: replication_of(rows) for target, rows in verdicts.groupby("target", sort=False)
+    }  # fmt: skip
     rows = []
     for target, severity in verdicts[["target", "severity"]].drop_duplicates().itertuples(index=False):
         for other in synchronous:
@@ -41,6 +58,7 @@ def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataF
             numbers = ("seeds", "difference", "ci_low", "ci_high", "p_holm", "reference_accuracy", "other_accuracy",
                        "verdict")  # fmt: skip
             cell |= {column: (found[column] if found is not None else math.nan) for column in numbers}
+            cell["replication"] = replications[target].get((severity, METRICS[0], reference, other), "")
             rows.append(cell)
     return pd.DataFrame(rows)
 
@@ -71,6 +89,8 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
             if row.verdict in (TIED, TOO_FEW, NOT_REACHED) or not row.reference:
                 colour = "grey" if row.verdict != TIED else "black"
                 ax.add_patch(hatched(x, y, colour, filled=row.verdict != TIED))
+            elif row.replication and row.replication != row.verdict:
+                ax.add_patch(hatched(x, y, "darkorange", filled=False))
         ax.set_xticks(range(len(columns)), [f"{name}\n({in_flight[name]} in flight)" for name in columns])
         ax.set_yticks(range(len(severities)), severities)
         ax.tick_params(labelsize=5)
@@ -105,11 +125,18 @@ def cell_text(row: Any, in_flight: dict[str, int]) -> str:
     if row.verdict == NOT_REACHED:
         return f"not reached\nby most runs;\naccuracy at T\n{row.reference_accuracy:.2f} vs {row.other_accuracy:.2f}"
     verdict = f"{CELL_VERDICTS[row.verdict]}, p {row.p_holm:.2g}"
-    return f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{verdict}"
+    text = f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{verdict}"
+    if not row.replication:
+        return text
+    agrees = row.replication == row.verdict
+    return text + (
+        "\nreplicated" if agrees else f"\nreplication: {CELL_VERDICTS.get(row.replication, row.replication)}"
+    )
 
 
 def hatched(x: int, y: int, colour: str, filled: bool) -> Rectangle:
-    """The mark of a cell that decides nothing: hatched (no significant difference), or greyed and
-    hatched (too few seeds, the target not reached by most runs, or no AFL to compare)."""
+    """The mark of a cell that decides nothing: hatched (no significant difference; orange: a verdict
+    the replication seeds did not give), or greyed and hatched (too few seeds, the target not reached
+    by most runs, or no AFL to compare)."""
     face = (0.85, 0.85, 0.85, 0.8) if filled else "none"
     return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor=colour, hatch="///", lw=0, alpha=0.5)

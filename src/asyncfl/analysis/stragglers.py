@@ -25,7 +25,7 @@ from asyncfl.analysis.advantage import draw_advantage, matched_cells  # noqa: E4
 from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
 from asyncfl.analysis.run_styles import display_name, run_names, run_styles  # noqa: E402
 from asyncfl.analysis.straggler_curves import draw_curves  # noqa: E402
-from asyncfl.analysis.verdicts import verdict_lines, verdict_table  # noqa: E402
+from asyncfl.analysis.verdicts import seed_set_verdicts, verdict_lines  # noqa: E402
 from asyncfl.files import written_together  # noqa: E402
 from asyncfl.fl.algorithms import make_strategy  # noqa: E402
 from asyncfl.runs.record import verify_run_files  # noqa: E402
@@ -240,12 +240,28 @@ def draw_claim(
     )
 
 
+def check_replication_seeds(replication_seeds: Sequence[int], seeds: set[int]) -> None:
+    """Replication seeds are some of the runs' seeds, each once, not all: the rest are the discovery set."""
+    if len(set(replication_seeds)) != len(replication_seeds):
+        raise InputError(f"--replication-seeds {list(replication_seeds)} repeat a seed; give each once")
+    missing = sorted(set(replication_seeds) - seeds)
+    if missing:
+        raise InputError(
+            f"--replication-seeds {missing} have no runs among --runs (their seeds: {sorted(seeds)}); "
+            "train them, or name seeds that ran"
+        )
+    if replication_seeds and seeds <= set(replication_seeds):
+        raise InputError("--replication-seeds name every seed of the runs; leave some as the discovery set")
+
+
 def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings: dict[str, dict],
-                         targets: list[float], budget: float, out: Path, title: str) -> list[Path]:  # fmt: skip
+                         targets: list[float], budget: float, out: Path, title: str,
+                         replication_seeds: Sequence[int] = ()) -> list[Path]:  # fmt: skip
     """The sweep's figures as PNG and PDF, `straggler_claim`, `straggler_curves` and `async_advantage`,
     the claim's numbers, one row per run, as straggler_claim.csv, and every paired comparison at each
     of `targets` (the first: the figures' target) as straggler_verdicts.csv (`settings`: each
-    severity's, by name, in the figures' order)."""
+    severity's, by name, in the figures' order), on the discovery and the `replication_seeds` apart
+    where they are given (`verdicts.seed_set_verdicts`)."""
     check_targets("--target-accuracy and --other-targets", targets)  # before anything is read or written
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     target = targets[0]
@@ -253,10 +269,12 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     tables = {each: table_of(trajectories, settings, each) for each in targets}
     table = tables[target]
     means, severities = summary(table), list(settings)
+    check_replication_seeds(replication_seeds, set(table.seed))
     verdicts = pd.concat(
-        [verdict_table(rows, budget).assign(target=each) for each, rows in tables.items()], ignore_index=True
+        [seed_set_verdicts(rows, budget, replication_seeds).assign(target=each) for each, rows in tables.items()],
+        ignore_index=True,
     )
-    verdicts = verdicts[["target", *verdicts.columns[:-1]]]
+    verdicts = verdicts[["target", "seed_set", *(c for c in verdicts.columns if c not in ("target", "seed_set"))]]
     claim, curves = catalogued("straggler_claim"), catalogued("straggler_curves")
     stem = Path(out) / claim.name
     in_flight = {name: table_in_flight(trajectories, name) for name in run_names(table)}

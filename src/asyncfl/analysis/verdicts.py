@@ -18,12 +18,15 @@ map's error is controlled over its cells, not per cell: below 0.05 AFL was faste
 sign of the difference, otherwise no significant difference. No verdict is given with fewer than
 MIN_SEEDS seeds ("too few seeds"), nor where fewer than half of either side's seeds reached the
 target by T ("not reached"): there the restricted means mostly compare T with T, and the accuracy at
-T says more (the table gives it).
+T says more (the table gives it). Where the experiment names replication seeds, the verdicts are
+drawn on the other seeds (discovery) and on those (replication) apart, and a verdict stands where
+both give it.
 """
 
 import itertools
 import math
 import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +45,9 @@ TOO_FEW, NOT_REACHED = "too few seeds", "not reached"
 # reward; the table gives both
 METRICS = ("time_to_stay", "time_to_target")
 METRIC_WORDS = {"time_to_stay": "time to stay above", "time_to_target": "time to first reach"}
+# The seeds a verdict is drawn from: all the runs' seeds, or, where a replication set is named, the others
+# (discovery) and those (replication), each its own table, its own Holm families and its own verdicts
+ALL, DISCOVERY, REPLICATION = "all", "discovery", "replication"
 LINE_WIDTH = 130  # characters of a verdict line under a figure's legend before it wraps
 
 
@@ -170,6 +176,30 @@ def logrank_p(mine: pd.Series, theirs: pd.Series, budget: float) -> float:
     return float(stats.logrank(data[0], data[1]).pvalue)
 
 
+def seed_set_verdicts(table: pd.DataFrame, budget: float, replication_seeds: Sequence[int] = ()) -> pd.DataFrame:
+    """`verdict_table` over all the seeds (`seed_set` "all"), or, with `replication_seeds`, over the other
+    seeds ("discovery") and over those ("replication") apart: a verdict is replicated where both sets give
+    it, which a fresh set of seeds would have to (half of a published map's verdicts did not)."""
+    if not replication_seeds:
+        return verdict_table(table, budget).assign(seed_set=ALL)
+    replication = table.seed.isin(replication_seeds)
+    sets = ((DISCOVERY, table[~replication]), (REPLICATION, table[replication]))
+    return pd.concat([verdict_table(rows, budget).assign(seed_set=name) for name, rows in sets], ignore_index=True)
+
+
+def replication_of(verdicts: pd.DataFrame) -> dict[tuple, str]:
+    """The replication set's verdict by (severity, metric, reference, other); empty without one."""
+    if "seed_set" not in verdicts:
+        return {}
+    again = verdicts[verdicts.seed_set == REPLICATION]
+    return {(row.severity, row.metric, row.reference, row.other): row.verdict for row in again.itertuples()}
+
+
+def primary_set(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The verdicts the legend and the map state: all seeds', or the discovery set's where one is named."""
+    return verdicts if "seed_set" not in verdicts else verdicts[verdicts.seed_set != REPLICATION]
+
+
 def mean_of(values: pd.DataFrame | None, seeds: list, name: str) -> float:
     """The mean of a run name's `values` over those of `seeds` that have one (NaN without any)."""
     return math.nan if values is None else float(values.loc[seeds, name].mean())
@@ -196,7 +226,8 @@ def verdict_lines(verdicts: pd.DataFrame, in_flight: dict[str, int] | None = Non
     reference: the comparisons of equal resources), with the interval and what it decides, and the seed
     count; never a verdict without them (the other comparisons are in the table). Long lines wrap."""
     lines = []
-    primary = verdicts[verdicts.metric == METRICS[0]]
+    primary, replication = primary_set(verdicts), replication_of(verdicts)
+    primary = primary[primary.metric == METRICS[0]]
     for (severity, reference), rows in primary.groupby(["severity", "reference"], sort=False):
         synchronous = rows[rows.other.map(base_algorithm) == "sync"]
         if in_flight is not None:
@@ -207,16 +238,24 @@ def verdict_lines(verdicts: pd.DataFrame, in_flight: dict[str, int] | None = Non
         if seeds < MIN_SEEDS:
             lines.append(f"{severity}, {reference}: {seeds} paired seeds, too few for a verdict (≥ {MIN_SEEDS})")
             continue
-        parts = [verdict_part(row) for row in synchronous.itertuples()]
+        parts = [
+            verdict_part(row, replication.get((row.severity, row.metric, row.reference, row.other)))
+            for row in synchronous.itertuples()
+        ]
         line = f"{severity}, {reference} − …, {seeds} seeds: " + "; ".join(parts)
         lines.append("\n    ".join(textwrap.wrap(line, LINE_WIDTH)))
     return lines
 
 
-def verdict_part(row: Any) -> str:
+def verdict_part(row: Any, replicated: str | None = None) -> str:
     """One comparison in words: the difference, its interval and the adjusted verdict, or, where the
-    target was not reached by enough runs, the accuracies at T."""
+    target was not reached by enough runs, the accuracies at T; and whether the replication seeds gave
+    the same verdict (`replicated`: theirs; None: no replication set)."""
     if row.verdict == NOT_REACHED:
         accuracies = f"{row.reference_accuracy:.2f} vs {row.other_accuracy:.2f}"
-        return f"{row.other}: not reached by most runs (accuracy at T {accuracies})"
-    return f"{row.other} {row.difference:+.1f} s [{row.ci_low:+.1f}, {row.ci_high:+.1f}]: {row.verdict}"
+        part = f"{row.other}: not reached by most runs (accuracy at T {accuracies})"
+    else:
+        part = f"{row.other} {row.difference:+.1f} s [{row.ci_low:+.1f}, {row.ci_high:+.1f}]: {row.verdict}"
+    if replicated is None:
+        return part
+    return part + (", replicated" if replicated == row.verdict else f", not replicated ({replicated})")

@@ -88,7 +88,14 @@ def cmd_stragglers(args: argparse.Namespace) -> None:
 
     targets = [args.target_accuracy, *args.other_targets]
     written = draw_straggler_claim(
-        args.runs, args.partition_stats, args.severities, targets, args.virtual_time, args.out, args.title
+        args.runs,
+        args.partition_stats,
+        args.severities,
+        targets,
+        args.virtual_time,
+        args.out,
+        args.title,
+        args.replication_seeds,
     )
     print(f"{len(written)} files → {args.out}")
 
@@ -163,6 +170,13 @@ def add_stragglers(commands: Commands) -> None:
         nargs="*",
         default=[],
         help="further test accuracies the verdicts and the async_advantage map are read at",
+    )
+    stragglers.add_argument(
+        "--replication-seeds",
+        type=at_least(0),
+        nargs="*",
+        default=[],
+        help="seeds of the runs whose verdicts are drawn apart, to replicate those of the other seeds",
     )
     stragglers.set_defaults(run=cmd_stragglers)
 

@@ -71,6 +71,16 @@ def check_partition_keys(key: str, experiment: dict[str, Any]) -> None:
     for seed in experiment["seeds"]:
         if seed > MAX_SEED:
             raise InputError(f"{key}.seeds: {seed} is larger than {MAX_SEED}, the largest seed the generators take")
+    replication = experiment.get("replication_seeds", [])
+    if sorted(set(replication) - set(experiment["seeds"])):
+        raise InputError(
+            f"{key}.replication_seeds {sorted(set(replication) - set(experiment['seeds']))} are not among its seeds; "
+            "the replication seeds are some of the seeds the experiment trains: add them to seeds"
+        )
+    if replication and set(experiment["seeds"]) <= set(replication):
+        raise InputError(f"{key}.replication_seeds name every seed; leave some seeds as the discovery set")
+    if replication and not experiment.get("severities"):
+        raise InputError(f"{key}.replication_seeds are read by a severity sweep's verdicts only; add severities")
 
 
 def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) -> None:
