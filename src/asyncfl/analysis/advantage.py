@@ -98,8 +98,8 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
         seeds = panel.seeds.dropna().unique()
         paired = f", {seeds[0]:.0f} paired seeds" if len(seeds) == 1 else ""
         ax.set_title(
-            f"{METRIC_WORDS[METRICS[0]]} {target:.0%} test accuracy{paired}\npaired t 95 % CIs; verdicts by p "
-            "Holm-adjusted over the target's comparisons",
+            f"{METRIC_WORDS[METRICS[0]]} {target:.0%} test accuracy{paired}\npaired t 95 % CIs, p Holm-adjusted "
+            "over the target",
             fontsize="small",
         )
         ax.set_xlabel("synchronous run (against AFL with as many clients in flight)", fontsize="x-small")
