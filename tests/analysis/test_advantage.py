@@ -49,5 +49,5 @@ def test_a_cell_says_whether_the_replication_seeds_gave_its_verdict():
     assert cells.loc["sync", "replication"] == FASTER and cells.loc["sync-deadline", "replication"] == TIED
     assert cells.loc["sync-overselect", "replication"] == ""  # no AFL at M = 7 here, no replication either
     assert cell_text(cells.loc["sync"], IN_FLIGHT).endswith("AFL faster, p 0.01\nreplicated")
-    assert cell_text(cells.loc["sync-deadline"], IN_FLIGHT).endswith("AFL faster, p 0.01\nreplication: n.s.")
+    assert cell_text(cells.loc["sync-deadline"], IN_FLIGHT).endswith("AFL faster, p 0.01\nrepl.: n.s.")
     assert len(cells) == 4  # the replication rows are read, not drawn as cells of their own

@@ -129,9 +129,7 @@ def cell_text(row: Any, in_flight: dict[str, int]) -> str:
     if not row.replication:
         return text
     agrees = row.replication == row.verdict
-    return text + (
-        "\nreplicated" if agrees else f"\nreplication: {CELL_VERDICTS.get(row.replication, row.replication)}"
-    )
+    return text + ("\nreplicated" if agrees else f"\nrepl.: {CELL_VERDICTS.get(row.replication, row.replication)}")
 
 
 def hatched(x: int, y: int, colour: str, filled: bool) -> Rectangle:
