@@ -28,7 +28,8 @@ def test_every_trainer_is_timed_on_the_same_round():
     for row in rows:
         assert row["seconds_per_round"] > 0 and row["tflops"] > 0
         assert row["samples_per_second"] == pytest.approx(2 * 30 / row["seconds_per_round"], rel=0.02)
-        assert row["speedup"] == pytest.approx(rows[0]["seconds_per_round"] / row["seconds_per_round"], rel=0.02)
+        speedup = rows[0]["seconds_per_round"] / row["seconds_per_round"]
+        assert row["speedup"] == pytest.approx(speedup, rel=0.02, abs=0.006)  # rounded to 2 decimals (0.09 of 0.0933)
     assert "samples_per_second" in format_table(rows)
     assert torch.backends.cudnn.conv.fp32_precision == "ieee"  # the knobs' row left no global switch behind
 
