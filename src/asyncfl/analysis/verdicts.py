@@ -70,8 +70,7 @@ def median_time(times: pd.Series | np.ndarray, budget: float) -> float:
     reached = ~np.isnan(times)
     if not reached.any():
         return math.nan
-    data = stats.CensoredData(uncensored=times[reached], right=np.full(int((~reached).sum()), budget))
-    curve = stats.ecdf(data).cdf
+    curve = stats.ecdf(survival_data(times, budget)).cdf
     halfway = np.flatnonzero(curve.probabilities >= 0.5 - 1e-12)
     return float(curve.quantiles[halfway[0]]) if len(halfway) else math.nan
 
@@ -168,12 +167,13 @@ def logrank_p(mine: pd.Series, theirs: pd.Series, budget: float) -> float:
     sides = [np.asarray(side, dtype=float) for side in (mine, theirs)]
     if min(map(len, sides)) == 0 or all(np.isnan(side).all() for side in sides):
         return math.nan
-    reached = [~np.isnan(side) for side in sides]
-    data = [
-        stats.CensoredData(side[hit], right=np.full(int((~hit).sum()), budget))
-        for side, hit in zip(sides, reached, strict=True)
-    ]
-    return float(stats.logrank(data[0], data[1]).pvalue)
+    return float(stats.logrank(survival_data(sides[0], budget), survival_data(sides[1], budget)).pvalue)
+
+
+def survival_data(times: np.ndarray, budget: float) -> stats.CensoredData:
+    """Times to the target as scipy's censored data: a run that never reached it right-censored at T."""
+    reached = ~np.isnan(times)
+    return stats.CensoredData(uncensored=times[reached], right=np.full(int((~reached).sum()), budget))
 
 
 def seed_set_verdicts(table: pd.DataFrame, budget: float, replication_seeds: Sequence[int] = ()) -> pd.DataFrame:
