@@ -346,3 +346,33 @@ def test_numbers_as_users_write_them(tmp_path):
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert "results/partitions/digits_alpha0.000001_C10_seed0.npz" in result.stdout
     assert '"gamma0": 0.001' in result.stdout
+
+
+def test_a_tuning_search_runs_under_snakemake_and_its_choice_reaches_the_final_runs(tmp_path):
+    """`tune.extend`: the tuning job searches past the grid's edges and chooses (no select job); the
+    final runs' plan admits the searched values, and their jobs read the choice."""
+    config = yaml.safe_load((QUICK_CONFIG).read_text())
+    sweep = config["experiments"]["digits_stragglers"]
+    sweep.update(algorithms=["afl", "sync"], variants={}, seeds=[0, 1], budget={"virtual_time": 8})
+    sweep["tune"]["extend"] = 1
+    config["experiments"] = {"digits_stragglers": sweep}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    chosen = "results/digits_stragglers/tuning/chosen.json"
+    result = snakemake(chosen, "--cores", "2", "--configfile", str(path), workdir=tmp_path)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert "select_tuning" not in result.stdout + result.stderr
+    choice = json.loads((tmp_path / chosen).read_text())
+    rounds = choice["search"]["rounds"]
+    assert rounds[0]["runs"] == 2 * 2 and len(rounds) >= 2  # a two-value grid's choice always sits on an end
+    timings = (tmp_path / "results/digits_stragglers/tuning/search_timings.csv").read_text().splitlines()
+    assert timings[0] == "round,runs,cpu_seconds" and len(timings) == 1 + len(rounds)
+    assert "tuning runs in" in (tmp_path / "logs/train/digits_stragglers/tuning.log").read_text()
+    plan = json.loads((tmp_path / "results/digits_stragglers/plans/tuning.json").read_text())
+    assert len(plan) == 4  # the grid's runs: the search adds its own
+    dry = snakemake("-n", "-p", "--configfile", str(path), workdir=tmp_path)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    jobs = dry.stdout.split("\n\n")
+    assert not any("rule tune_digits_stragglers" in job for job in jobs)  # done: nothing to redo
+    trains = [job for job in jobs if "rule train_digits_stragglers" in job]
+    assert len(trains) == 3 and all(f"--chosen {chosen}" in job for job in trains)

@@ -8,7 +8,17 @@ import yaml
 
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.plan import TUNING, plan_workflow
-from asyncfl.spec.tuning import MAX_LABEL, check_choice, point_label, tuned_names, tuning_points
+from asyncfl.spec.tuning import (
+    MAX_LABEL,
+    check_choice,
+    next_points,
+    point_label,
+    search_axes,
+    searchable_points,
+    step_past,
+    tuned_names,
+    tuning_points,
+)
 from asyncfl.spec.workflow_config import check_workflow_config
 from conftest import QUICK_CONFIG
 
@@ -124,3 +134,65 @@ def test_the_final_runs_of_a_tuned_name_carry_its_grid_in_their_plan():
     plan = plan_workflow(QUICK)["digits_stragglers"]
     entries = [entry for job in plan.jobs for entry in job.plan_entries()]
     assert entries and all(entry["choices"] == [{"gamma0": g} for g in GRID] for entry in entries)
+
+
+def test_a_search_steps_past_each_end_by_the_grids_own_spacing():
+    assert step_past([0.001, 0.003, 0.01], 1, 2) == [0.0333, 0.111]  # the ratio at that end, 3 digits
+    assert step_past([0.001, 0.003, 0.01], -1, 2) == [0.000333, 0.000111]
+    assert step_past([2, 4, 8], 1, 2) == [16, 32] and step_past([2, 4, 8], -1, 1) == [1]  # ints stay ints
+    assert step_past([0.0, 0.5, 1.0], 1, 2) == [1.5, 2.0] and step_past([0.0, 0.5], -1, 1) == [-0.5]  # a 0: steps
+    assert step_past([1, 2], 1, 3) == [4, 8, 16] and step_past([1, 3], -1, 1) == [0]  # geometric 1/3 → 0 (rounded)
+    assert step_past([100.0, 100.1], 1, 2) == [100.2, 100.3]  # 3 digits would fall back on 100: 4
+
+
+def test_search_values_end_where_the_algorithm_refuses_one():
+    config = with_tune(seeds=[10], extend=2, grid={"gamma0": [0.01, 0.02]},
+                       by_algorithm={"afl": {"mixing": [0.5, 1.0]}})  # fmt: skip
+    experiment = config["experiments"]["digits_stragglers"]
+    axes = search_axes(experiment, "afl", 5)
+    assert axes["gamma0"] == [0.0025, 0.005, 0.01, 0.02, 0.04, 0.08]
+    assert axes["mixing"] == [0.125, 0.25, 0.5, 1.0]  # mixing ≤ 1: the search stops at the bound
+    assert search_axes(experiment, "sync", 5) == {"gamma0": axes["gamma0"]}
+    assert len(searchable_points(experiment, "afl", 5)) == 6 * 4
+    assert search_axes(with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]})["experiments"]["digits_stragglers"],
+                       "afl", 5) == {}  # fmt: skip
+
+
+def test_the_next_points_step_one_value_past_the_end_the_choice_sits_on_along_its_line():
+    axes = {"gamma0": [0.001, 0.003, 0.01, 0.03, 0.1], "mixing": [0.25, 0.5, 1.0]}
+    grid = [{"gamma0": g, "mixing": m} for g in (0.003, 0.01) for m in (0.5, 1.0)]
+    assert next_points(grid, {"gamma0": 0.01, "mixing": 0.5}, axes) == [
+        {"gamma0": 0.03, "mixing": 0.5},
+        {"gamma0": 0.01, "mixing": 0.25},
+    ]
+    grid += [{"gamma0": 0.03, "mixing": 0.5}]
+    assert next_points(grid, {"gamma0": 0.01, "mixing": 1.0}, axes) == [{"gamma0": 0.03, "mixing": 1.0}]
+    # An interior choice, or one at the axis's last value, or on a line of one point: nothing more
+    assert next_points(grid, {"gamma0": 0.01, "mixing": 0.5}, {"gamma0": axes["gamma0"]}) == []
+    assert next_points(grid, {"gamma0": 0.03, "mixing": 0.5}, {"gamma0": [0.003, 0.01, 0.03]}) == []
+    assert next_points(grid, {"gamma0": 0.03, "mixing": 0.5}, {"mixing": axes["mixing"]}) == []
+
+
+@pytest.mark.parametrize(
+    ("extend", "grid", "message"),
+    [
+        (2, {"staleness": ["constant", "polynomial"]}, "tune.extend steps past the ends of numeric settings"),
+        (0, {"gamma0": [0.01, 0.02]}, "extend"),
+        (5, {"gamma0": [0.01, 0.02]}, "extend"),
+        ("2", {"gamma0": [0.01, 0.02]}, "extend"),
+    ],
+    ids=["no-number", "zero", "too-many", "text"],
+)
+def test_a_bad_extend_is_refused_in_one_line(extend, grid, message):
+    with pytest.raises(InputError, match=message) as error:
+        check_workflow_config(with_tune(seeds=[10], extend=extend, grid=grid))
+    assert "\n" not in str(error.value)
+
+
+def test_an_extended_search_plans_its_choices_and_its_time():
+    plan = plan_workflow(with_tune(seeds=[10, 11, 12], extend=1, grid={"gamma0": [0.01, 0.02]}))["digits_stragglers"]
+    assert plan.search_axes["afl"] == {"gamma0": [0.005, 0.01, 0.02, 0.04]}
+    entries = [entry for job in plan.jobs for entry in job.plan_entries()]
+    assert all(entry["choices"] == [{"gamma0": g} for g in (0.005, 0.01, 0.02, 0.04)] for entry in entries)
+    assert plan.tuning is not None and len(plan.tuning.runs) == 8 * 2 * 3
+    assert plan.tuning.runtime == QUICK["resources"]["train"]["runtime"] * (8 * 2 * 3 + 8 * 2 * 3)

@@ -13,7 +13,13 @@ from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import NAME
 from asyncfl.spec.layout import ARCHIVE_DIR, ARCHIVE_FILES, CHOSEN, DATA_DIR, EVENTS
 from asyncfl.spec.layout import FIGURE, METRICS, MODEL, PARTITION, RUN_FILES, RUN_FOLDER
-from asyncfl.spec.layout import RUN_RECORD, RUN_SUMMARY, STRAGGLER_VERDICTS, TRAIN_PLAN
+from asyncfl.spec.layout import (
+    RUN_RECORD,
+    RUN_SUMMARY,
+    SEARCH_TIMINGS,
+    STRAGGLER_VERDICTS,
+)
+from asyncfl.spec.layout import TRAIN_PLAN
 from asyncfl.spec.layout import VALIDATED_PARTITION
 from asyncfl.spec.names import ALGORITHMS
 from asyncfl.spec.plan import ONE_RUN, PACKED, SEVERITY, partition_file, plan_workflow
@@ -151,18 +157,18 @@ def run_files(name, files=RUN_FILES):
     return PLAN[name].run_files(files)
 
 
-def figure_png(figure):
+def figure_png(figure, experiment="{experiment}"):
     """A figure's PNG, in the report with its caption (asyncfl.spec.catalogue.Figure)."""
     return report(
-        FIGURE.format(experiment="{experiment}", name=figure.name) + ".png",
+        FIGURE.format(experiment=experiment, name=figure.name) + ".png",
         caption=f"../report/{figure.key}.rst",
-        category="{experiment}",
+        category=experiment,
         labels={"figure": figure.name},
     )
 
 
-def figure_pdf(figure):
-    return FIGURE.format(experiment="{experiment}", name=figure.name) + ".pdf"
+def figure_pdf(figure, experiment="{experiment}"):
+    return FIGURE.format(experiment=experiment, name=figure.name) + ".pdf"
 
 
 def run_output(file):

@@ -88,8 +88,48 @@ for sweep in SWEEPS:
 
 # An experiment's `tune:` grid (asyncfl.spec.tuning): every tuned run name at every grid point on the
 # tuning seeds, one job; `select_tuning` then chooses each name's point on the validation split, and the
-# final runs read the choice (TRAIN_MANY_CHOSEN).
+# final runs read the choice (TRAIN_MANY_CHOSEN). With `tune.extend`, the job searches past the grid's
+# edges and chooses itself (`asyncfl tune`): which points it adds depends on the scores of those before.
+SEARCH = (
+    ASYNCFL
+    + " tune --dataset {params.dataset:q} --root {params.root:q} --plan {input.plan:q} --threads {threads:q}"
+    " --grid {params.grid:q} --axes {params.axes:q} --partition-stats {input.stats:q}"
+    " --target-accuracy {params.target:q} --virtual-time {params.budget:q} --title={params.title:q}"
+    " --out {params.out:q} --chosen {output.chosen:q} --timings {output.timings:q} > {log:q} 2>&1"
+)
+
+
+def tuning_stats(name):
+    """The partition statistics of an experiment's tuning seeds (the choice's inputs)."""
+    return [
+        partition.replace(".npz", ".json") for partition in PLAN[name].tuning_partitions
+    ]
+
+
+def choice_outputs(name):
+    """What choosing writes: the choice, the tuning figure and its table."""
+    return {
+        "chosen": CHOSEN.format(experiment=name),
+        "png": figure_png(TUNING_FIGURE, name),
+        "pdf": figure_pdf(TUNING_FIGURE, name),
+        "table": FIGURE.format(experiment=name, name=TUNING_FIGURE.name) + ".csv",
+    }
+
+
+def search_params(name):
+    """What `asyncfl tune` reads besides a job's plan: the grid, where to search, the choice's metric."""
+    return {
+        "grid": json.dumps(PLAN[name].tuning_grid),
+        "axes": json.dumps(PLAN[name].search_axes),
+        "target": config["experiments"][name]["target_accuracy"],
+        "budget": config["experiments"][name]["budget"]["virtual_time"],
+        "title": name,
+        "out": subpath(FIGURE.format(experiment=name, name="x"), parent=True),
+    }
+
+
 for tuned in TUNED:
+    searched = bool(PLAN[tuned].search_axes)
 
     rule:
         name:
@@ -98,12 +138,15 @@ for tuned in TUNED:
             **PLAN[tuned].job_inputs(),
             tuning_partitions=list(PLAN[tuned].tuning_partitions),
             plan=train_plan(tuned, "tuning"),
+            stats=tuning_stats(tuned) if searched else [],
         output:
             [
                 f"{folder}/{file}"
                 for folder in TUNING_FOLDERS[tuned]
                 for file in RUN_FILES
             ],
+            **(choice_outputs(tuned) if searched else {}),
+            **({"timings": SEARCH_TIMINGS.format(experiment=tuned)} if searched else {}),
         log:
             f"logs/train/{tuned}/tuning.log",
         benchmark:
@@ -116,10 +159,14 @@ for tuned in TUNED:
             **TRAIN_RESOURCES,
             runtime=PLAN[tuned].tuning.runtime,
         params:
+            **(search_params(tuned) if searched else {}),
             dataset=config["experiments"][tuned]["dataset"],
             root=experiment_data_root(tuned),
         shell:
-            TRAIN_MANY
+            SEARCH if searched else TRAIN_MANY
+
+    if searched:
+        continue
 
     rule:
         name:
@@ -130,16 +177,9 @@ for tuned in TUNED:
                 for folder in TUNING_FOLDERS[tuned]
                 for file in RUN_SUMMARY
             ],
-            stats=[
-                partition.replace(".npz", ".json")
-                for partition in PLAN[tuned].tuning_partitions
-            ],
+            stats=tuning_stats(tuned),
         output:
-            chosen=CHOSEN,
-            png=figure_png(TUNING_FIGURE),
-            pdf=figure_pdf(TUNING_FIGURE),
-            table=FIGURE.format(experiment="{experiment}", name=TUNING_FIGURE.name)
-            + ".csv",
+            **choice_outputs("{experiment}"),
         log:
             "logs/figures/{experiment}_tuning.log",
         wildcard_constraints:

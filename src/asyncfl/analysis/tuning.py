@@ -10,11 +10,11 @@ read: the metrics come from each run's evaluations.csv, checked against its run.
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
@@ -111,41 +111,61 @@ def choose(table: pd.DataFrame, grid: dict[str, list[dict]]) -> tuple[dict[str, 
     return chosen, on_edge
 
 
+def value_order(value: Any) -> tuple[int, Any]:
+    """A setting's value as a sort key: numbers first, ascending, then the rest as text."""
+    return (0, value) if isinstance(value, int | float) and not isinstance(value, bool) else (1, str(value))
+
+
+def point_order(grid: dict[str, list[dict]]) -> list[str]:
+    """Every tuned name's point labels, once each, by their settings' values (a grid extended by a
+    search, or names with grids of their own, share one axis in order)."""
+    points = {point_label(point): point for points in grid.values() for point in points}
+    return sorted(points, key=lambda label: [(key, value_order(value)) for key, value in points[label].items()])
+
+
 def draw_tuning(axes: Sequence[Axes], table: pd.DataFrame, grid: dict[str, list[dict]], chosen: dict[str, dict],
-                target: float, budget: float) -> None:  # fmt: skip
+                target: float, budget: float, searched: dict[str, list[str]]) -> None:  # fmt: skip
     """Left: mean time to the target on validation per grid point (T: never); right: validation
-    accuracy at T. A ring marks each name's choice."""
+    accuracy at T. A ring marks each name's choice, a hollow diamond each point a search added
+    (`searched`: name → labels)."""
     means = point_means(table)
     styles = run_styles(list(grid))
+    order = point_order(grid)
     for name, points in grid.items():
         line, style = styles[name]
-        labels = [point_label(point) for point in points]
-        x = np.arange(len(points))
-        pick = labels.index(point_label(chosen[name]))
+        labels = sorted((point_label(point) for point in points), key=order.index)
+        x = [order.index(label) for label in labels]
+        pick = order.index(point_label(chosen[name]))
         for ax, column in zip(axes, ("time_to_target", "accuracy_at_budget"), strict=True):
             y = [means.loc[(name, label), column] for label in labels]
             ax.plot(x, y, ls=line, label=display_name(name) if column == "time_to_target" else None, **style)
-            ax.plot([pick], [y[pick]], marker="o", ms=9, mfc="none", mec=style["color"], ls="none")
-        axes[0].set_xticks(x, labels, rotation=30, ha="right", fontsize="x-small")
-        axes[1].set_xticks(x, labels, rotation=30, ha="right", fontsize="x-small")
+            ax.plot([pick], [means.loc[(name, point_label(chosen[name])), column]], marker="o", ms=9, mfc="none",
+                    mec=style["color"], ls="none")  # fmt: skip
+            extra = searched.get(name, [])
+            ax.plot([order.index(label) for label in extra], [means.loc[(name, label), column] for label in extra],
+                    marker="D", ms=5, mfc="white", mec=style["color"], ls="none")  # fmt: skip
+    for ax in axes:
+        ax.set_xticks(range(len(order)), order, rotation=30, ha="right", fontsize="x-small")
     axes[0].set(
         ylabel=f"Virtual time to {target:.0%} validation\naccuracy (s; {budget:g}: never)", ylim=(0, budget * 1.05)
     )
     axes[1].set(ylabel=f"Validation accuracy at T = {budget:g} s")
+    searched_words = "; hollow diamonds: points a search added past the grid's edge" if searched else ""
     axes[0].figure.legend(
         loc="outside lower center",
         ncols=3,
         fontsize="x-small",
         frameon=False,
-        title="Ringed: the point chosen (means over the tuning seeds)",
+        title=f"Ringed: the point chosen (means over the tuning seeds){searched_words}",
         title_fontsize="x-small",
     )
 
 
 def select(runs: list[Path], partition_stats: list[Path], grid: dict[str, list[dict]], target: float, budget: float,
-           out: Path, chosen_path: Path, title: str) -> list[Path]:  # fmt: skip
+           out: Path, chosen_path: Path, title: str, search: dict[str, Any] | None = None) -> list[Path]:  # fmt: skip
     """Choose every tuned name's point; write the choice (`chosen_path`), the table (tuning.csv) and the
-    `tuning` figure; return the paths written."""
+    `tuning` figure; return the paths written. `search`: the rounds of `asyncfl tune`'s search (the
+    points each added, its runs), kept in the choice and drawn."""
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     table = tuning_table(runs, partition_stats, grid, target, budget)
     chosen, on_edge = choose(table, grid)
@@ -153,12 +173,35 @@ def select(runs: list[Path], partition_stats: list[Path], grid: dict[str, list[d
     heading = f"{title}: {figure.title}" + (f"\nchoice on the grid's edge for {', '.join(on_edge)}" if on_edge else "")
     stem = Path(out) / figure.name
     drawn = drawn_figure(
-        lambda axes: draw_tuning(axes, table, grid, chosen, target, budget), figure, figure.height, heading, stem
+        lambda axes: draw_tuning(axes, table, grid, chosen, target, budget, searched_points(search)),
+        figure,
+        figure.height,
+        heading + search_words(search),
+        stem,
     )
     choice = {"chosen": chosen, "on_edge": on_edge, "target_accuracy": target, "budget": budget}
+    if search is not None:
+        choice["search"] = search
     written = [*drawn.paths(), stem.with_suffix(".csv"), Path(chosen_path)]
     with written_together(written) as temporaries:  # the choice never stands beside another choice's figure
         write_figures([drawn], temporaries)
         table.to_csv(temporaries[stem.with_suffix(".csv")], index=False)
         temporaries[Path(chosen_path)].write_text(json_text(choice))
     return written
+
+
+def searched_points(search: dict[str, Any] | None) -> dict[str, list[str]]:
+    """The point labels a search added past the grid (its rounds after the first), by run name."""
+    added: dict[str, list[str]] = {}
+    for round_ in (search or {}).get("rounds", [])[1:]:
+        for name, labels in round_["points"].items():
+            added.setdefault(name, []).extend(labels)
+    return added
+
+
+def search_words(search: dict[str, Any] | None) -> str:
+    """The search's cost, for the figure's title: its runs and rounds (the CPU time, which differs on a
+    rerun, is in the search's timings file)."""
+    if search is None:
+        return ""
+    return f"\nsearched past the grid's edges: {search['runs']} tuning runs in {len(search['rounds'])} rounds"

@@ -8,10 +8,10 @@ import errno
 import sys
 from collections.abc import Sequence
 
-from asyncfl.cli import analysis, benchmark, data, results, trace, train
+from asyncfl.cli import analysis, benchmark, data, results, trace, train, tune
 from asyncfl.spec.errors import InputError
 
-GROUPS = (data, train, analysis, trace, results, benchmark)  # in the order `asyncfl --help` lists them
+GROUPS = (data, train, tune, analysis, trace, results, benchmark)  # in the order `asyncfl --help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

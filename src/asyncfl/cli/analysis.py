@@ -56,13 +56,20 @@ def sweep_command(
     partitions, the target accuracy (`helps`: what the runs are, which split the target is read on),
     the budget, the title and the output folder."""
     parser = commands.add_parser(name, help=summary, description=description)
-    parser.add_argument("--runs", type=Path, nargs="+", required=True, help=helps[0])
+    sweep_arguments(parser, helps)
+    return parser
+
+
+def sweep_arguments(parser: argparse.ArgumentParser, helps: tuple[str, str], runs: bool = True) -> None:
+    """The arguments of a command that reads a sweep's runs (`runs`: given as --runs; `asyncfl tune`
+    trains its own)."""
+    if runs:
+        parser.add_argument("--runs", type=Path, nargs="+", required=True, help=helps[0])
     parser.add_argument("--partition-stats", type=Path, nargs="+", required=True, help="FILE.json of each partition")
     parser.add_argument("--target-accuracy", type=FRACTION, required=True, help=helps[1])
     parser.add_argument("--virtual-time", type=POSITIVE, required=True, help="the runs' virtual-time budget T (s)")
     parser.add_argument("--title", default="", help="experiment name shown in the title")
     parser.add_argument("--out", type=Path, required=True, help="folder of the figures and their table")
-    return parser
 
 
 def cmd_select(args: argparse.Namespace) -> None:

@@ -91,19 +91,28 @@ def cmd_train_many(args: argparse.Namespace) -> None:
     of them, and their clients trained in shared calls (`lockstep.Lockstep`). Every run's settings are
     checked before the first one trains. Each run is exactly what `asyncfl train` makes of it alone:
     the same folder, resumed the same way, the same bytes. A run that fails leaves the others to finish."""
-    from asyncfl.launch import PlannedRun, check_planned_run, train_together
+    train_planned(checked_runs(args.plan, args.dataset, args.root, args.chosen), args.dataset, args.root, args.threads)
 
-    outs = [Path(run["out"]).resolve() for run in args.plan]  # r/tm6 and r/./tm6 are one folder
+
+def checked_runs(plan: list[dict], dataset: str, root: Path | None, chosen_path: Path | None) -> list["PlannedRun"]:
+    """The runs of a train-many plan with the choice at `chosen_path` applied, every one checked as it
+    would be when it starts (nothing trains before all pass): one folder each, a choice among its
+    run's grid points only."""
+    from asyncfl.launch import PlannedRun, check_planned_run
+
+    outs = [Path(run["out"]).resolve() for run in plan]  # r/tm6 and r/./tm6 are one folder
     for index, out in enumerate(outs):
         if out in outs[:index]:
             raise InputError(
                 f"--plan runs {outs.index(out)} and {index} both write to {out}; give every run its own folder"
             )
-    names = [match["algorithm"] if (match := RUN_DIR.search(Path(run["out"]).as_posix())) else "" for run in args.plan]
-    chosen = read_chosen(args.chosen, set(names)) if args.chosen else {}
-    for run, name in zip(args.plan, names, strict=True):
-        if name in chosen:
-            check_choice(args.chosen, name, chosen[name], run.get("choices", []))
+    names = [match["algorithm"] if (match := RUN_DIR.search(Path(run["out"]).as_posix())) else "" for run in plan]
+    chosen = {}
+    if chosen_path:
+        chosen = read_chosen(chosen_path, set(names))
+        for run, name in zip(plan, names, strict=True):
+            if name in chosen:
+                check_choice(chosen_path, name, chosen[name], run.get("choices", []))
     runs = [
         PlannedRun(
             make_config(
@@ -114,15 +123,21 @@ def cmd_train_many(args: argparse.Namespace) -> None:
             Path(run["out"]),
             chosen.get(name),
         )
-        for index, (run, name) in enumerate(zip(args.plan, names, strict=True))
+        for index, (run, name) in enumerate(zip(plan, names, strict=True))
     ]
-    for index, run in enumerate(runs):  # before the first trains: nothing is half done
-        check_planned_run(run.config, args.dataset, args.root, run.partition, f"--plan run {index} ({run.out})")
+    for index, planned in enumerate(runs):  # before the first trains: nothing is half done
+        check_planned_run(planned.config, dataset, root, planned.partition, f"--plan run {index} ({planned.out})")
+    return runs
+
+
+def train_planned(runs: list["PlannedRun"], dataset: str, root: Path | None, threads: int | None) -> None:
+    """Train `runs` stepped together, a line as each ends; every failure named, the first raised."""
+    from asyncfl.launch import train_together
 
     def report(run: "PlannedRun", outcome: "TrainedFolder") -> None:
         print(trained_line(run.config.algorithm, outcome, run.out), flush=True)
 
-    outcomes = train_together(runs, args.dataset, args.root, args.threads, report)
+    outcomes = train_together(runs, dataset, root, threads, report)
     failed = [(index, outcome) for index, outcome in enumerate(outcomes) if isinstance(outcome, BaseException)]
     if not failed:
         return

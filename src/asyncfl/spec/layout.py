@@ -24,6 +24,8 @@ SEVERITY_RUN_FOLDER = "results/{experiment}/severities/{severity}/{algorithm}/J{
 # A tuning run of an experiment's `tune:` grid: {point} names the grid point (`tuning.point_label`)
 TUNING_RUN_FOLDER = "results/{experiment}/tuning/{point}/{algorithm}/J{J}/seed{seed}"
 CHOSEN = "results/{experiment}/tuning/chosen.json"  # each tuned run name's chosen point (`asyncfl select`)
+# A tuning search's rounds: the runs and CPU seconds of each (`asyncfl tune`)
+SEARCH_TIMINGS = "results/{experiment}/tuning/search_timings.csv"
 # The runs one training job trains (asyncfl train-many --plan): {job} is a severity, or ALGORITHM_JN
 TRAIN_PLAN = "results/{experiment}/plans/{job}.json"
 FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a figure's table)

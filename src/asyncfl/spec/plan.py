@@ -34,7 +34,16 @@ from asyncfl.spec.layout import (
     VALIDATED_PARTITION,
 )
 from asyncfl.spec.names import base_algorithm
-from asyncfl.spec.tuning import TUNING_JOB, point_label, tuned_names, tuned_settings, tuning_points, tuning_severity
+from asyncfl.spec.tuning import (
+    TUNING_JOB,
+    point_label,
+    search_axes,
+    searchable_points,
+    tuned_names,
+    tuned_settings,
+    tuning_points,
+    tuning_severity,
+)
 
 # The jobs' shapes, by what each trains
 ONE_RUN, PACKED, SEVERITY, TUNING = "one run", "packed", "severity", "tuning"
@@ -112,6 +121,8 @@ class ExperimentPlan:
     tuning: TrainingJob | None = None  # the runs of its `tune:` grid, one job, before the others
     tuning_partitions: tuple[str, ...] = ()  # every tuning seed's FILE.npz
     tuning_grid: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # each tuned name's points
+    # with `tune.extend`: each tuned name's settings → the values a search past the grid's edges may train
+    search_axes: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     probed_run: str = ""  # the run whose final model the theory figures probe: AFL at reference_J, first seed
 
     @property
@@ -227,7 +238,12 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
     tuning = None
     if "tune" in experiment:
         tuning_runs = tuple(planned_tuning_runs(name, experiment, reference_j))
-        tuning = TrainingJob(name, TUNING, TUNING_JOB, tuning_runs, runtime * len(tuning_runs))
+        searched = len(experiment["tune"]["seeds"]) * sum(  # the runs a search adds stepping each setting's values
+            len(values) - len({point[key] for point in tuning_points(experiment, algorithm)})
+            for algorithm in tuned_names(experiment)
+            for key, values in search_axes(experiment, algorithm, reference_j).items()
+        )
+        tuning = TrainingJob(name, TUNING, TUNING_JOB, tuning_runs, runtime * (len(tuning_runs) + searched))
     return ExperimentPlan(
         name,
         experiment["dataset"],
@@ -240,6 +256,13 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         tuning,
         tuple(partition_file(experiment, seed) for seed in experiment.get("tune", {}).get("seeds", [])),
         {algorithm: tuning_points(experiment, algorithm) for algorithm in tuned_names(experiment)}
+        if "tune" in experiment
+        else {},
+        {
+            algorithm: axes
+            for algorithm in tuned_names(experiment)
+            if (axes := search_axes(experiment, algorithm, reference_j))
+        }
         if "tune" in experiment
         else {},
         RUN_FOLDER.format(experiment=name, algorithm="afl", J=reference_j, seed=experiment["seeds"][0]),
@@ -266,7 +289,7 @@ def planned_runs(
 ) -> Iterator[PlannedRun]:
     """Every run of an experiment: of a sweep, severity by severity; AFL over the J sweep, the others at reference_J."""
     tuned = (
-        {name: tuple(tuning_points(experiment, name)) for name in tuned_names(experiment)}
+        {name: tuple(searchable_points(experiment, name, reference_j)) for name in tuned_names(experiment)}
         if "tune" in experiment
         else {}
     )

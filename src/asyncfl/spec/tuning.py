@@ -19,6 +19,7 @@ from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loa
 from asyncfl.spec.names import base_algorithm
 
 TUNING_JOB = "tuning"  # the key of an experiment's tuning job (its plan file's name)
+MAX_EXTEND = 4  # steps a search may take past each end of a setting's grid (workflow/schemas/config.schema.yaml)
 
 
 def tuning_points(experiment: dict[str, Any], name: str) -> list[dict[str, Any]]:
@@ -52,6 +53,101 @@ def point_label(point: dict[str, Any]) -> str:
     `value_text`; a label over MAX_LABEL characters is the point's hash)."""
     label = "-".join(f"{key}_{value_text(value)}" for key, value in point.items())
     return label if len(label) <= MAX_LABEL else "point_h" + content_hash(point)
+
+
+def is_number(value: Any) -> bool:
+    """A grid value a search can step past: an int or a float, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def step_past(values: list[Any], direction: int, steps: int) -> list[Any]:
+    """Up to `steps` values past one end of a numeric grid setting (`direction` 1: above its largest,
+    -1: below its smallest), each one step of the grid's own spacing at that end: the ratio of the two
+    end values where every value is positive (γ0 0.001, 0.003, 0.01 → 0.033, 0.11), else their
+    difference; rounded to 3 significant digits (more where 3 would not move past the value before), an
+    int to an int."""
+    ordered = sorted(values) if direction > 0 else sorted(values, reverse=True)
+    end, before = ordered[-1], ordered[-2]
+    geometric, integral = all(value > 0 for value in values), all(isinstance(value, int) for value in values)
+    past: list[Any] = []
+    for step in range(1, steps + 1):
+        exact = end * (end / before) ** step if geometric else end + (end - before) * step
+        previous = past[-1] if past else end
+        if integral:
+            value = round(exact)
+            past.append(value if (value - previous) * direction > 0 else previous + direction)
+        else:  # the fewest significant digits, 3 or more, that keep it past the value before
+            past.append(next(v for d in range(3, 18) if ((v := float(f"{exact:.{d}g}")) - previous) * direction > 0))
+    return past
+
+
+def search_axes(experiment: dict[str, Any], name: str, reference_j: int) -> dict[str, list[Any]]:
+    """The values a search of run name `name` may train at (`tune.extend` steps past each end of each
+    numeric setting of its grid), ascending, each a valid setting of its run (a value its algorithm
+    refuses, a γ0 ≤ 0 or a mixing over 1, is a bound: nothing past it is tried); {} without extend."""
+    steps = experiment["tune"].get("extend", 0)
+    points = tuning_points(experiment, name)
+    if not steps or len(points) < 2:
+        return {}
+    axes = {}
+    for key in points[0]:
+        values = sorted({point[key] for point in points})
+        if len(values) < 2 or not all(is_number(value) for value in values):
+            continue
+        below = valid_run(experiment, name, reference_j, points[0], key, step_past(values, -1, steps))
+        above = valid_run(experiment, name, reference_j, points[0], key, step_past(values, 1, steps))
+        axes[key] = [*reversed(below), *values, *above]
+    return axes
+
+
+def valid_run(experiment: dict[str, Any], name: str, reference_j: int, point: dict[str, Any], key: str,
+              values: list[Any]) -> list[Any]:  # fmt: skip
+    """The leading `values` of setting `key` that make a valid run of `name` (the first refused ends them)."""
+    valid = []
+    for value in values:
+        try:
+            check_point(experiment, name, reference_j, {**point, key: value}, "tune.extend")
+        except InputError:
+            break
+        valid.append(value)
+    return valid
+
+
+def check_point(experiment: dict[str, Any], name: str, reference_j: int, point: dict[str, Any], where: str) -> None:
+    """A grid point is a valid run of its name: its settings accepted, its M within the clients."""
+    settings = {**tuned_settings(experiment, name, reference_j, point), "algorithm": base_algorithm(name)}
+    config = make_config({**settings, "clients_per_round": reference_j}, f"{where} ({name}, {point_label(point)})")
+    check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, where)
+
+
+def searchable_points(experiment: dict[str, Any], name: str, reference_j: int) -> list[dict[str, Any]]:
+    """Every point a tuning search of `name` may choose: its grid's, and with `tune.extend` every
+    combination of its settings' search values (`search_axes`) with the grid's other settings."""
+    points = tuning_points(experiment, name)
+    axes = search_axes(experiment, name, reference_j)
+    if not axes:
+        return points
+    values = {key: axes.get(key, list(dict.fromkeys(point[key] for point in points))) for key in points[0]}
+    return [dict(zip(values, combination, strict=True)) for combination in itertools.product(*values.values())]
+
+
+def next_points(
+    points: list[dict[str, Any]], chosen: dict[str, Any], axes: dict[str, list[Any]]
+) -> list[dict[str, Any]]:
+    """The points a search trains next: for each setting with search values (`axes`) where `chosen`
+    sits at an end of the values trained along its line (the points equal to it in every other
+    setting, two or more), the chosen point one search value past that end; none that is trained."""
+    after = []
+    for key, axis in axes.items():
+        line = sorted(point[key] for point in points if all(point[k] == chosen[k] for k in point if k != key))
+        at = axis.index(chosen[key])
+        for end, direction in ((line[0], -1), (line[-1], 1)):
+            beyond = at + direction
+            if len(line) >= 2 and chosen[key] == end and 0 <= beyond < len(axis):
+                point = {**chosen, key: axis[beyond]}
+                if point not in points and point not in after:
+                    after.append(point)
+    return after
 
 
 def tuned_names(experiment: dict[str, Any]) -> list[str]:
@@ -113,11 +209,17 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
         raise InputError(f"{block}: no algorithm of this experiment reads a setting of its grid; tune one they read")
     for name in names:
         for point in tuning_points(experiment, name):
-            settings = {**tuned_settings(experiment, name, reference_j, point), "algorithm": base_algorithm(name)}
-            config = make_config(
-                {**settings, "clients_per_round": reference_j}, f"{block} ({name}, {point_label(point)})"
-            )
-            check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, block)
+            check_point(experiment, name, reference_j, point, block)
+    extend = tune.get("extend", 1)
+    if isinstance(extend, bool) or not isinstance(extend, int) or not 1 <= extend <= MAX_EXTEND:
+        raise InputError(
+            f"{block}.extend must be an integer from 1 to {MAX_EXTEND} (steps past an edge), got {extend!r}"
+        )
+    if "extend" in tune and not any(search_axes(experiment, name, reference_j) for name in names):
+        raise InputError(
+            f"{block}.extend steps past the ends of numeric settings, and no grid of this experiment has one "
+            "(two numbers or more); remove extend or tune a number"
+        )
 
 
 def check_not_defined(key: str, experiment: dict[str, Any], where: str, setting: str) -> None:
