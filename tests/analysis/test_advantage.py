@@ -1,10 +1,10 @@
-"""The async_advantage map: each synchronous run compared with AFL at its clients in flight."""
+"""The async_advantage map: each synchronous run compared with each asynchronous algorithm at its clients in flight."""
 
 import math
 
 import pandas as pd
 
-from asyncfl.analysis.advantage import cell_text, matched_cells
+from asyncfl.analysis.advantage import cell_text, draw_advantage, matched_cells
 from asyncfl.analysis.verdicts import FASTER, TIED
 
 DIFFERENCES = (("sync", -3.0), ("sync-overselect", -0.5), ("sync-deadline", -2.0), ("sync-over60", 4.0))
@@ -51,3 +51,39 @@ def test_a_cell_says_whether_the_replication_seeds_gave_its_verdict():
     assert cell_text(cells.loc["sync"], IN_FLIGHT).endswith("AFL faster, p 0.01\nreplicated")
     assert cell_text(cells.loc["sync-deadline"], IN_FLIGHT).endswith("AFL faster, p 0.01\nrepl.: n.s.")
     assert len(cells) == 4  # the replication rows are read, not drawn as cells of their own
+
+
+def test_each_asynchronous_algorithm_gets_its_own_row_of_cells():
+    in_flight = {**IN_FLIGHT, "fedbuff-m7": 7}
+    rows = [verdict("even", reference, other, difference) for reference in ("afl", "afl-m7", "fedbuff-m7")
+            for other, difference in DIFFERENCES]  # fmt: skip
+    cells = matched_cells(pd.DataFrame(rows), in_flight)
+    assert list(cells.family.unique()) == ["afl", "fedbuff"] and len(cells) == 2 * 4
+    fedbuff = cells[cells.family == "fedbuff"].set_index("other")
+    assert fedbuff.reference.to_dict() == {"sync": "", "sync-overselect": "fedbuff-m7", "sync-deadline": "",
+                                           "sync-over60": ""}  # fmt: skip
+    no_run = cells[(cells.family == "fedbuff") & (cells.other == "sync")].iloc[0]
+    assert cell_text(no_run, in_flight) == "no FedBuff at\nM = 5"
+    assert cell_text(fedbuff.loc["sync-overselect"], in_flight).endswith("n.s., p 0.01")
+    afl = cells[cells.family == "afl"].set_index("other")
+    assert cell_text(afl.loc["sync"], in_flight).endswith("AFL faster, p 0.01")
+
+
+def test_the_map_draws_a_row_of_panels_per_asynchronous_algorithm_and_a_column_per_target():
+    import matplotlib.pyplot as plt
+
+    in_flight = {**IN_FLIGHT, "fedbuff-m7": 7}
+    rows = [{**verdict("even", reference, other, difference), "target": target}
+            for target in (0.9, 0.7) for reference in ("afl", "afl-m7", "fedbuff-m7")
+            for other, difference in DIFFERENCES]  # fmt: skip
+    cells = matched_cells(pd.DataFrame(rows), in_flight)
+    figure, axes = plt.subplots(2, 2)
+    try:
+        draw_advantage(axes, cells, ["even"], in_flight)
+        titles = [[ax.get_title().split(":")[0] + "@" + ax.get_title().split("% test")[0][-2:] for ax in row]
+                  for row in axes]  # fmt: skip
+        assert titles == [["AFL@70", "AFL@90"], ["FedBuff@70", "FedBuff@90"]]  # targets in increasing order
+        words = [text.get_text() for text in axes[1, 0].texts]
+        assert "no FedBuff at\nM = 5" in words and any(word.endswith("n.s., p 0.01") for word in words)
+    finally:
+        plt.close(figure)

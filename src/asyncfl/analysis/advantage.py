@@ -1,15 +1,16 @@
-"""The `async_advantage` map (docs/theory.md "Stragglers"): where asynchrony wins, and by how much.
+"""The async_advantage map (docs/theory.md "Stragglers"): where asynchrony wins, and by how much.
 
 One cell per severity (a row) and synchronous run name (a column: plain, over-selection at each ε, a
-deadline, partial work, …): AFL at the same number of clients in flight (AFL at M = J against plain
-sync or a deadline, AFL at M = ⌈J·(1+ε)⌉ against over-selection at ε) minus the synchronous run, the
-paired difference of restricted mean times to stay above the target (`verdicts.METRICS`' primary)
-with its 95 % CI and its verdict, Holm-adjusted over the target's comparisons (`verdicts`). The colour
-is the difference (blue: AFL faster); a cell with no significant difference is hatched; one with too
-few seeds, or whose target most runs did not reach by T (its accuracies at T given instead), is grey
-and says so. Where the experiment names replication seeds, a cell shows the discovery seeds' verdict
-and says whether the replication seeds gave it; one they did not give is hatched orange. One panel
-per target.
+deadline, partial work, …): an asynchronous algorithm at the same number of clients in flight (M = J
+against plain sync or a deadline, M = ⌈J·(1+ε)⌉ against over-selection at ε) minus the synchronous run,
+the paired difference of restricted mean times to stay above the target (`verdicts.METRICS`' primary)
+with its 95 % CI and its verdict, Holm-adjusted over the target's comparisons (`verdicts`). One row of
+panels per asynchronous algorithm the sweep runs (AFL, FedAsync, FedBuff: "does asynchrony win", not
+only "does AFL win"), one column per target. The colour is the difference (blue: asynchrony faster); a
+cell with no significant difference is hatched; one with too few seeds, or whose target most runs did
+not reach by T (its accuracies at T given instead), is grey and says so. Where the experiment names
+replication seeds, a cell shows the discovery seeds' verdict and says whether the replication seeds
+gave it; one they did not give is hatched orange.
 """
 
 import math
@@ -32,16 +33,20 @@ from asyncfl.analysis.verdicts import (
     primary_set,
     replication_of,
 )
-from asyncfl.spec.names import base_algorithm
+from asyncfl.spec.names import ALGORITHMS, ASYNCHRONOUS, base_algorithm
 
 COLOURS = "RdBu_r"  # negative (AFL faster) blue, positive red
 
 
+def asynchronous_families(in_flight: dict[str, int]) -> list[str]:
+    """The asynchronous algorithms among the run names, in the catalogue's order: the map's rows of panels."""
+    return [family for family in ASYNCHRONOUS if any(base_algorithm(name) == family for name in in_flight)]
+
+
 def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataFrame:
-    """Per target, severity and synchronous run name: the comparison (the primary time, to stay above
-    the target) with the AFL run name of its clients in flight, or a row without numbers where the sweep
-    has no such AFL."""
-    afl = {in_flight[name]: name for name in in_flight if base_algorithm(name) == "afl"}
+    """Per asynchronous algorithm (`family`), target, severity and synchronous run name: the comparison
+    (the primary time, to stay above the target) with that algorithm's run name of its clients in
+    flight, or a row without numbers where the sweep has no such run."""
     synchronous = [name for name in in_flight if base_algorithm(name) == "sync"]
     primary = primary_set(verdicts)
     first = primary[primary.metric == METRICS[0]].set_index(["target", "severity", "reference", "other"])
@@ -49,28 +54,35 @@ def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataF
         target: replication_of(rows) for target, rows in verdicts.groupby("target", sort=False)
     }  # fmt: skip
     rows = []
-    for target, severity in verdicts[["target", "severity"]].drop_duplicates().itertuples(index=False):
-        for other in synchronous:
-            reference = afl.get(in_flight[other])
-            key = (target, severity, reference, other)
-            found = first.loc[key] if reference is not None and key in first.index else None
-            cell = {"target": target, "severity": severity, "other": other, "reference": reference or ""}
-            numbers = ("seeds", "difference", "ci_low", "ci_high", "p_holm", "reference_accuracy", "other_accuracy",
-                       "verdict")  # fmt: skip
-            cell |= {column: (found[column] if found is not None else math.nan) for column in numbers}
-            cell["replication"] = replications[target].get((severity, METRICS[0], reference, other), "")
-            rows.append(cell)
+    for family in asynchronous_families(in_flight):
+        matching = {in_flight[name]: name for name in in_flight if base_algorithm(name) == family}
+        for target, severity in verdicts[["target", "severity"]].drop_duplicates().itertuples(index=False):
+            for other in synchronous:
+                reference = matching.get(in_flight[other])
+                key = (target, severity, reference, other)
+                found = first.loc[key] if reference is not None and key in first.index else None
+                cell = {"family": family, "target": target, "severity": severity, "other": other,
+                        "reference": reference or ""}  # fmt: skip
+                numbers = ("seeds", "difference", "ci_low", "ci_high", "p_holm", "reference_accuracy",
+                           "other_accuracy", "verdict")  # fmt: skip
+                cell |= {column: (found[column] if found is not None else math.nan) for column in numbers}
+                cell["replication"] = replications[target].get((severity, METRICS[0], reference, other), "")
+                rows.append(cell)
     return pd.DataFrame(rows)
 
 
 def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str], in_flight: dict[str, int]) -> None:
-    """One heatmap per target, in increasing order: rows the severities, columns the synchronous run names."""
+    """One heatmap per asynchronous algorithm (a row of panels) and target (a column, in increasing
+    order): rows the severities, columns the synchronous run names."""
     columns = list(dict.fromkeys(cells.other))
     coloured = cells.difference.where(cells.verdict != NOT_REACHED)  # a cell not reached has no time to colour
     span = float(np.nanmax(np.abs(coloured.to_numpy(dtype=float)), initial=1.0)) or 1.0
     norm = TwoSlopeNorm(0.0, -span, span)
-    panels = sorted(cells.groupby("target", sort=False), key=lambda item: float(item[0]))
-    for ax, (target, panel) in zip(np.atleast_1d(axes), panels, strict=True):
+    families = list(dict.fromkeys(cells.family))
+    targets = sorted(cells.target.unique(), key=float)
+    grid_of_axes = np.asarray(axes).reshape(len(families), len(targets))
+    for (family, target), panel in cells.groupby(["family", "target"], sort=False):
+        ax = grid_of_axes[families.index(family), targets.index(target)]
         grid = panel.assign(difference=coloured).pivot(index="severity", columns="other", values="difference")
         grid = grid.reindex(severities)[columns]
         image = ax.imshow(grid.to_numpy(dtype=float), cmap=COLOURS, norm=norm, aspect="auto")
@@ -98,43 +110,47 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
         seeds = panel.seeds.dropna().unique()
         paired = f", {seeds[0]:.0f} paired seeds" if len(seeds) == 1 else ""
         ax.set_title(
-            f"{METRIC_WORDS[METRICS[0]]} {target:.0%} test accuracy{paired}\npaired t 95 % CIs, p Holm-adjusted "
-            "over the target",
+            f"{ALGORITHMS[family]}: {METRIC_WORDS[METRICS[0]]} {target:.0%} test accuracy{paired}\npaired t 95 % "
+            "CIs, p Holm-adjusted over the target",
             fontsize="small",
         )
-        ax.set_xlabel("synchronous run (against AFL with as many clients in flight)", fontsize="x-small")
-    axes_list = list(np.atleast_1d(axes))
-    colourbar = axes_list[0].figure.colorbar(image, ax=axes_list, shrink=0.8)
+        ax.set_xlabel(
+            f"synchronous run (against {ALGORITHMS[family]} with as many clients in flight)", fontsize="x-small"
+        )
+    colourbar = grid_of_axes[0, 0].figure.colorbar(image, ax=list(grid_of_axes.flat), shrink=0.8)
     colourbar.set_label(
-        f"AFL − synchronous, restricted mean {METRIC_WORDS[METRICS[0]]}\nthe target (s); blue: AFL faster",
+        f"asynchronous − synchronous, restricted mean {METRIC_WORDS[METRICS[0]]}\nthe target (s); blue: "
+        "asynchrony faster",
         fontsize="x-small",
     )
     colourbar.ax.tick_params(labelsize=5)
 
 
 # A verdict in a cell: short, the hatching and the caption say the rest
-CELL_VERDICTS = {FASTER: "AFL faster", SLOWER: "AFL slower", TIED: "n.s."}
+CELL_VERDICTS = {FASTER: "{} faster", SLOWER: "{} slower", TIED: "n.s."}
 
 
 def cell_text(row: Any, in_flight: dict[str, int]) -> str:
     """A cell's words: its difference, interval and verdict, or why it has none."""
+    name = ALGORITHMS[row.family]
     if not row.reference:
-        return f"no AFL at\nM = {in_flight[row.other]}"
+        return f"no {name} at\nM = {in_flight[row.other]}"
     if row.verdict == TOO_FEW:
         return f"{row.difference:+.1f} s\n{row.seeds:.0f} seeds:\ntoo few (≥ {MIN_SEEDS})"
     if row.verdict == NOT_REACHED:
         return f"not reached\nby most runs;\naccuracy at T\n{row.reference_accuracy:.2f} vs {row.other_accuracy:.2f}"
-    verdict = f"{CELL_VERDICTS[row.verdict]}, p {row.p_holm:.2g}"
+    verdict = f"{CELL_VERDICTS[row.verdict].format(name)}, p {row.p_holm:.2g}"
     text = f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{verdict}"
     if not row.replication:
         return text
     agrees = row.replication == row.verdict
-    return text + ("\nreplicated" if agrees else f"\nrepl.: {CELL_VERDICTS.get(row.replication, row.replication)}")
+    again = CELL_VERDICTS.get(row.replication, row.replication).format(name)
+    return text + ("\nreplicated" if agrees else f"\nrepl.: {again}")
 
 
 def hatched(x: int, y: int, colour: str, filled: bool) -> Rectangle:
     """The mark of a cell that decides nothing: hatched (no significant difference; orange: a verdict
     the replication seeds did not give), or greyed and hatched (too few seeds, the target not reached
-    by most runs, or no AFL to compare)."""
+    by most runs, or no asynchronous run to compare)."""
     face = (0.85, 0.85, 0.85, 0.8) if filled else "none"
     return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor=colour, hatch="///", lw=0, alpha=0.5)

@@ -21,7 +21,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from asyncfl.analysis.advantage import draw_advantage, matched_cells  # noqa: E402
+from asyncfl.analysis.advantage import asynchronous_families, draw_advantage, matched_cells  # noqa: E402
 from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
 from asyncfl.analysis.run_styles import display_name, run_names, run_styles  # noqa: E402
 from asyncfl.analysis.straggler_curves import draw_curves  # noqa: E402
@@ -282,7 +282,10 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     curves = dataclasses.replace(curves, panels=len(severities))
     cells = matched_cells(verdicts, in_flight)
     advantage = catalogued("async_advantage")
-    advantage = dataclasses.replace(advantage, panels=len(targets), height=advantage.height + 0.5 * len(severities))
+    rows = len(asynchronous_families(in_flight))
+    advantage = dataclasses.replace(
+        advantage, panels=len(targets), rows=rows, height=(advantage.height + 0.5 * len(severities)) * rows
+    )
     drawn = [
         drawn_figure(lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, claim.height,
                      f"{title}: {claim.title}", stem),

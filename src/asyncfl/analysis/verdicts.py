@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from asyncfl.spec.names import base_algorithm
+from asyncfl.spec.names import ASYNCHRONOUS, base_algorithm
 
 CONFIDENCE = 0.95
 MIN_SEEDS = 5  # fewer paired seeds than this give an interval too wide, or too unstable, to decide on
@@ -109,13 +109,14 @@ def decided(difference: float, p_adjusted: float, seeds: int, reached: tuple[int
 
 
 def verdict_table(table: pd.DataFrame, budget: float) -> pd.DataFrame:
-    """Per severity, metric (`METRICS`), reference (`afl`, and `afl-m*` where run) and other run name:
+    """Per severity, metric (`METRICS`), reference (each asynchronous run name: AFL, FedAsync, FedBuff and
+    their variants) and other (each synchronous run name):
     the seeds paired, the restricted mean times, the seeds that reached the target, the Kaplan–Meier
     medians, the mean accuracies at T, the mean client work (busy seconds) to the target of the seeds
     that reached it, the mean paired difference (reference − other) with its
     interval, raw and Holm-adjusted p-values (one family per metric), the log-rank p-value, and the
     verdict (`table`: `claim_table`'s rows, of one target)."""
-    references = [name for name in table.algorithm.unique() if name == "afl" or name.startswith("afl-m")]
+    references = [name for name in table.algorithm.unique() if base_algorithm(name) in ASYNCHRONOUS]
     rows = []
     metrics = [metric for metric in METRICS if metric in table]
     for (severity, runs), metric in itertools.product(table.groupby("severity", sort=False), metrics):

@@ -120,7 +120,7 @@ CATALOGUE = (
     # One panel per target; its numbers are straggler_verdicts.csv's
     Figure(
         "async_advantage",
-        "Where asynchrony wins: AFL minus synchronous FL at equal clients in flight",
+        "Where asynchrony wins: asynchronous minus synchronous FL at equal clients in flight",
         Scope.SEVERITY_SWEEP,
         height=1.6,
     ),
