@@ -110,8 +110,8 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
         seeds = panel.seeds.dropna().unique()
         paired = f", {seeds[0]:.0f} paired seeds" if len(seeds) == 1 else ""
         ax.set_title(
-            f"{ALGORITHMS[family]}: {METRIC_WORDS[METRICS[0]]} {target:.0%} test accuracy{paired}\npaired t 95 % "
-            "CIs, p Holm-adjusted over the target",
+            f"{ALGORITHMS[family]}: {METRIC_WORDS[METRICS[0]]} {target:.0%} test accuracy\n{paired.lstrip(', ')}"
+            f"{', ' if paired else ''}t 95 % CIs, p Holm-adjusted",
             fontsize="small",
         )
         ax.set_xlabel(
