@@ -99,35 +99,6 @@ SEARCH = (
 )
 
 
-def tuning_stats(name):
-    """The partition statistics of an experiment's tuning seeds (the choice's inputs)."""
-    return [
-        partition.replace(".npz", ".json") for partition in PLAN[name].tuning_partitions
-    ]
-
-
-def choice_outputs(name):
-    """What choosing writes: the choice, the tuning figure and its table."""
-    return {
-        "chosen": CHOSEN.format(experiment=name),
-        "png": figure_png(TUNING_FIGURE, name),
-        "pdf": figure_pdf(TUNING_FIGURE, name),
-        "table": FIGURE.format(experiment=name, name=TUNING_FIGURE.name) + ".csv",
-    }
-
-
-def search_params(name):
-    """What `asyncfl tune` reads besides a job's plan: the grid, where to search, the choice's metric."""
-    return {
-        "grid": json.dumps(PLAN[name].tuning_grid),
-        "axes": json.dumps(PLAN[name].search_axes),
-        "target": config["experiments"][name]["target_accuracy"],
-        "budget": config["experiments"][name]["budget"]["virtual_time"],
-        "title": name,
-        "out": subpath(FIGURE.format(experiment=name, name="x"), parent=True),
-    }
-
-
 for tuned in TUNED:
     searched = bool(PLAN[tuned].search_axes)
 
