@@ -7,7 +7,9 @@ the mean validation accuracy at T; the first point of the grid wins a full tie. 
 read: the metrics come from each run's evaluations.csv, checked against its run.json.
 """
 
+import dataclasses
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,9 +17,9 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
 
 from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
 from asyncfl.analysis.run_styles import display_name, run_styles  # noqa: E402
@@ -116,49 +118,55 @@ def value_order(value: Any) -> tuple[int, Any]:
     return (0, value) if isinstance(value, int | float) and not isinstance(value, bool) else (1, str(value))
 
 
-def point_order(grid: dict[str, list[dict]]) -> list[str]:
-    """Every tuned name's point labels, once each, by their settings' values (a grid extended by a
-    search, or names with grids of their own, share one axis in order)."""
-    points = {point_label(point): point for points in grid.values() for point in points}
-    return sorted(points, key=lambda label: [(key, value_order(value)) for key, value in points[label].items()])
+PANELS_PER_ROW = 5  # the tuning figure's panels, one per tuned run name
 
 
-def draw_tuning(axes: Sequence[Axes], table: pd.DataFrame, grid: dict[str, list[dict]], chosen: dict[str, dict],
+def draw_tuning(axes: np.ndarray, table: pd.DataFrame, grid: dict[str, list[dict]], chosen: dict[str, dict],
                 target: float, budget: float, searched: dict[str, list[str]]) -> None:  # fmt: skip
-    """Left: mean time to the target on validation per grid point (T: never); right: validation
-    accuracy at T. A ring marks each name's choice, a hollow diamond each point a search added
-    (`searched`: name → labels)."""
+    """One panel per tuned run name: the mean validation time to the target (T: never) against the
+    first setting of its grid, one line per value of its other settings (a grid of its own, such as
+    FedAsync's α, reads as lines, not as one axis of every name's points). A ring marks the choice, a
+    hollow diamond each point a search added (`searched`: name → labels)."""
     means = point_means(table)
+    flat = list(np.asarray(axes).flat)
     styles = run_styles(list(grid))
-    order = point_order(grid)
-    for name, points in grid.items():
-        line, style = styles[name]
-        labels = sorted((point_label(point) for point in points), key=order.index)
-        x = [order.index(label) for label in labels]
-        pick = order.index(point_label(chosen[name]))
-        for ax, column in zip(axes, ("time_to_target", "accuracy_at_budget"), strict=True):
-            y = [means.loc[(name, label), column] for label in labels]
-            ax.plot(x, y, ls=line, label=display_name(name) if column == "time_to_target" else None, **style)
-            ax.plot([pick], [means.loc[(name, point_label(chosen[name])), column]], marker="o", ms=9, mfc="none",
-                    mec=style["color"], ls="none")  # fmt: skip
-            extra = searched.get(name, [])
-            ax.plot([order.index(label) for label in extra], [means.loc[(name, label), column] for label in extra],
-                    marker="D", ms=5, mfc="white", mec=style["color"], ls="none")  # fmt: skip
-    for ax in axes:
-        ax.set_xticks(range(len(order)), order, rotation=30, ha="right", fontsize="x-small")
-    axes[0].set(
-        ylabel=f"Virtual time to {target:.0%} validation\naccuracy (s; {budget:g}: never)", ylim=(0, budget * 1.05)
+    for ax, (name, points) in zip(flat[: len(grid)], grid.items(), strict=True):
+        first, *others = points[0]
+        xs = sorted({point[first] for point in points}, key=value_order)
+        lines: dict[tuple, list[dict]] = {}
+        for point in points:
+            lines.setdefault(tuple(point[key] for key in others), []).append(point)
+        colour = styles[name][1]["color"]
+        for index, (rest, members) in enumerate(lines.items()):
+            members = sorted(members, key=lambda point: value_order(point[first]))
+            y = [means.loc[(name, point_label(point)), "time_to_target"] for point in members]
+            words = ", ".join(f"{key} {value}" for key, value in zip(others, rest, strict=True))
+            ax.plot([xs.index(point[first]) for point in members], y, color=colour, alpha=1 - 0.25 * (index % 3),
+                    ls=("-", "--", ":")[index % 3], marker="o", ms=3, lw=1, label=words or None)  # fmt: skip
+        pick, (time, accuracy) = chosen[name], means.loc[(name, point_label(chosen[name]))]
+        ax.plot([xs.index(pick[first])], [time], marker="o", ms=9, mfc="none", mec=colour, ls="none")
+        ax.annotate(f"{accuracy:.3f}", (xs.index(pick[first]), time), xytext=(6, -10), textcoords="offset points",
+                    fontsize="xx-small", color=colour)  # fmt: skip
+        extra = [point for point in points if point_label(point) in searched.get(name, [])]
+        ax.plot([xs.index(point[first]) for point in extra],
+                [means.loc[(name, point_label(point)), "time_to_target"] for point in extra],
+                marker="D", ms=5, mfc="white", mec=colour, ls="none")  # fmt: skip
+        ax.set_xticks(range(len(xs)), [f"{value:g}" if isinstance(value, float) else str(value) for value in xs],
+                      rotation=30, fontsize="x-small")  # fmt: skip
+        ax.set(title=display_name(name), xlabel=first, ylim=(0, budget * 1.05))
+        ax.title.set_fontsize("small")
+        if others:
+            ax.legend(fontsize="xx-small", frameon=False)
+    for ax in flat[:: min(PANELS_PER_ROW, len(flat))]:
+        ax.set_ylabel(f"Virtual time to {target:.0%}\nvalidation accuracy\n(s; {budget:g}: never)", fontsize="small")
+    for ax in flat[len(grid) :]:
+        ax.set_visible(False)
+    words = (
+        "Means over the tuning seeds; ringed: the point chosen (the fastest, then the most accurate at T, its "
+        "validation accuracy at T beside it; every point's in tuning.csv)"
+        + ("; hollow diamonds: points a search added past the grid's edge" if searched else "")
     )
-    axes[1].set(ylabel=f"Validation accuracy at T = {budget:g} s")
-    searched_words = "; hollow diamonds: points a search added past the grid's edge" if searched else ""
-    axes[0].figure.legend(
-        loc="outside lower center",
-        ncols=3,
-        fontsize="x-small",
-        frameon=False,
-        title=f"Ringed: the point chosen (means over the tuning seeds){searched_words}",
-        title_fontsize="x-small",
-    )
+    flat[0].figure.supxlabel(textwrap.fill(words, 75 * min(len(flat), PANELS_PER_ROW)), fontsize="x-small")
 
 
 def select(runs: list[Path], partition_stats: list[Path], grid: dict[str, list[dict]], target: float, budget: float,
@@ -170,6 +178,8 @@ def select(runs: list[Path], partition_stats: list[Path], grid: dict[str, list[d
     table = tuning_table(runs, partition_stats, grid, target, budget)
     chosen, on_edge = choose(table, grid)
     figure = catalogued("tuning")
+    rows = math.ceil(len(grid) / PANELS_PER_ROW)
+    figure = dataclasses.replace(figure, panels=min(len(grid), PANELS_PER_ROW), rows=rows, height=2.4 * rows + 0.8)
     heading = f"{title}: {figure.title}" + (f"\nchoice on the grid's edge for {', '.join(on_edge)}" if on_edge else "")
     stem = Path(out) / figure.name
     drawn = drawn_figure(
