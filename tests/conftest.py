@@ -107,3 +107,14 @@ def full_disk(tmp_path) -> Iterator[Path]:
     skip_unless(result.returncode == 0, f"cannot mount a tmpfs here: {result.stderr.decode().strip()}")
     yield mount
     subprocess.run(["umount", str(mount)], check=True)
+
+
+@pytest.fixture(autouse=True)
+def torch_threads_restored() -> Iterator[None]:
+    """Every test leaves torch's thread count as it found it: a command run in-process with --threads
+    sets it for the whole process, and a run's bytes, and whether a checkpoint resumes, depend on it."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)

@@ -44,7 +44,7 @@ def plan_of(root, npz, grid=GRID):
 
 def tune_argv(root, plan, axes=AXES, grid=GRID):
     (root / "plan.json").write_text(json.dumps(plan))
-    return ["tune", "--dataset", "digits", "--plan", str(root / "plan.json"), "--threads", "1",
+    return ["tune", "--dataset", "digits", "--plan", str(root / "plan.json"),
             "--grid", json.dumps(grid), "--axes", json.dumps(axes),
             "--partition-stats", str(root / "part.json"), "--target-accuracy", str(TARGET),
             "--virtual-time", str(BUDGET), "--title", "x", "--out", str(root / "figures"),
