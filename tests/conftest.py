@@ -118,3 +118,18 @@ def torch_threads_restored() -> Iterator[None]:
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)
+
+
+# Tuning runs of the tuning tests (select, tune): a small MLP on digits, a 20 virtual-s budget, its time grid
+TUNING_TARGET, TUNING_BUDGET = 0.8, 20.0
+TUNING_RUN_SETTINGS = {
+    "model": "mlp",
+    "local_epochs": 1,
+    "batch_size": 16,
+    "rounds": 10_000,
+    "max_virtual_time": TUNING_BUDGET,
+    "eval_every": 1000,
+    "eval_every_seconds": 1.0,
+    "eval_gradient": False,
+    "seconds_per_sample": 0.01,
+}

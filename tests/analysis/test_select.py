@@ -18,20 +18,11 @@ from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import TUNING_RUN_FOLDER
 from asyncfl.spec.tuning import point_label
+from conftest import TUNING_BUDGET as BUDGET
+from conftest import TUNING_RUN_SETTINGS as SETTINGS
+from conftest import TUNING_TARGET as TARGET
 
 GRID = {"afl": [{"gamma0": 0.002}, {"gamma0": 0.02}], "sync": [{"gamma0": 0.002}, {"gamma0": 0.02}]}
-TARGET, BUDGET = 0.8, 20.0
-SETTINGS = {
-    "model": "mlp",
-    "local_epochs": 1,
-    "batch_size": 16,
-    "rounds": 10_000,
-    "max_virtual_time": BUDGET,
-    "eval_every": 1000,
-    "eval_every_seconds": 1.0,
-    "eval_gradient": False,
-    "seconds_per_sample": 0.01,
-}
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from asyncfl.analysis.stragglers import time_grid  # noqa: E402
 from asyncfl.files import json_text, written_together  # noqa: E402
 from asyncfl.spec.catalogue import catalogued  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
-from asyncfl.spec.tuning import point_label  # noqa: E402
+from asyncfl.spec.tuning import is_number, point_label  # noqa: E402
 
 
 def validation_scores(folder: Path, record: dict, target: float, budget: float) -> tuple[float, float]:
@@ -115,7 +115,7 @@ def choose(table: pd.DataFrame, grid: dict[str, list[dict]]) -> tuple[dict[str, 
 
 def value_order(value: Any) -> tuple[int, Any]:
     """A setting's value as a sort key: numbers first, ascending, then the rest as text."""
-    return (0, value) if isinstance(value, int | float) and not isinstance(value, bool) else (1, str(value))
+    return (0, value) if is_number(value) else (1, str(value))
 
 
 PANELS_PER_ROW = 5  # the tuning figure's panels, one per tuned run name
@@ -170,12 +170,19 @@ def draw_tuning(axes: np.ndarray, table: pd.DataFrame, grid: dict[str, list[dict
 
 
 def select(runs: list[Path], partition_stats: list[Path], grid: dict[str, list[dict]], target: float, budget: float,
-           out: Path, chosen_path: Path, title: str, search: dict[str, Any] | None = None) -> list[Path]:  # fmt: skip
+           out: Path, chosen_path: Path, title: str) -> list[Path]:  # fmt: skip
     """Choose every tuned name's point; write the choice (`chosen_path`), the table (tuning.csv) and the
-    `tuning` figure; return the paths written. `search`: the rounds of `asyncfl tune`'s search (the
-    points each added, its runs), kept in the choice and drawn."""
-    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
+    `tuning` figure; return the paths written."""
     table = tuning_table(runs, partition_stats, grid, target, budget)
+    return write_choice(table, grid, target, budget, out, chosen_path, title)
+
+
+def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float, budget: float, out: Path,
+                 chosen_path: Path, title: str, search: dict[str, Any] | None = None) -> list[Path]:  # fmt: skip
+    """`select`'s writing, from the tuning runs' table (`tuning_table`): the choice, the table and the
+    figure. `search`: the rounds of `asyncfl tune`'s search (the points each added, its runs), kept in
+    the choice and drawn."""
+    sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     chosen, on_edge = choose(table, grid)
     figure = catalogued("tuning")
     rows = math.ceil(len(grid) / PANELS_PER_ROW)

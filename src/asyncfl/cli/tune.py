@@ -84,7 +84,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
     """Train the grid; while a name's choice sits at an end of a searched setting, train the point one
     search value past it (every tuning seed) and choose again; then write the choice and the figure,
     with the search's rounds, runs and CPU time."""
-    from asyncfl.analysis.tuning import choose, select, tuning_table
+    from asyncfl.analysis.tuning import choose, tuning_table, write_choice
 
     grid = {name: list(points) for name, points in args.grid.items()}
     check_axes(args.axes, grid)
@@ -110,8 +110,9 @@ def cmd_tune(args: argparse.Namespace) -> None:
                 added.setdefault(name, []).append(point_label(point))
                 points.append(point)
     search = {"rounds": rounds, "runs": len(folders)}
-    written = select(folders, args.partition_stats, grid, args.target_accuracy, args.virtual_time, args.out,
-                     args.chosen, args.title, search)  # fmt: skip
+    # the last round's table: it added no point, so it holds every run of the final grid
+    written = write_choice(table, grid, args.target_accuracy, args.virtual_time, args.out, args.chosen, args.title,
+                           search)  # fmt: skip
     timings = "".join(
         f"{index},{round_['runs']},{cpu:.1f}\n"
         for index, (round_, cpu) in enumerate(zip(rounds, seconds, strict=True), 1)

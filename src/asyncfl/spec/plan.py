@@ -235,13 +235,18 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         groups = {run.folder: [run] for run in runs}
         shape = ONE_RUN
     jobs = tuple(TrainingJob(name, shape, key, tuple(group), runtime * len(group)) for key, group in groups.items())
-    tuning = None
+    tuning, axes = None, {}
     if "tune" in experiment:
+        axes = {
+            algorithm: found
+            for algorithm in tuned_names(experiment)
+            if (found := search_axes(experiment, algorithm, reference_j))
+        }
         tuning_runs = tuple(planned_tuning_runs(name, experiment, reference_j))
         searched = len(experiment["tune"]["seeds"]) * sum(  # the runs a search adds stepping each setting's values
             len(values) - len({point[key] for point in tuning_points(experiment, algorithm)})
-            for algorithm in tuned_names(experiment)
-            for key, values in search_axes(experiment, algorithm, reference_j).items()
+            for algorithm, settings in axes.items()
+            for key, values in settings.items()
         )
         tuning = TrainingJob(name, TUNING, TUNING_JOB, tuning_runs, runtime * (len(tuning_runs) + searched))
     return ExperimentPlan(
@@ -258,13 +263,7 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         {algorithm: tuning_points(experiment, algorithm) for algorithm in tuned_names(experiment)}
         if "tune" in experiment
         else {},
-        {
-            algorithm: axes
-            for algorithm in tuned_names(experiment)
-            if (axes := search_axes(experiment, algorithm, reference_j))
-        }
-        if "tune" in experiment
-        else {},
+        axes,
         RUN_FOLDER.format(experiment=name, algorithm="afl", J=reference_j, seed=experiment["seeds"][0]),
     )
 
