@@ -18,7 +18,7 @@ SEVERITIES = {"even": {"speed_sigma": 0.0}, "tail": {"speed_sigma": 0.0, "slow_f
 ALGORITHMS = {"afl": {}, "sync": {}, "sync-over": {"over_selection": 0.5}}
 
 
-def train_sweep(root: Path, evaluation: dict) -> tuple[Path, list[Path], Path]:
+def train_sweep(root: Path, evaluation: dict, budget: float = BUDGET) -> tuple[Path, list[Path], Path]:
     """Two severities × AFL, sync and a sync variant × one seed, trained by `asyncfl train-many`."""
     partition = root / "part.npz"
     argv = ["partition", "--dataset", "digits", "--clients", "8", "--alpha", "0.5", "--seed", "0",
@@ -29,7 +29,7 @@ def train_sweep(root: Path, evaluation: dict) -> tuple[Path, list[Path], Path]:
         for name, variant in ALGORITHMS.items():
             out = root / SEVERITY_RUN_FOLDER.format(experiment="x", severity=severity, algorithm=name, J=3, seed=0)
             settings = {"algorithm": name.split("-")[0], "clients_per_round": 3, "seed": 0, "local_epochs": 1,
-                        "batch_size": 16, "gamma0": 0.01, "rounds": 10_000, "max_virtual_time": BUDGET,
+                        "batch_size": 16, "gamma0": 0.01, "rounds": 10_000, "max_virtual_time": budget,
                         "eval_gradient": False, **evaluation, **system, **variant}  # fmt: skip
             plan.append({"partition": str(partition), "out": str(out), "settings": settings})
             runs.append(out)
@@ -199,4 +199,43 @@ def test_replication_seeds_without_runs_or_without_a_discovery_set_are_refused(s
     _, runs, stats = sweep
     with pytest.raises(InputError, match=message) as error:
         draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "out", "x", seeds)
+    assert "\n" not in str(error.value) and not (tmp_path / "out").exists()
+
+
+def test_verdicts_at_a_shorter_budget_are_those_of_runs_trained_to_it(grid_sweep, tmp_path):
+    """The runs cut at T/2 give the verdicts that runs trained only to T/2 give (what a run did before T
+    does not depend on T), beside the verdicts at T, which stay as they were without --other-budgets."""
+    root, runs, stats = grid_sweep
+    alone = draw_straggler_claim(runs, [stats], SEVERITIES, [0.15, 0.3], BUDGET, tmp_path / "alone", "x")
+    both = draw_straggler_claim(runs, [stats], SEVERITIES, [0.15, 0.3], BUDGET, tmp_path / "both", "x", (), [6.0])
+    verdicts = pd.read_csv(tmp_path / "both" / "straggler_verdicts.csv")
+    assert list(verdicts.columns[:3]) == ["target", "budget", "seed_set"] and list(verdicts.budget.unique()) == [12, 6]
+    at_t = verdicts[verdicts.budget == BUDGET].drop(columns="budget").reset_index(drop=True)
+    pd.testing.assert_frame_equal(at_t, pd.read_csv(tmp_path / "alone" / "straggler_verdicts.csv"))
+    for first, second in zip(alone, both, strict=True):  # the figures and the claim's table: T's, unchanged
+        assert first.name == second.name
+        assert first.name == "straggler_verdicts.csv" or first.read_bytes() == second.read_bytes(), first.name
+    short = train_sweep(tmp_path / "short", {"eval_every": 100_000, "eval_every_seconds": 0.5}, budget=6.0)
+    draw_straggler_claim(short[1], [short[2]], SEVERITIES, [0.15, 0.3], 6.0, tmp_path / "short_out", "x")
+    trained = pd.read_csv(tmp_path / "short_out" / "straggler_verdicts.csv")
+    cut = verdicts[verdicts.budget == 6].drop(columns="budget").reset_index(drop=True)
+    pd.testing.assert_frame_equal(cut, trained)
+    assert (cut.reference_accuracy != at_t.reference_accuracy).any()  # the cut changed what was read
+
+
+@pytest.mark.parametrize(
+    ("budgets", "message"),
+    [
+        ([12.0], r"--other-budgets 12.0 is not a virtual time in \(0, 12\)"),
+        ([13.0], r"--other-budgets 13.0 is not a virtual time in \(0, 12\)"),
+        ([math.nan], "--other-budgets nan is not a virtual time"),
+        ([0.0], "--other-budgets 0.0 is not a virtual time"),
+        ([6.0, 3.0, 6.0], "--other-budgets gives 6.0 twice"),
+        ([0.25], "has no evaluation at or before --other-budgets 0.25: give a budget past its first evaluation"),
+    ],
+)
+def test_impossible_other_budgets_are_refused_before_anything_is_written(grid_sweep, tmp_path, budgets, message):
+    _, runs, stats = grid_sweep
+    with pytest.raises(InputError, match=message) as error:
+        draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "out", "x", (), budgets)
     assert "\n" not in str(error.value) and not (tmp_path / "out").exists()

@@ -164,6 +164,11 @@ def sweep_edited(edit) -> dict:
         ),
         (lambda e: e.update(other_targets=[0.85, 0.8]), "target accuracy 0.8 is given twice"),
         (lambda e: e.update(other_targets=[0.85, 0.85]), "target accuracy 0.85 is given twice"),
+        (lambda e: e.update(other_budgets=[30]), r"other_budgets: 30 is not a virtual time in \(0, 30\), the runs'"),
+        (lambda e: e.update(other_budgets=[float("nan")]), "other_budgets: nan is not a virtual time in"),
+        (lambda e: e.update(other_budgets=[1e300]), "other_budgets: 1e.300 is not a virtual time in"),
+        (lambda e: e.update(other_budgets=[0]), "other_budgets: 0 is not a virtual time in"),
+        (lambda e: e.update(other_budgets=[15, 15.0]), "other_budgets gives 15.0 twice"),
     ],
 )
 def test_sweep_mistakes_name_the_key(edit, message):
@@ -171,9 +176,11 @@ def test_sweep_mistakes_name_the_key(edit, message):
         check_workflow_config(sweep_edited(edit))
 
 
-def test_a_target_without_severities_is_refused():
+def test_a_target_or_a_budget_without_severities_is_refused():
     with pytest.raises(InputError, match="digits_mlp.target_accuracy applies to experiments with severities"):
         check_workflow_config(edited(lambda e, c: e.update(target_accuracy=0.5)))
+    with pytest.raises(InputError, match="digits_mlp.other_budgets applies to experiments with severities"):
+        check_workflow_config(edited(lambda e, c: e.update(other_budgets=[5])))
 
 
 def test_a_run_of_a_sweep_has_its_severitys_and_its_variants_settings():

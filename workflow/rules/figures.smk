@@ -76,10 +76,11 @@ rule straggler_claim:
             "replication_seeds", []
         ),
         budget=lambda wildcards: experiment(wildcards)["budget"]["virtual_time"],
+        other_budgets=lambda wildcards: experiment(wildcards).get("other_budgets", []),
     shell:
         ASYNCFL
         + " stragglers --runs {params.runs:q} --severities {params.severities:q} --partition-stats {input.stats:q}"
         " --target-accuracy {params.target:q} --other-targets {params.other_targets:q}"
         " --replication-seeds {params.replication_seeds:q}"
-        " --virtual-time {params.budget:q} --title={wildcards.experiment:q}"
-        " --out {params.out:q} > {log:q} 2>&1"
+        " --virtual-time {params.budget:q} --other-budgets {params.other_budgets:q}"
+        " --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"

@@ -32,7 +32,7 @@ from asyncfl.runs.record import verify_run_files  # noqa: E402
 from asyncfl.spec.catalogue import catalogued  # noqa: E402
 from asyncfl.spec.config import applies, make_config  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
-from asyncfl.spec.experiments import check_targets  # noqa: E402
+from asyncfl.spec.experiments import check_targets, first_repeated  # noqa: E402
 from asyncfl.spec.layout import EVALUATIONS, STRAGGLER_VERDICTS  # noqa: E402
 
 
@@ -254,33 +254,81 @@ def check_replication_seeds(replication_seeds: Sequence[int], seeds: set[int]) -
         raise InputError("--replication-seeds name every seed of the runs; leave some as the discovery set")
 
 
+def check_budgets(budget: float, other_budgets: Sequence[float]) -> None:
+    """Shorter budgets the verdicts are also read at: each a number in (0, T), each once (T is the runs')."""
+    for other in other_budgets:
+        if not (isinstance(other, int | float) and 0 < other < budget):
+            raise InputError(
+                f"--other-budgets {other!r} is not a virtual time in (0, {budget:g}): the runs trained to T = "
+                f"{budget:g} s; give a shorter budget (e.g. {budget / 2:g}), or train the runs longer"
+            )
+    repeated = first_repeated(list(other_budgets))
+    if repeated:
+        raise InputError(f"--other-budgets gives {repeated[0]!r} twice; give each budget once")
+
+
+def cut_at(trajectories: pd.DataFrame, budget: float) -> pd.DataFrame:
+    """The trajectories as runs to the shorter `budget` would have them (what a run did before T does
+    not depend on T): their evaluations at or before it, every run keeping one at least."""
+    shown = trajectories[trajectories.virtual_time <= budget]
+    runs = ["severity", "algorithm", "seed"]
+    lost = trajectories[runs].drop_duplicates().merge(shown[runs].drop_duplicates(), how="left", indicator=True)
+    lost = lost[lost._merge == "left_only"]
+    if len(lost):
+        severity, name, seed = lost.iloc[0][runs]
+        raise InputError(
+            f"the {name} run of seed {seed} at severity {severity!r} has no evaluation at or before --other-budgets "
+            f"{budget:g}: give a budget past its first evaluation (eval_every_seconds sets the grid)"
+        )
+    return shown
+
+
+def budget_verdicts(trajectories: pd.DataFrame, settings: dict[str, dict], targets: list[float], budget: float,
+                    replication_seeds: Sequence[int]) -> pd.DataFrame:  # fmt: skip
+    """Every paired comparison of the runs cut at `budget`, at each of `targets` (`seed_set_verdicts`)."""
+    shown = cut_at(trajectories, budget)
+    return pd.concat(
+        [
+            seed_set_verdicts(table_of(shown, settings, each), budget, replication_seeds).assign(target=each)
+            for each in targets
+        ],
+        ignore_index=True,
+    )
+
+
 def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings: dict[str, dict],
                          targets: list[float], budget: float, out: Path, title: str,
-                         replication_seeds: Sequence[int] = ()) -> list[Path]:  # fmt: skip
+                         replication_seeds: Sequence[int] = (), other_budgets: Sequence[float] = ()
+                         ) -> list[Path]:  # fmt: skip
     """The sweep's figures as PNG and PDF, `straggler_claim`, `straggler_curves` and `async_advantage`,
     the claim's numbers, one row per run, as straggler_claim.csv, and every paired comparison at each
     of `targets` (the first: the figures' target) as straggler_verdicts.csv (`settings`: each
     severity's, by name, in the figures' order), on the discovery and the `replication_seeds` apart
-    where they are given (`verdicts.seed_set_verdicts`)."""
+    where they are given (`verdicts.seed_set_verdicts`). With `other_budgets`, the verdicts are also
+    read with the runs cut at each of those shorter virtual times (a `budget` column says which; the
+    figures stay at T): a verdict that holds at T and at T/2 does not hang on where the budget fell."""
     check_targets("--target-accuracy and --other-targets", targets)  # before anything is read or written
+    check_budgets(budget, other_budgets)
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     target = targets[0]
     trajectories = claim_trajectories(runs, partition_stats, settings, budget)
-    tables = {each: table_of(trajectories, settings, each) for each in targets}
-    table = tables[target]
+    table = table_of(trajectories, settings, target)
     means, severities = summary(table), list(settings)
     check_replication_seeds(replication_seeds, set(table.seed))
-    verdicts = pd.concat(
-        [seed_set_verdicts(rows, budget, replication_seeds).assign(target=each) for each, rows in tables.items()],
-        ignore_index=True,
-    )
-    verdicts = verdicts[["target", "seed_set", *(c for c in verdicts.columns if c not in ("target", "seed_set"))]]
+    at_budgets = [
+        budget_verdicts(trajectories, settings, targets, each, replication_seeds).assign(budget=each)
+        for each in (budget, *other_budgets)
+    ]
+    verdicts = pd.concat(at_budgets, ignore_index=True)
+    leading = ["target", "budget", "seed_set"] if other_budgets else ["target", "seed_set"]
+    verdicts = verdicts[[*leading, *(c for c in verdicts.columns if c not in (*leading, "budget"))]]
     claim, curves = catalogued("straggler_claim"), catalogued("straggler_curves")
     stem = Path(out) / claim.name
     in_flight = {name: table_in_flight(trajectories, name) for name in run_names(table)}
-    lines = verdict_lines(verdicts[verdicts.target == target], in_flight)
+    at_t = at_budgets[0].drop(columns="budget")
+    lines = verdict_lines(at_t[at_t.target == target], in_flight)
     curves = dataclasses.replace(curves, panels=len(severities))
-    cells = matched_cells(verdicts, in_flight)
+    cells = matched_cells(at_t, in_flight)
     advantage = catalogued("async_advantage")
     rows = len(asynchronous_families(in_flight))
     advantage = dataclasses.replace(

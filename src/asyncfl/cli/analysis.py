@@ -103,6 +103,7 @@ def cmd_stragglers(args: argparse.Namespace) -> None:
         args.out,
         args.title,
         args.replication_seeds,
+        args.other_budgets,
     )
     print(f"{len(written)} files → {args.out}")
 
@@ -184,6 +185,13 @@ def add_stragglers(commands: Commands) -> None:
         nargs="*",
         default=[],
         help="seeds of the runs whose verdicts are drawn apart, to replicate those of the other seeds",
+    )
+    stragglers.add_argument(
+        "--other-budgets",
+        type=POSITIVE,
+        nargs="*",
+        default=[],
+        help="shorter virtual times (s) the verdicts are also read at, the runs cut there (each below --virtual-time)",
     )
     stragglers.set_defaults(run=cmd_stragglers)
 

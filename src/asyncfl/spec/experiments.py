@@ -174,7 +174,7 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     if severities is not None and "pack_runs" in experiment:
         raise InputError(f"{key}.pack_runs: a severity sweep already trains one job per severity; remove it")
     if severities is None:
-        for owned in ("target_accuracy", "other_targets"):
+        for owned in ("target_accuracy", "other_targets", "other_budgets"):
             if owned in experiment:
                 raise InputError(f"{key}.{owned} applies to experiments with severities: only; remove it")
         return
@@ -194,6 +194,16 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     if "target_accuracy" not in experiment:
         raise InputError(f"{key}.target_accuracy is missing: the test accuracy whose time the sweep measures; set it")
     check_targets(key, [experiment["target_accuracy"], *experiment.get("other_targets", [])])
+    budget, others = experiment["budget"]["virtual_time"], experiment.get("other_budgets", [])
+    for other in others:
+        if not (isinstance(other, int | float) and 0 < other < budget):
+            raise InputError(
+                f"{key}.other_budgets: {other!r} is not a virtual time in (0, {budget:g}), the runs' budget: give a "
+                "shorter one, or raise budget.virtual_time"
+            )
+    repeated = first_repeated(others)
+    if repeated:
+        raise InputError(f"{key}.other_budgets gives {repeated[0]!r} twice; give each budget once")
 
 
 def check_targets(key: str, targets: list[Any]) -> None:
