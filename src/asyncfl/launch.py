@@ -93,6 +93,24 @@ def train_run(
         return TrainedFolder(summary, False, moved_to)
 
 
+def set_aside_other_runs(runs: list["PlannedRun"], dataset: str) -> list[Path]:
+    """Move into its replaced/ folder (as `--force` does) the outputs of every run folder among `runs`
+    that holds a run other than the planned one, finished or damaged; the folders moved from. For
+    folders a command owns but no workflow declared: the points a tuning search adds, where an earlier
+    config's search may have trained another run under the same point's name (the grid's folders are
+    the tuning job's outputs, which Snakemake clears itself). Nothing is deleted."""
+    moved = []
+    for run in runs:
+        identity = run_identity(run.config, dataset, sha256(run.partition), run.tuned)
+        with owned(run.out):
+            try:
+                finished_run(run.out, identity)  # None, or this very run: it stays
+            except InputError:
+                move_aside(run.out)
+                moved.append(run.out)
+    return moved
+
+
 class PlannedRun(NamedTuple):
     """One run of `asyncfl train-many`'s plan, its settings checked."""
 

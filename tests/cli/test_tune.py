@@ -120,3 +120,30 @@ def test_malformed_search_axes_are_refused_by_the_parser(tmp_path, capsys, axes)
     with pytest.raises(SystemExit):
         main(argv)
     assert "--axes" in capsys.readouterr().err
+
+
+def test_an_earlier_configs_run_at_a_searched_point_is_moved_aside_and_the_point_trained(searched, tmp_path, capsys):
+    """A point the search adds is no output Snakemake clears: an earlier config's search may have left a
+    run of other settings (another severity, say) under its name. It is moved into replaced/, not
+    refused (the job once failed on it after an hour) and not deleted; the point trains; the choice is
+    the one made without it."""
+    import shutil
+
+    root, plan = searched
+    choice = json.loads((root / "chosen.json").read_text())
+    added = choice["search"]["rounds"][1]["points"]["afl"][0]
+    shutil.copytree(root / "results", tmp_path / "results")
+    for name in ("part.npz", "part.json"):
+        shutil.copy(root / name, tmp_path / name)
+    folder = tmp_path / f"results/x/tuning/{added}/afl/J2/seed10"
+    other = root / f"results/x/tuning/{point_label(GRID['afl'][0])}/afl/J2/seed10"
+    shutil.rmtree(folder)
+    shutil.copytree(other, folder)  # a finished run of γ0 0.002 where the search's point lives
+    moved_plan = [{**run, "partition": str(tmp_path / "part.npz"), "out": run["out"].replace(str(root), str(tmp_path))}
+                  for run in plan]  # fmt: skip
+    assert main(tune_argv(tmp_path, moved_plan)) == 0
+    assert f"{folder} held a run of other settings" in capsys.readouterr().out
+    assert json.loads((folder / "run.json").read_text())["config"]["gamma0"] == float(added.removeprefix("gamma0_"))
+    (kept,) = (folder / "replaced").iterdir()
+    assert (kept / "run.json").read_bytes() == (other / "run.json").read_bytes()
+    assert json.loads((tmp_path / "chosen.json").read_text())["chosen"] == choice["chosen"]

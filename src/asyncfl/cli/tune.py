@@ -85,6 +85,8 @@ def cmd_tune(args: argparse.Namespace) -> None:
     search value past it (every tuning seed) and choose again; then write the choice and the figure,
     with the search's rounds, runs and CPU time."""
     from asyncfl.analysis.tuning import choose, tuning_table, write_choice
+    from asyncfl.launch import set_aside_other_runs
+    from asyncfl.runs.folder import REPLACED
 
     grid = {name: list(points) for name, points in args.grid.items()}
     check_axes(args.axes, grid)
@@ -95,7 +97,11 @@ def cmd_tune(args: argparse.Namespace) -> None:
     batch, added = list(args.plan), {name: [point_label(point) for point in points] for name, points in grid.items()}
     while batch:
         started = cpu_seconds()
-        train_planned(checked_runs(batch, args.dataset, args.root, None), args.dataset, args.root, args.threads)
+        runs = checked_runs(batch, args.dataset, args.root, None)
+        if rounds:  # a point the search added: its folder may hold an earlier config's run of that point
+            for folder in set_aside_other_runs(runs, args.dataset):
+                print(f"{folder} held a run of other settings (an earlier search's): moved into its {REPLACED}/")
+        train_planned(runs, args.dataset, args.root, args.threads)
         seconds.append(cpu_seconds() - started)
         folders += [Path(run["out"]) for run in batch]
         rounds.append({"points": added, "runs": len(batch)})
