@@ -35,6 +35,11 @@ from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.experiments import check_targets, first_repeated  # noqa: E402
 from asyncfl.spec.layout import EVALUATIONS, STRAGGLER_VERDICTS  # noqa: E402
 
+# The claim figure's height grows with its verdict lines past those its catalogued height was sized
+# for, so that its panels keep their size however many asynchronous run names a sweep compares
+VERDICT_LINES_FITTED = 12
+LINE_INCHES = 0.14  # an x-small line of the legend's title
+
 
 def severity_of(run: Path) -> str:
     """The severity a run belongs to: the folder above ALGORITHM/JN/seedS (`layout.SEVERITY_RUN_FOLDER`)."""
@@ -233,9 +238,9 @@ def draw_claim(
         ncols=2,
         fontsize="x-small",
         frameon=False,
-        title="AFL's restricted mean time to stay above the target minus each synchronous run's, paired t 95 % CI "
-        "over paired seeds\n(a run that never stayed above it counts as T); verdicts Holm-adjusted over the "
-        "target's comparisons:\n" + "\n".join(verdicts),
+        title="Each asynchronous run's restricted mean time to stay above the target minus each synchronous run's, "
+        "paired t 95 % CI over paired seeds\n(a run that never stayed above it counts as T); verdicts Holm-adjusted "
+        "over the target's comparisons:\n" + "\n".join(verdicts),
         title_fontsize="x-small",
     )
 
@@ -334,8 +339,9 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     advantage = dataclasses.replace(
         advantage, panels=len(targets), rows=rows, height=(advantage.height + 0.5 * len(severities)) * rows
     )
+    height = claim.height + LINE_INCHES * max(sum(line.count("\n") + 1 for line in lines) - VERDICT_LINES_FITTED, 0)
     drawn = [
-        drawn_figure(lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, claim.height,
+        drawn_figure(lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, height,
                      f"{title}: {claim.title}", stem),
         drawn_figure(lambda axes: draw_curves(axes, trajectories, severities, target, budget), curves, curves.height,
                      f"{title}: {curves.title}", Path(out) / curves.name),
