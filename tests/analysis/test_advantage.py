@@ -48,8 +48,8 @@ def test_a_cell_says_whether_the_replication_seeds_gave_its_verdict():
     cells = matched_cells(pd.DataFrame(rows), IN_FLIGHT).set_index("other")
     assert cells.loc["sync", "replication"] == FASTER and cells.loc["sync-deadline", "replication"] == TIED
     assert cells.loc["sync-overselect", "replication"] == ""  # no AFL at M = 7 here, no replication either
-    assert cell_text(cells.loc["sync"], IN_FLIGHT).endswith("AFL faster, p 0.01\nreplicated")
-    assert cell_text(cells.loc["sync-deadline"], IN_FLIGHT).endswith("AFL faster, p 0.01\nrepl.: n.s.")
+    assert cell_text(cells.loc["sync"], IN_FLIGHT).endswith("AFL faster\np 0.01\nreplicated")
+    assert cell_text(cells.loc["sync-deadline"], IN_FLIGHT).endswith("AFL faster\np 0.01\nrepl.: n.s.")
     assert len(cells) == 4  # the replication rows are read, not drawn as cells of their own
 
 
@@ -64,9 +64,9 @@ def test_each_asynchronous_algorithm_gets_its_own_row_of_cells():
                                            "sync-over60": ""}  # fmt: skip
     no_run = cells[(cells.family == "fedbuff") & (cells.other == "sync")].iloc[0]
     assert cell_text(no_run, in_flight) == "no FedBuff at\nM = 5"
-    assert cell_text(fedbuff.loc["sync-overselect"], in_flight).endswith("n.s., p 0.01")
+    assert cell_text(fedbuff.loc["sync-overselect"], in_flight).endswith("n.s.\np 0.01")
     afl = cells[cells.family == "afl"].set_index("other")
-    assert cell_text(afl.loc["sync"], in_flight).endswith("AFL faster, p 0.01")
+    assert cell_text(afl.loc["sync"], in_flight).endswith("AFL faster\np 0.01")
 
 
 def test_the_map_draws_a_row_of_panels_per_asynchronous_algorithm_and_a_column_per_target():
@@ -84,6 +84,6 @@ def test_the_map_draws_a_row_of_panels_per_asynchronous_algorithm_and_a_column_p
                   for row in axes]  # fmt: skip
         assert titles == [["AFL@70", "AFL@90"], ["FedBuff@70", "FedBuff@90"]]  # targets in increasing order
         words = [text.get_text() for text in axes[1, 0].texts]
-        assert "no FedBuff at\nM = 5" in words and any(word.endswith("n.s., p 0.01") for word in words)
+        assert "no FedBuff at\nM = 5" in words and any(word.endswith("n.s.\np 0.01") for word in words)
     finally:
         plt.close(figure)
