@@ -275,17 +275,15 @@ def check_budgets(budget: float, other_budgets: Sequence[float]) -> None:
 def cut_at(trajectories: pd.DataFrame, budget: float) -> pd.DataFrame:
     """The trajectories as runs to the shorter `budget` would have them (what a run did before T does
     not depend on T): their evaluations at or before it, every run keeping one at least."""
-    shown = trajectories[trajectories.virtual_time <= budget]
-    runs = ["severity", "algorithm", "seed"]
-    lost = trajectories[runs].drop_duplicates().merge(shown[runs].drop_duplicates(), how="left", indicator=True)
-    lost = lost[lost._merge == "left_only"]
-    if len(lost):
-        severity, name, seed = lost.iloc[0][runs]
+    first = trajectories.groupby(["severity", "algorithm", "seed"], sort=False).virtual_time.min()
+    late = first[first > budget]
+    if len(late):
+        severity, name, seed = late.index[0]
         raise InputError(
             f"the {name} run of seed {seed} at severity {severity!r} has no evaluation at or before --other-budgets "
             f"{budget:g}: give a budget past its first evaluation (eval_every_seconds sets the grid)"
         )
-    return shown
+    return trajectories[trajectories.virtual_time <= budget]
 
 
 def budget_verdicts(trajectories: pd.DataFrame, settings: dict[str, dict], targets: list[float], budget: float,
