@@ -288,6 +288,33 @@ def test_train_many_makes_each_run_as_asyncfl_train_alone(partition, lone_run, t
     assert capsys.readouterr().out.count("already finished") == 2
 
 
+@pytest.mark.subprocess
+def test_train_many_in_two_processes_makes_the_bytes_of_one_and_a_failing_run_fails_it_in_one_line(
+    partition, lone_run, tmp_path, capfd
+):
+    """--processes deals the runs out in turn to child processes: each folder holds the bytes of one
+    process; a run failing in one child leaves every other run to finish, and the job fails in a line
+    of its own after the child's."""
+    diverging = {"algorithm": "fedbuff", "server_lr": 1e300, "gamma0": 0.01, "rounds": 2}
+    other = {**json.loads(SETTINGS), "algorithm": "sync", "clients_per_round": 3, "rounds": 5, "seed": 0}
+    plan = json.loads(Path(lone_plan(partition, tmp_path, diverging)).read_text())
+    plan.insert(1, {"partition": str(partition), "out": str(tmp_path / "sync"), "settings": other})
+    argv = ["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, plan), "--processes", "2"]
+    assert main(argv) == 1  # the first process trains runs 0 and 2, the second run 1
+    captured = capfd.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("asyncfl train-many: error: --plan run 0") and "nan or inf" in err[0]
+    assert err[1] == (
+        "asyncfl train-many: error: 1 of 2 training processes failed (exit status 1); each one's error is above; "
+        "the runs of the others finished"
+    )
+    assert captured.out.count("→") == 2  # a line per finished run, from whichever process trained it
+    assert outputs(tmp_path / "afl") == lone_run
+    assert main(["train", "--dataset", "digits", "--partition", str(partition), "--settings", json.dumps(other),
+                 "--out", str(tmp_path / "alone")]) == 0  # fmt: skip
+    assert outputs(tmp_path / "sync") == outputs(tmp_path / "alone")
+
+
 def lone_plan(partition: Path, tmp_path: Path, first: dict | None = None) -> str:
     """A train-many plan whose run "afl" is `lone_run`'s, after a `first` run where one is given."""
     settings = {**json.loads(SETTINGS), "algorithm": "afl", "clients_per_round": 3, "rounds": 30,

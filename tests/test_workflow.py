@@ -157,6 +157,7 @@ def test_snakefmt_is_clean():
         (lambda c: c["experiments"]["digits_mlp"].update(alpha=1e-300), "characters written out in the partition"),
         (lambda c: c["experiments"]["digits_mlp"]["train"].update(concurrency=20), "exceeds the 10 clients"),
         (lambda c: c["experiments"]["digits_stragglers"].update(replication_seeds=[3, 3]), "non-unique elements"),
+        (lambda c: c["resources"]["train"].update(processes=0), "0 is less than the minimum of 1"),
         (
             lambda c: c["experiments"]["digits_stragglers"].update(replication_seeds=[9]),
             "replication_seeds [9] are not",
@@ -356,12 +357,14 @@ def test_a_tuning_search_runs_under_snakemake_and_its_choice_reaches_the_final_r
     sweep.update(algorithms=["afl", "sync"], variants={}, seeds=[0, 1], budget={"virtual_time": 8})
     sweep["tune"]["extend"] = 1
     config["experiments"] = {"digits_stragglers": sweep}
+    config["resources"]["train"]["processes"] = 2  # each job's runs in two processes of one thread each
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     chosen = "results/digits_stragglers/tuning/chosen.json"
-    result = snakemake(chosen, "--cores", "2", "--configfile", str(path), workdir=tmp_path)
+    result = snakemake(chosen, "--cores", "2", "-p", "--configfile", str(path), workdir=tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert "select_tuning" not in result.stdout + result.stderr
+    assert "--processes 2 --threads 2 --grid" in result.stdout + result.stderr
     choice = json.loads((tmp_path / chosen).read_text())
     rounds = choice["search"]["rounds"]
     assert rounds[0]["runs"] == 2 * 2 and len(rounds) >= 2  # a two-value grid's choice always sits on an end
@@ -370,9 +373,9 @@ def test_a_tuning_search_runs_under_snakemake_and_its_choice_reaches_the_final_r
     assert "tuning runs in" in (tmp_path / "logs/train/digits_stragglers/tuning.log").read_text()
     plan = json.loads((tmp_path / "results/digits_stragglers/plans/tuning.json").read_text())
     assert len(plan) == 4  # the grid's runs: the search adds its own
-    dry = snakemake("-n", "-p", "--configfile", str(path), workdir=tmp_path)
+    dry = snakemake("-n", "-p", "--cores", "2", "--configfile", str(path), workdir=tmp_path)
     assert dry.returncode == 0, dry.stderr[-2000:]
     jobs = dry.stdout.split("\n\n")
     assert not any("rule tune_digits_stragglers" in job for job in jobs)  # done: nothing to redo
     trains = [job for job in jobs if "rule train_digits_stragglers" in job]
-    assert len(trains) == 3 and all(f"--chosen {chosen}" in job for job in trains)
+    assert len(trains) == 3 and all(f"--chosen {chosen} --processes 2 --threads 2 " in job for job in trains)

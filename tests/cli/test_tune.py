@@ -147,3 +147,24 @@ def test_an_earlier_configs_run_at_a_searched_point_is_moved_aside_and_the_point
     (kept,) = (folder / "replaced").iterdir()
     assert (kept / "run.json").read_bytes() == (other / "run.json").read_bytes()
     assert json.loads((tmp_path / "chosen.json").read_text())["chosen"] == choice["chosen"]
+
+
+@pytest.mark.subprocess
+def test_a_search_in_two_processes_trains_and_chooses_the_bytes_of_one(searched, tmp_path):
+    """--processes deals each round's runs out to child processes: every run, the choice and the
+    figure's table are those of the search in one process."""
+    import shutil
+
+    root, plan = searched
+    for name in ("part.npz", "part.json"):
+        shutil.copy(root / name, tmp_path / name)
+    moved_plan = [{**run, "partition": str(tmp_path / "part.npz"), "out": run["out"].replace(str(root), str(tmp_path))}
+                  for run in plan]  # fmt: skip
+    assert main([*tune_argv(tmp_path, moved_plan), "--processes", "2"]) == 0  # each as the fixture: torch's threads
+    for name in ("chosen.json", "figures/tuning.csv"):
+        assert (tmp_path / name).read_bytes() == (root / name).read_bytes()
+    runs = sorted(path.relative_to(root) for path in root.glob("results/x/tuning/*/*/J2/seed10"))
+    assert runs == sorted(path.relative_to(tmp_path) for path in tmp_path.glob("results/x/tuning/*/*/J2/seed10"))
+    for run in runs:
+        for name in ("model.pt", "evaluations.csv", "events.csv"):
+            assert (tmp_path / run / name).read_bytes() == (root / run / name).read_bytes()

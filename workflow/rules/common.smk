@@ -65,6 +65,10 @@ def torch_env(wildcards):
 REFERENCE_J = config["reference_J"]
 # What every job that trains or probes a model asks for, besides its runtime
 TRAIN_THREADS = config["resources"]["train"]["threads"]
+# A job that trains a sweep's runs (a severity, the tuning) spreads them over this many processes of
+# TRAIN_THREADS threads each (`asyncfl train-many --processes`); their outputs are one process's.
+TRAIN_PROCESSES = config["resources"]["train"]["processes"]
+SWEEP_THREADS = TRAIN_THREADS * TRAIN_PROCESSES
 TRAIN_RESOURCES = {key: config["resources"]["train"][key] for key in ("gpu", "mem_mb")}
 # The figures each rule draws (asyncfl.spec.catalogue)
 FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)

@@ -11,6 +11,12 @@ TRAIN_MANY_CHOSEN = TRAIN_MANY.replace(
 )
 
 
+def spread(command):
+    """A sweep job's `command` with its runs spread over TRAIN_PROCESSES processes (as is for one)."""
+    processes = f" --processes {TRAIN_PROCESSES}" if TRAIN_PROCESSES > 1 else ""
+    return command.replace(" --threads", processes + " --threads", 1)
+
+
 # One SLURM GPU job per experiment × algorithm × J × seed. A job that is killed leaves a
 # checkpoint in its run folder; running the workflow again resumes it.
 rule train:
@@ -75,7 +81,7 @@ for sweep in SWEEPS:
         priority: 1
         conda:
             torch_env
-        threads: TRAIN_THREADS
+        threads: SWEEP_THREADS
         resources:
             **TRAIN_RESOURCES,
             runtime=PLAN[sweep].jobs[0].runtime,
@@ -83,7 +89,7 @@ for sweep in SWEEPS:
             dataset=config["experiments"][sweep]["dataset"],
             root=experiment_data_root(sweep),
         shell:
-            TRAIN_MANY_CHOSEN if sweep in TUNED else TRAIN_MANY
+            spread(TRAIN_MANY_CHOSEN if sweep in TUNED else TRAIN_MANY)
 
 
 # An experiment's `tune:` grid (asyncfl.spec.tuning): every tuned run name at every grid point on the
@@ -125,7 +131,7 @@ for tuned in TUNED:
         priority: 2
         conda:
             torch_env
-        threads: TRAIN_THREADS
+        threads: SWEEP_THREADS
         resources:
             **TRAIN_RESOURCES,
             runtime=PLAN[tuned].tuning.runtime,
@@ -134,7 +140,7 @@ for tuned in TUNED:
             dataset=config["experiments"][tuned]["dataset"],
             root=experiment_data_root(tuned),
         shell:
-            SEARCH if searched else TRAIN_MANY
+            spread(SEARCH if searched else TRAIN_MANY)
 
     if searched:
         continue

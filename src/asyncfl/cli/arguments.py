@@ -71,6 +71,7 @@ def machine_cpus() -> int:
 
 
 THREADS = at_least(1, machine_cpus(), ", the CPUs this process may use")
+PROCESSES = THREADS  # training processes: more than the CPUs only contend for them
 
 
 def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asyncfl.cli.arguments import THREADS, Commands, add_dataset_arguments, at_least, json_mapping
+from asyncfl.cli.arguments import PROCESSES, THREADS, Commands, add_dataset_arguments, at_least, json_mapping
+from asyncfl.cli.processes import process_shares, train_in_processes
 from asyncfl.spec.config import load_config, make_config, system_model_help, with_paths_from
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input
@@ -90,8 +91,27 @@ def cmd_train_many(args: argparse.Namespace) -> None:
     """Train several runs in this process, stepped together: one start-up (imports, the dataset) for all
     of them, and their clients trained in shared calls (`lockstep.Lockstep`). Every run's settings are
     checked before the first one trains. Each run is exactly what `asyncfl train` makes of it alone:
-    the same folder, resumed the same way, the same bytes. A run that fails leaves the others to finish."""
-    train_planned(checked_runs(args.plan, args.dataset, args.root, args.chosen), args.dataset, args.root, args.threads)
+    the same folder, resumed the same way, the same bytes. A run that fails leaves the others to finish.
+    With --processes, the checked runs are dealt out to that many such processes."""
+    runs = checked_runs(args.plan, args.dataset, args.root, args.chosen)
+    train_plan(args.plan, runs, args.dataset, args.root, args.threads, args.processes, args.chosen)
+
+
+def train_plan(
+    plan: list[dict],
+    runs: list["PlannedRun"],
+    dataset: str,
+    root: Path | None,
+    threads: int | None,
+    processes: int,
+    chosen: Path | None = None,
+) -> None:
+    """Train `runs` (`plan`'s, checked) stepped together in this process, or in several child processes
+    where `processes` and the job's threads allow more than one (`processes.train_in_processes`)."""
+    if process_shares(processes, threads, len(runs))[0] > 1:
+        train_in_processes(plan, processes, dataset, root, threads, chosen)
+    else:
+        train_planned(runs, dataset, root, threads)
 
 
 def checked_runs(plan: list[dict], dataset: str, root: Path | None, chosen_path: Path | None) -> list["PlannedRun"]:
@@ -194,7 +214,12 @@ def register(commands: Commands) -> None:
         required=True,
         help='JSON file: a list of {"partition": FILE.npz, "out": run folder, "settings": {algorithm, seed, …}}',
     )
-    many.add_argument("--threads", type=THREADS, help="CPU threads for torch (default: torch's choice)")
+    many.add_argument(
+        "--threads", type=THREADS, help="CPU threads for torch, shared by the processes (default: torch's choice)"
+    )
+    many.add_argument(
+        "--processes", type=PROCESSES, default=1, help="train the runs in this many processes (default 1: this one)"
+    )
     many.add_argument(
         "--chosen", type=Path, help="the settings asyncfl select chose per run name, added to those runs' settings"
     )

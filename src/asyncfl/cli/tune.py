@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from asyncfl.cli.analysis import sweep_arguments, tuning_grid
-from asyncfl.cli.arguments import THREADS, Commands, add_dataset_arguments, json_mapping
-from asyncfl.cli.train import checked_runs, planned_runs, train_planned
+from asyncfl.cli.arguments import PROCESSES, THREADS, Commands, add_dataset_arguments, json_mapping
+from asyncfl.cli.train import checked_runs, planned_runs, train_plan
 from asyncfl.files import written_together
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.layout import RUN_DIR
@@ -34,9 +34,10 @@ def search_axes_argument(text: str) -> dict[str, dict[str, list[Any]]]:
 
 
 def cpu_seconds() -> float:
-    """This process's CPU time so far (user and system, every thread)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """The CPU time so far of this process and of its children that ended (user and system, every
+    thread): with --processes, the runs train in children."""
+    usages = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(usage.ru_utime + usage.ru_stime for usage in usages)
 
 
 def run_templates(plan: list[dict], grid: dict[str, list[dict]]) -> dict[tuple[str, str], list[dict]]:
@@ -101,7 +102,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
         if rounds:  # a point the search added: its folder may hold an earlier config's run of that point
             for folder in set_aside_other_runs(runs, args.dataset):
                 print(f"{folder} held a run of other settings (an earlier search's): moved into its {REPLACED}/")
-        train_planned(runs, args.dataset, args.root, args.threads)
+        train_plan(batch, runs, args.dataset, args.root, args.threads, args.processes)
         seconds.append(cpu_seconds() - started)
         folders += [Path(run["out"]) for run in batch]
         rounds.append({"points": added, "runs": len(batch)})
@@ -140,7 +141,12 @@ def register(commands: Commands) -> None:
     )
     add_dataset_arguments(tune)
     tune.add_argument("--plan", type=planned_runs, required=True, help="JSON file: the grid's runs, as train-many's")
-    tune.add_argument("--threads", type=THREADS, help="CPU threads for torch (default: torch's choice)")
+    tune.add_argument(
+        "--threads", type=THREADS, help="CPU threads for torch, shared by the processes (default: torch's choice)"
+    )
+    tune.add_argument(
+        "--processes", type=PROCESSES, default=1, help="train each round's runs in this many processes (default 1)"
+    )
     tune.add_argument("--grid", type=tuning_grid, required=True, help="JSON object: each tuned run name's points")
     tune.add_argument(
         "--axes",
