@@ -69,6 +69,14 @@ TRAIN_THREADS = config["resources"]["train"]["threads"]
 # TRAIN_THREADS threads each (`asyncfl train-many --processes`); their outputs are one process's.
 TRAIN_PROCESSES = config["resources"]["train"]["processes"]
 SWEEP_THREADS = TRAIN_THREADS * TRAIN_PROCESSES
+
+
+def spread(command):
+    """A sweep job's `command` with its runs spread over TRAIN_PROCESSES processes (as is for one)."""
+    processes = f" --processes {TRAIN_PROCESSES}" if TRAIN_PROCESSES > 1 else ""
+    return command.replace(" --threads", f"{processes} --threads", 1)
+
+
 TRAIN_RESOURCES = {key: config["resources"]["train"][key] for key in ("gpu", "mem_mb")}
 # The figures each rule draws (asyncfl.spec.catalogue)
 FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)

@@ -11,12 +11,6 @@ TRAIN_MANY_CHOSEN = TRAIN_MANY.replace(
 )
 
 
-def spread(command):
-    """A sweep job's `command` with its runs spread over TRAIN_PROCESSES processes (as is for one)."""
-    processes = f" --processes {TRAIN_PROCESSES}" if TRAIN_PROCESSES > 1 else ""
-    return command.replace(" --threads", processes + " --threads", 1)
-
-
 # One SLURM GPU job per experiment × algorithm × J × seed. A job that is killed leaves a
 # checkpoint in its run folder; running the workflow again resumes it.
 rule train:
