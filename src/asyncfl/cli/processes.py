@@ -25,17 +25,17 @@ def process_shares(processes: int, threads: int | None, runs: int) -> tuple[int,
 
 def train_in_processes(
     plan: list[dict],
-    processes: int,
+    count: int,
+    each: int | None,
     dataset: str,
     root: Path | None,
-    threads: int | None,
     chosen: Path | None = None,
 ) -> None:
-    """Train `plan`'s runs in `processes` child `asyncfl train-many` processes, the runs dealt out in
-    turn (a plan lists each run name's seeds together, so every process gets a mix of costs). Every
-    child finishes what it can; a child that fails (its error is on stderr, above) fails the whole.
-    An interrupted parent interrupts its children, which checkpoint and stop; none outlives it."""
-    count, each = process_shares(processes, threads, len(plan))
+    """Train `plan`'s runs in `count` child `asyncfl train-many` processes of `each` threads
+    (`process_shares`), the runs dealt out in turn (a plan lists each run name's seeds together, so
+    every process gets a mix of costs). Every child finishes what it can; a child that fails (its error
+    is on stderr, above) fails the whole. An interrupted parent interrupts its children, which stop at
+    their last checkpoint; none outlives it."""
     with tempfile.TemporaryDirectory(prefix="asyncfl-plan-") as folder:
         commands = []
         for index in range(count):

@@ -108,8 +108,9 @@ def train_plan(
 ) -> None:
     """Train `runs` (`plan`'s, checked) stepped together in this process, or in several child processes
     where `processes` and the job's threads allow more than one (`processes.train_in_processes`)."""
-    if process_shares(processes, threads, len(runs))[0] > 1:
-        train_in_processes(plan, processes, dataset, root, threads, chosen)
+    count, each = process_shares(processes, threads, len(runs))
+    if count > 1:
+        train_in_processes(plan, count, each, dataset, root, chosen)
     else:
         train_planned(runs, dataset, root, threads)
 
