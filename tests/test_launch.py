@@ -395,6 +395,28 @@ def test_a_tuned_runs_choice_is_recorded_as_such_and_makes_it_another_run(partit
     assert "holds a finished run with other settings or data" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
+def test_tuned_runs_in_two_processes_each_with_its_own_names_choice_make_the_bytes_of_one(partition, tmp_path):
+    """A child's share of the plan may hold only some of its run names (here one each), and --chosen
+    refuses a choice for a name its plan lacks: each child gets its own names' choices, and every run
+    the bytes of one process."""
+    settings = {"clients_per_round": 3, "rounds": 2, "seed": 0}
+    chosen = {"sync": {"gamma0": 0.02}, "afl": {"gamma0": 0.03}}
+    (tmp_path / "chosen.json").write_text(json.dumps({"chosen": chosen}))
+    folders = {}
+    for processes in ("1", "2"):
+        plan = [
+            {"partition": str(partition), "out": str(tmp_path / processes / name / "J3/seed0"),
+             "settings": {**settings, "algorithm": name}, "choices": [point, {"gamma0": 0.01}]}
+            for name, point in chosen.items()
+        ]  # fmt: skip
+        argv = ["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, plan), "--processes", processes]
+        assert main([*argv, "--threads", processes, "--chosen", str(tmp_path / "chosen.json")]) == 0
+        folders[processes] = [outputs(Path(run["out"])) for run in plan]
+    assert folders["2"] == folders["1"]
+    assert json.loads((tmp_path / "2/afl/J3/seed0/run.json").read_text())["tuned"] == {"gamma0": 0.03}
+
+
 @pytest.mark.parametrize(
     "plan,message",
     [

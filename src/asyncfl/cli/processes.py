@@ -9,8 +9,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import RUN_DIR
+
+if TYPE_CHECKING:
+    from asyncfl.launch import PlannedRun
 
 GRACE_SECONDS = 2  # for a child to stop on a Ctrl-C of its own before it is sent one
 STOP_SECONDS = 120  # for an interrupted child to stop before it is killed
@@ -25,17 +30,17 @@ def process_shares(processes: int, threads: int | None, runs: int) -> tuple[int,
 
 def train_in_processes(
     plan: list[dict],
+    runs: list["PlannedRun"],
     count: int,
     each: int | None,
     dataset: str,
     root: Path | None,
-    chosen: Path | None = None,
 ) -> None:
-    """Train `plan`'s runs in `count` child `asyncfl train-many` processes of `each` threads
-    (`process_shares`), the runs dealt out in turn (a plan lists each run name's seeds together, so
-    every process gets a mix of costs). Every child finishes what it can; a child that fails (its error
-    is on stderr, above) fails the whole. An interrupted parent interrupts its children, which stop at
-    their last checkpoint; none outlives it."""
+    """Train `plan`'s runs (`runs`: the same, checked, a tuning's choice applied) in `count` child
+    `asyncfl train-many` processes of `each` threads (`process_shares`), the runs dealt out in turn (a
+    plan lists each run name's seeds together, so every process gets a mix of costs). Every child
+    finishes what it can; a child that fails (its error is on stderr, above) fails the whole. An
+    interrupted parent interrupts its children, which stop at their last checkpoint; none outlives it."""
     with tempfile.TemporaryDirectory(prefix="asyncfl-plan-") as folder:
         commands = []
         for index in range(count):
@@ -44,7 +49,10 @@ def train_in_processes(
             command = [sys.executable, "-m", "asyncfl", "train-many", "--dataset", dataset, "--plan", str(part)]
             command += ["--root", str(root)] if root else []
             command += ["--threads", str(each)] if each else []
-            command += ["--chosen", str(chosen)] if chosen else []
+            chosen = choices_of(plan[index::count], runs[index::count])
+            if chosen:
+                (Path(folder) / f"chosen{index}.json").write_text(json.dumps({"chosen": chosen}))
+                command += ["--chosen", str(Path(folder) / f"chosen{index}.json")]
             commands.append(command)
         codes = run_all(commands)
     failed = [code for code in codes if code != 0]
@@ -53,6 +61,16 @@ def train_in_processes(
             f"{len(failed)} of {count} training processes failed (exit status {', '.join(map(str, failed))}); "
             "each one's error is above; the runs of the others finished"
         )
+
+
+def choices_of(plan: list[dict], runs: list["PlannedRun"]) -> dict[str, dict]:
+    """The tuning's choice of each run name among `plan`'s runs: a child's own, as `--chosen` refuses
+    a choice for a name its plan does not train (its share may hold only some of the job's names)."""
+    return {
+        match["algorithm"]: run.tuned
+        for entry, run in zip(plan, runs, strict=True)
+        if run.tuned is not None and (match := RUN_DIR.search(Path(entry["out"]).as_posix()))
+    }
 
 
 def run_all(commands: list[list[str]]) -> list[int]:

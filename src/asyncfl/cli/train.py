@@ -94,7 +94,7 @@ def cmd_train_many(args: argparse.Namespace) -> None:
     the same folder, resumed the same way, the same bytes. A run that fails leaves the others to finish.
     With --processes, the checked runs are dealt out to that many such processes."""
     runs = checked_runs(args.plan, args.dataset, args.root, args.chosen)
-    train_plan(args.plan, runs, args.dataset, args.root, args.threads, args.processes, args.chosen)
+    train_plan(args.plan, runs, args.dataset, args.root, args.threads, args.processes)
 
 
 def train_plan(
@@ -104,13 +104,12 @@ def train_plan(
     root: Path | None,
     threads: int | None,
     processes: int,
-    chosen: Path | None = None,
 ) -> None:
     """Train `runs` (`plan`'s, checked) stepped together in this process, or in several child processes
     where `processes` and the job's threads allow more than one (`processes.train_in_processes`)."""
     count, each = process_shares(processes, threads, len(runs))
     if count > 1:
-        train_in_processes(plan, count, each, dataset, root, chosen)
+        train_in_processes(plan, runs, count, each, dataset, root)
     else:
         train_planned(runs, dataset, root, threads)
 
