@@ -159,6 +159,10 @@ def test_snakefmt_is_clean():
         (lambda c: c["experiments"]["digits_stragglers"].update(replication_seeds=[3, 3]), "non-unique elements"),
         (lambda c: c["resources"]["train"].update(processes=0), "0 is less than the minimum of 1"),
         (
+            lambda c: c["experiments"]["digits_stragglers"]["tune"].update(virtual_time=31),
+            "tune.virtual_time 31 is not a virtual time in (0, 30]",
+        ),
+        (
             lambda c: c["experiments"]["digits_stragglers"].update(replication_seeds=[9]),
             "replication_seeds [9] are not",
         ),
@@ -185,6 +189,19 @@ def test_replication_seeds_reach_the_verdicts_and_train_with_the_others(tmp_path
     (claim,) = [job for job in result.stdout.split("\n\n") if "rule straggler_claim:" in job]
     assert "--replication-seeds 3 4 --virtual-time" in claim
     assert all(f"/seed{seed}/" in claim for seed in sweep["seeds"])  # every seed's runs are read, 3 and 4 too
+
+
+def test_a_choice_made_at_the_tunings_own_budget_is_scored_there(tmp_path):
+    config = yaml.safe_load((QUICK_CONFIG).read_text())
+    config["experiments"]["digits_stragglers"]["tune"]["virtual_time"] = 15  # the budget is 30
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake("-n", "-p", "--configfile", str(path), workdir=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (select,) = [job for job in result.stdout.split("\n\n") if "rule select_tuning_digits_stragglers:" in job]
+    assert "--virtual-time 15 --title" in select
+    (claim,) = [job for job in result.stdout.split("\n\n") if "rule straggler_claim:" in job]
+    assert "--virtual-time 30 " in claim  # the verdicts at the final runs' budget
 
 
 def test_a_failed_rule_shows_its_log(tmp_path):
@@ -355,7 +372,7 @@ def test_a_tuning_search_runs_under_snakemake_and_its_choice_reaches_the_final_r
     config = yaml.safe_load((QUICK_CONFIG).read_text())
     sweep = config["experiments"]["digits_stragglers"]
     sweep.update(algorithms=["afl", "sync"], variants={}, seeds=[0, 1], budget={"virtual_time": 8})
-    sweep["tune"]["extend"] = 1
+    sweep["tune"].update(extend=1, virtual_time=6)  # the tuning trains to, and is scored at, 6 of the 8 s
     config["experiments"] = {"digits_stragglers": sweep}
     config["resources"]["train"]["processes"] = 2  # each job's runs in two processes of one thread each
     path = tmp_path / "config.yaml"
@@ -373,6 +390,8 @@ def test_a_tuning_search_runs_under_snakemake_and_its_choice_reaches_the_final_r
     assert "tuning runs in" in (tmp_path / "logs/train/digits_stragglers/tuning.log").read_text()
     plan = json.loads((tmp_path / "results/digits_stragglers/plans/tuning.json").read_text())
     assert len(plan) == 4  # the grid's runs: the search adds its own
+    assert {run["settings"]["max_virtual_time"] for run in plan} == {6} and choice["budget"] == 6
+    assert "--virtual-time 6 --title" in result.stdout + result.stderr
     dry = snakemake("-n", "-p", "--cores", "2", "--configfile", str(path), workdir=tmp_path)
     assert dry.returncode == 0, dry.stderr[-2000:]
     jobs = dry.stdout.split("\n\n")

@@ -79,10 +79,20 @@ def test_the_planner_makes_one_tuning_job_at_the_first_severity_on_the_tuning_se
          "by_algorithm.afl.latency_median is the clients' world, not a setting of an algorithm"),
         ({"seeds": [10], "grid": {"availability_trace": ["a.csv", "b.csv"]}}, None,
          "grid.availability_trace is the clients' world"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "virtual_time": 1e12}, None,
+         r"tune.virtual_time 1000000000000.0 is not a virtual time in \(0, 30\], the final runs' budget"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "virtual_time": float("nan")}, None,
+         r"tune.virtual_time nan is not a virtual time in \(0, 30\]"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "virtual_time": 0}, None,
+         r"tune.virtual_time 0 is not a virtual time"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "virtual_time": "15"}, None,
+         r"tune.virtual_time '15' is not a virtual time"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "virtual_time": True}, None,
+         r"tune.virtual_time True is not a virtual time"),
     ],
     ids=["shared-seeds", "one-value", "no-validation", "bad-value", "unknown-severity", "unknown-name", "owned",
          "repeated", "variant-key", "variant-m", "severity-key", "own-variant-key", "both-grids", "world",
-         "world-trace"],
+         "world-trace", "budget-huge", "budget-nan", "budget-zero", "budget-text", "budget-bool"],
 )  # fmt: skip
 def test_a_bad_tune_block_is_refused_in_one_line(tune, drop, message):
     config = with_tune(**tune)
@@ -91,6 +101,19 @@ def test_a_bad_tune_block_is_refused_in_one_line(tune, drop, message):
     with pytest.raises(InputError, match=message) as error:
         check_workflow_config(config)
     assert "\n" not in str(error.value)
+
+
+def test_the_tuning_trains_to_its_own_budget_and_the_final_runs_to_the_experiments():
+    """tune.virtual_time: the tuning runs stop there (and are scored there: the workflow's
+    --virtual-time); the final runs keep budget.virtual_time; without it every run is as before."""
+    before = plan_workflow(with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]}))["digits_stragglers"]
+    shorter = plan_workflow(with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]}, virtual_time=15))
+    assert before.tuning is not None and shorter["digits_stragglers"].tuning is not None
+    assert {run.settings["max_virtual_time"] for run in before.tuning.runs} == {30}
+    assert {run.settings["max_virtual_time"] for run in shorter["digits_stragglers"].tuning.runs} == {15}
+    assert shorter["digits_stragglers"].runs == before.runs
+    same = [run.settings for run in before.tuning.runs]
+    assert same == [run.settings for run in plan_workflow(QUICK)["digits_stragglers"].tuning.runs]
 
 
 def test_a_grid_over_a_key_a_severity_sets_is_refused():

@@ -163,7 +163,7 @@ for tuned in TUNED:
             runs=TUNING_FOLDERS[tuned],
             grid=json.dumps(PLAN[tuned].tuning_grid),
             target=config["experiments"][tuned]["target_accuracy"],
-            budget=config["experiments"][tuned]["budget"]["virtual_time"],
+            budget=tuning_budget(config["experiments"][tuned]),
         shell:
             ASYNCFL
             + " select --runs {params.runs:q} --grid {params.grid:q} --partition-stats {input.stats:q}"

@@ -161,8 +161,16 @@ def tuning_severity(experiment: dict[str, Any]) -> str:
 
 
 def tuned_settings(experiment: dict[str, Any], name: str, reference_j: int, point: dict[str, Any]) -> dict[str, Any]:
-    """A tuning run's settings: the run name's at the tuning severity, with the grid point's."""
-    return {**run_settings(experiment, name, reference_j, reference_j, tuning_severity(experiment)), **point}
+    """A tuning run's settings: the run name's at the tuning severity, with the grid point's, trained to
+    the tuning's budget."""
+    settings = run_settings(experiment, name, reference_j, reference_j, tuning_severity(experiment))
+    return {**settings, **point, "max_virtual_time": tuning_budget(experiment)}
+
+
+def tuning_budget(experiment: dict[str, Any]) -> float:
+    """The virtual time the tuning runs train to and are scored at: `tune.virtual_time`, else the
+    experiment's budget (a choice made at T may serve final runs trained to 2T, read at T and 2T)."""
+    return experiment["tune"].get("virtual_time", experiment["budget"]["virtual_time"])
 
 
 def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
@@ -181,6 +189,13 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
         raise InputError(f"{block}.seeds {shared} are also {key}.seeds: tune on seeds the evaluation does not use")
     if tune.get("severity") not in (None, *experiment["severities"]):
         raise InputError(f"{block}.severity {tune['severity']!r} is not one of {key}.severities")
+    budget = experiment["budget"]["virtual_time"]
+    tuning = tune.get("virtual_time", budget)
+    if isinstance(tuning, bool) or not (isinstance(tuning, int | float) and 0 < tuning <= budget):
+        raise InputError(
+            f"{block}.virtual_time {tuning!r} is not a virtual time in (0, {budget:g}], the final runs' budget: "
+            f"give one within it, or leave it out to tune at {key}.budget.virtual_time"
+        )
     grids = {f"{block}.grid": tune.get("grid", {})}
     for name, grid in tune.get("by_algorithm", {}).items():
         if name not in experiment["algorithms"]:
