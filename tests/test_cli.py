@@ -418,6 +418,11 @@ def test_hostile_input_is_one_line_naming_it(capsys, tmp_path, partition, finish
     assert expected in line, line
 
 
+def test_a_run_records_the_cpu_kernels_it_trained_with(finished):
+    """Another kernel set (AVX2, AVX-512) sums in another order: run.json says which one made the bytes."""
+    assert json.loads((finished / "run.json").read_text())["cpu_kernels"] == torch.backends.cpu.get_cpu_capability()
+
+
 def test_theory_trains_its_probe_with_the_runs_own_thread_count(capsys, tmp_path, partition, finished):
     """A sum split over other threads rounds differently: the probe takes the count run.json records."""
     recorded = json.loads((finished / "run.json").read_text())["torch_threads"]

@@ -92,6 +92,7 @@ def write_outputs(
         "started_at": state.started_at,
         "finished_at": utc_now(),
         "torch_threads": torch.get_num_threads(),
+        "cpu_kernels": torch.backends.cpu.get_cpu_capability(),  # AVX2, AVX512: each rounds its own way
         "lr_clock": context.strategy.lr_clock,
     }
     outputs = (*RUN_OUTPUTS, EVALUATIONS)
