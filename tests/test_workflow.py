@@ -178,15 +178,21 @@ def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
     assert message in result.stdout + result.stderr, result.stdout + result.stderr
 
 
-def test_replication_seeds_reach_the_verdicts_and_train_with_the_others(tmp_path):
-    config = yaml.safe_load((QUICK_CONFIG).read_text())
-    sweep = config["experiments"]["digits_stragglers"]
-    sweep["replication_seeds"] = [3, 4]
+def dry_run_job(tmp_path, config: dict, rule: str) -> str:
+    """The one job of `rule` that `snakemake -n -p` plans for `config`, with its shell command."""
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     result = snakemake("-n", "-p", "--configfile", str(path), workdir=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
-    (claim,) = [job for job in result.stdout.split("\n\n") if "rule straggler_claim:" in job]
+    (job,) = [job for job in result.stdout.split("\n\n") if f"rule {rule}:" in job]
+    return job
+
+
+def test_replication_seeds_reach_the_verdicts_and_train_with_the_others(tmp_path):
+    config = yaml.safe_load((QUICK_CONFIG).read_text())
+    sweep = config["experiments"]["digits_stragglers"]
+    sweep["replication_seeds"] = [3, 4]
+    claim = dry_run_job(tmp_path, config, "straggler_claim")
     assert "--replication-seeds 3 4 --virtual-time" in claim
     assert all(f"/seed{seed}/" in claim for seed in sweep["seeds"])  # every seed's runs are read, 3 and 4 too
 
@@ -194,13 +200,8 @@ def test_replication_seeds_reach_the_verdicts_and_train_with_the_others(tmp_path
 def test_a_choice_made_at_the_tunings_own_budget_is_scored_there(tmp_path):
     config = yaml.safe_load((QUICK_CONFIG).read_text())
     config["experiments"]["digits_stragglers"]["tune"]["virtual_time"] = 15  # the budget is 30
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    result = snakemake("-n", "-p", "--configfile", str(path), workdir=tmp_path)
-    assert result.returncode == 0, result.stderr[-2000:]
-    (select,) = [job for job in result.stdout.split("\n\n") if "rule select_tuning_digits_stragglers:" in job]
-    assert "--virtual-time 15 --title" in select
-    (claim,) = [job for job in result.stdout.split("\n\n") if "rule straggler_claim:" in job]
+    assert "--virtual-time 15 --title" in dry_run_job(tmp_path, config, "select_tuning_digits_stragglers")
+    claim = dry_run_job(tmp_path, config, "straggler_claim")
     assert "--virtual-time 30 " in claim  # the verdicts at the final runs' budget
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import RUN_DIR
+from asyncfl.spec.layout import run_name
 
 if TYPE_CHECKING:
     from asyncfl.launch import PlannedRun
@@ -49,7 +49,7 @@ def train_in_processes(
             command = [sys.executable, "-m", "asyncfl", "train-many", "--dataset", dataset, "--plan", str(part)]
             command += ["--root", str(root)] if root else []
             command += ["--threads", str(each)] if each else []
-            chosen = choices_of(plan[index::count], runs[index::count])
+            chosen = choices_of(runs[index::count])
             if chosen:
                 (Path(folder) / f"chosen{index}.json").write_text(json.dumps({"chosen": chosen}))
                 command += ["--chosen", str(Path(folder) / f"chosen{index}.json")]
@@ -63,14 +63,10 @@ def train_in_processes(
         )
 
 
-def choices_of(plan: list[dict], runs: list["PlannedRun"]) -> dict[str, dict]:
-    """The tuning's choice of each run name among `plan`'s runs: a child's own, as `--chosen` refuses
-    a choice for a name its plan does not train (its share may hold only some of the job's names)."""
-    return {
-        match["algorithm"]: run.tuned
-        for entry, run in zip(plan, runs, strict=True)
-        if run.tuned is not None and (match := RUN_DIR.search(Path(entry["out"]).as_posix()))
-    }
+def choices_of(runs: list["PlannedRun"]) -> dict[str, dict]:
+    """The tuning's choice of each run name among `runs`: a child's own, as `--chosen` refuses a
+    choice for a name its plan does not train (its share may hold only some of the job's names)."""
+    return {run_name(run.out): run.tuned for run in runs if run.tuned is not None}
 
 
 def run_all(commands: list[list[str]]) -> list[int]:

@@ -11,7 +11,7 @@ from asyncfl.cli.processes import process_shares, train_in_processes
 from asyncfl.spec.config import load_config, make_config, system_model_help, with_paths_from
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input
-from asyncfl.spec.layout import RUN_DIR
+from asyncfl.spec.layout import run_name
 from asyncfl.spec.names import ALGORITHMS, MODELS
 from asyncfl.spec.tuning import check_choice, read_chosen
 
@@ -126,7 +126,7 @@ def checked_runs(plan: list[dict], dataset: str, root: Path | None, chosen_path:
             raise InputError(
                 f"--plan runs {outs.index(out)} and {index} both write to {out}; give every run its own folder"
             )
-    names = [match["algorithm"] if (match := RUN_DIR.search(Path(run["out"]).as_posix())) else "" for run in plan]
+    names = [run_name(run["out"]) for run in plan]
     chosen = {}
     if chosen_path:
         chosen = read_chosen(chosen_path, set(names))

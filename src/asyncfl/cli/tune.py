@@ -13,7 +13,7 @@ from asyncfl.cli.arguments import PROCESSES, THREADS, Commands, add_dataset_argu
 from asyncfl.cli.train import checked_runs, planned_runs, train_plan
 from asyncfl.files import written_together
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import RUN_DIR
+from asyncfl.spec.layout import run_name
 from asyncfl.spec.tuning import is_number, next_points, point_label
 
 
@@ -46,8 +46,7 @@ def run_templates(plan: list[dict], grid: dict[str, list[dict]]) -> dict[tuple[s
     labels = {(name, point_label(point)) for name, points in grid.items() for point in points}
     templates: dict[tuple[str, str], list[dict]] = {}
     for index, run in enumerate(plan):
-        match = RUN_DIR.search(Path(run["out"]).as_posix())
-        key = (match["algorithm"] if match else "", Path(run["out"]).parents[2].name)
+        key = (run_name(run["out"]), Path(run["out"]).parents[2].name)
         if key not in labels:
             raise InputError(
                 f"--plan run {index} ({run['out']}) is not a run of a point of --grid; give the tuning job's plan"

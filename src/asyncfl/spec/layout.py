@@ -5,6 +5,7 @@ Kept free of heavy imports: the workflow imports it while it plans the DAG.
 """
 
 import re
+from pathlib import Path
 
 from asyncfl.spec.names import VARIANT_SUFFIX
 
@@ -34,6 +35,14 @@ ARCHIVE_DIR = "results/archive"
 # A run folder's tail, as RUN_FOLDER ends, for commands given run folders by hand: {algorithm}/J{J}/seed{seed}
 # (an algorithm, or a variant of one: ALGORITHM-SUFFIX, `names.base_algorithm`)
 RUN_DIR = re.compile(rf"(?P<algorithm>[a-z][a-z_]*(?:-{VARIANT_SUFFIX})?)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
+
+
+def run_name(folder: str | Path) -> str:
+    """The run name (an algorithm, or a variant of one) a run folder's tail gives; "" where it gives none."""
+    match = RUN_DIR.search(Path(folder).as_posix())
+    return match["algorithm"] if match else ""
+
+
 # The files of a run folder (docs/outputs.md "Run folders"), named here only
 METRICS, EVENTS, TIMINGS = "metrics.csv", "events.csv", "timings.csv"
 EVALUATIONS = "evaluations.csv"  # only where the run evaluates on a time grid (eval_every_seconds)

@@ -189,8 +189,7 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
         raise InputError(f"{block}.seeds {shared} are also {key}.seeds: tune on seeds the evaluation does not use")
     if tune.get("severity") not in (None, *experiment["severities"]):
         raise InputError(f"{block}.severity {tune['severity']!r} is not one of {key}.severities")
-    budget = experiment["budget"]["virtual_time"]
-    tuning = tune.get("virtual_time", budget)
+    budget, tuning = experiment["budget"]["virtual_time"], tuning_budget(experiment)
     if isinstance(tuning, bool) or not (isinstance(tuning, int | float) and 0 < tuning <= budget):
         raise InputError(
             f"{block}.virtual_time {tuning!r} is not a virtual time in (0, {budget:g}], the final runs' budget: "
