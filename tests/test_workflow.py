@@ -166,6 +166,10 @@ def test_snakefmt_is_clean():
             lambda c: c["experiments"]["digits_stragglers"].update(replication_seeds=[9]),
             "replication_seeds [9] are not",
         ),
+        (
+            lambda c: c["experiments"]["digits_stragglers"]["tune"].update(metric="time_to_reach"),
+            "'time_to_reach' is not one of ['time_to_target', 'time_to_stay']",
+        ),
     ],
 )
 def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
@@ -200,7 +204,8 @@ def test_replication_seeds_reach_the_verdicts_and_train_with_the_others(tmp_path
 def test_a_choice_made_at_the_tunings_own_budget_is_scored_there(tmp_path):
     config = yaml.safe_load((QUICK_CONFIG).read_text())
     config["experiments"]["digits_stragglers"]["tune"]["virtual_time"] = 15  # the budget is 30
-    assert "--virtual-time 15 --title" in dry_run_job(tmp_path, config, "select_tuning_digits_stragglers")
+    select = dry_run_job(tmp_path, config, "select_tuning_digits_stragglers")
+    assert "--virtual-time 15 --metric time_to_target --title" in select  # the first reach: the default
     claim = dry_run_job(tmp_path, config, "straggler_claim")
     assert "--virtual-time 30 " in claim  # the verdicts at the final runs' budget
 
@@ -373,7 +378,7 @@ def test_a_tuning_search_runs_under_snakemake_and_its_choice_reaches_the_final_r
     config = yaml.safe_load((QUICK_CONFIG).read_text())
     sweep = config["experiments"]["digits_stragglers"]
     sweep.update(algorithms=["afl", "sync"], variants={}, seeds=[0, 1], budget={"virtual_time": 8})
-    sweep["tune"].update(extend=1, virtual_time=6)  # the tuning trains to, and is scored at, 6 of the 8 s
+    sweep["tune"].update(extend=1, virtual_time=6, metric="time_to_stay")  # trained to, and scored at, 6 of 8 s
     config["experiments"] = {"digits_stragglers": sweep}
     config["resources"]["train"]["processes"] = 2  # each job's runs in two processes of one thread each
     path = tmp_path / "config.yaml"
@@ -392,7 +397,8 @@ def test_a_tuning_search_runs_under_snakemake_and_its_choice_reaches_the_final_r
     plan = json.loads((tmp_path / "results/digits_stragglers/plans/tuning.json").read_text())
     assert len(plan) == 4  # the grid's runs: the search adds its own
     assert {run["settings"]["max_virtual_time"] for run in plan} == {6} and choice["budget"] == 6
-    assert "--virtual-time 6 --title" in result.stdout + result.stderr
+    assert "--virtual-time 6 --metric time_to_stay --title" in result.stdout + result.stderr
+    assert choice["metric"] == "time_to_stay"
     dry = snakemake("-n", "-p", "--cores", "2", "--configfile", str(path), workdir=tmp_path)
     assert dry.returncode == 0, dry.stderr[-2000:]
     jobs = dry.stdout.split("\n\n")

@@ -92,6 +92,41 @@ def test_the_fastest_point_wins_then_the_most_accurate_then_the_first_and_an_edg
     assert on_edge == ["b", "c"]
 
 
+def test_the_time_to_stay_prefers_a_point_that_stays_to_one_that_reaches_first_and_swings():
+    """`tune.metric: time_to_stay`: the table names its time column after the metric, and the choice
+    follows it: the swinging point (reaches at 3 s, stays from 9 s) wins by the first reach only."""
+    points = [{"gamma0": g} for g in (0.001, 0.01)]
+    reach = pd.DataFrame([("a", "gamma0_0.001", 3.0, 0.8), ("a", "gamma0_0.01", 5.0, 0.8)],
+                         columns=["name", "point", "time_to_target", "accuracy_at_budget"]).assign(seed=0)  # fmt: skip
+    stay = reach.assign(time_to_target=[9.0, 5.0]).rename(columns={"time_to_target": "time_to_stay"})
+    assert choose(reach, {"a": points})[0] == {"a": {"gamma0": 0.001}}
+    assert choose(stay, {"a": points})[0] == {"a": {"gamma0": 0.01}}
+
+
+def test_the_time_to_stay_is_read_from_each_runs_validation_grid(tuned, tmp_path):
+    """Recomputed here from each run's evaluations.csv: the first time from which every later
+    validation accuracy up to T is at or above the target (T where the last one is below); never
+    before the first reach. The choice names its metric; a default choice writes no metric key (its
+    bytes are those of before the setting)."""
+    runs, stats, _ = tuned
+    stay = tuning_table(runs["true"], [stats], GRID, TARGET, BUDGET, "time_to_stay")
+    reach = tuning_table(runs["true"], [stats], GRID, TARGET, BUDGET)
+    assert "time_to_target" not in stay and "time_to_stay" not in reach
+    for folder, row in zip(runs["true"], stay.itertuples(), strict=True):
+        grid = pd.read_csv(folder / "evaluations.csv").query("virtual_time <= @BUDGET")
+        below = [i for i, accuracy in enumerate(grid.validation_accuracy) if accuracy < TARGET]
+        expected = (
+            BUDGET if below and below[-1] == len(grid) - 1 else grid.virtual_time.iloc[below[-1] + 1 if below else 0]
+        )
+        assert row.time_to_stay == expected
+    assert (stay.time_to_stay.to_numpy() >= reach.time_to_target.to_numpy()).all()
+    select(runs["true"], [stats], GRID, TARGET, BUDGET, tmp_path / "s", tmp_path / "s.json", "x", "time_to_stay")
+    select(runs["true"], [stats], GRID, TARGET, BUDGET, tmp_path / "r", tmp_path / "r.json", "x")
+    assert json.loads((tmp_path / "s.json").read_text())["metric"] == "time_to_stay"
+    assert "metric" not in json.loads((tmp_path / "r.json").read_text())
+    assert list(pd.read_csv(tmp_path / "s" / "tuning.csv").columns)[3] == "time_to_stay"
+
+
 def test_a_budget_other_than_the_runs_is_refused_before_anything_is_written(tuned, tmp_path):
     runs, stats, _ = tuned
     for budget in (BUDGET / 2, BUDGET * 2):

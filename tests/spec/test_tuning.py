@@ -89,10 +89,20 @@ def test_the_planner_makes_one_tuning_job_at_the_first_severity_on_the_tuning_se
          r"tune.virtual_time '15' is not a virtual time"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "virtual_time": True}, None,
          r"tune.virtual_time True is not a virtual time"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "metric": "time_to_reach"}, None,
+         r"tune.metric 'time_to_reach' is not a tuning metric: give one of time_to_target, time_to_stay"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "metric": ""}, None, r"tune.metric '' is not a tuning"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "metric": float("nan")}, None,
+         r"tune.metric nan is not a tuning metric"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "metric": ["time_to_stay"]}, None,
+         r"tune.metric \['time_to_stay'\] is not a tuning metric"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "metric": True}, None,
+         r"tune.metric True is not a tuning metric"),
     ],
     ids=["shared-seeds", "one-value", "no-validation", "bad-value", "unknown-severity", "unknown-name", "owned",
          "repeated", "variant-key", "variant-m", "severity-key", "own-variant-key", "both-grids", "world",
-         "world-trace", "budget-huge", "budget-nan", "budget-zero", "budget-text", "budget-bool"],
+         "world-trace", "budget-huge", "budget-nan", "budget-zero", "budget-text", "budget-bool", "metric-typo",
+         "metric-empty", "metric-nan", "metric-list", "metric-bool"],
 )  # fmt: skip
 def test_a_bad_tune_block_is_refused_in_one_line(tune, drop, message):
     config = with_tune(**tune)

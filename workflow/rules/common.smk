@@ -24,7 +24,7 @@ from asyncfl.spec.layout import VALIDATED_PARTITION
 from asyncfl.spec.names import ALGORITHMS
 from asyncfl.spec.plan import ONE_RUN, PACKED, SEVERITY, partition_file, plan_workflow
 from asyncfl.spec.plan import prepared_marker
-from asyncfl.spec.tuning import tuning_budget
+from asyncfl.spec.tuning import tuning_budget, tuning_metric
 from asyncfl.spec.workflow_config import check_config_files, check_workflow_config
 from asyncfl.spec.workflow_config import record_command
 from asyncfl.spec.yaml_files import with_numbers
@@ -239,6 +239,7 @@ def search_params(name):
         "axes": json.dumps(PLAN[name].search_axes),
         "target": config["experiments"][name]["target_accuracy"],
         "budget": tuning_budget(config["experiments"][name]),
+        "metric": tuning_metric(config["experiments"][name]),
         "title": name,
         "out": subpath(FIGURE.format(experiment=name, name="x"), parent=True),
     }

@@ -94,8 +94,9 @@ SEARCH = (
     ASYNCFL
     + " tune --dataset {params.dataset:q} --root {params.root:q} --plan {input.plan:q} --threads {threads:q}"
     " --grid {params.grid:q} --axes {params.axes:q} --partition-stats {input.stats:q}"
-    " --target-accuracy {params.target:q} --virtual-time {params.budget:q} --title={params.title:q}"
-    " --out {params.out:q} --chosen {output.chosen:q} --timings {output.timings:q} > {log:q} 2>&1"
+    " --target-accuracy {params.target:q} --virtual-time {params.budget:q} --metric {params.metric:q}"
+    " --title={params.title:q} --out {params.out:q} --chosen {output.chosen:q} --timings {output.timings:q}"
+    " > {log:q} 2>&1"
 )
 
 
@@ -164,11 +165,12 @@ for tuned in TUNED:
             grid=json.dumps(PLAN[tuned].tuning_grid),
             target=config["experiments"][tuned]["target_accuracy"],
             budget=tuning_budget(config["experiments"][tuned]),
+            metric=tuning_metric(config["experiments"][tuned]),
         shell:
             ASYNCFL
             + " select --runs {params.runs:q} --grid {params.grid:q} --partition-stats {input.stats:q}"
-            " --target-accuracy {params.target:q} --virtual-time {params.budget:q} --title={wildcards.experiment:q}"
-            " --out {params.out:q} --chosen {output.chosen:q} > {log:q} 2>&1"
+            " --target-accuracy {params.target:q} --virtual-time {params.budget:q} --metric {params.metric:q}"
+            " --title={wildcards.experiment:q} --out {params.out:q} --chosen {output.chosen:q} > {log:q} 2>&1"
 
 
 # An experiment with `pack_runs`: each job trains that many of its runs together in one process

@@ -178,10 +178,11 @@ def table_in_flight(trajectories: pd.DataFrame, name: str) -> int:
     return int(in_flight)
 
 
-def time_to_stay(run: pd.DataFrame, target: float) -> float:
+def time_to_stay(run: pd.DataFrame, target: float, accuracy: str = "test_accuracy") -> float:
     """The first evaluation from which every later one up to the budget is at or above `target` (NaN
-    where the last one is below it): a first crossing on a small test set can be noise, this cannot."""
-    below = np.flatnonzero(run.test_accuracy.to_numpy() < target)
+    where the last one is below it), by the column `accuracy`: a first crossing on a small test set can
+    be noise, this cannot."""
+    below = np.flatnonzero(run[accuracy].to_numpy() < target)
     if len(below) and below[-1] == len(run) - 1:
         return math.nan
     return float(run.virtual_time.iloc[below[-1] + 1 if len(below) else 0]) if len(run) else math.nan

@@ -3,8 +3,10 @@ validation split only, and the `tuning` figure that shows it.
 
 Per run name and grid point, over the tuning seeds: the restricted mean virtual time to the target on
 the validation split (a run that never reaches it by the budget T counts as T), then, to break ties,
-the mean validation accuracy at T; the first point of the grid wins a full tie. The test set is never
-read: the metrics come from each run's evaluations.csv, checked against its run.json.
+the mean validation accuracy at T; the first point of the grid wins a full tie. The time is the first
+reach, or with `tune.metric: time_to_stay` the time from which the run stays at or above the target;
+the table names its column after it. The test set is never read: the metrics come from each run's
+evaluations.csv, checked against its run.json.
 """
 
 import dataclasses
@@ -23,16 +25,17 @@ import seaborn as sns  # noqa: E402
 
 from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
 from asyncfl.analysis.run_styles import display_name, run_styles  # noqa: E402
-from asyncfl.analysis.stragglers import time_grid  # noqa: E402
+from asyncfl.analysis.stragglers import time_grid, time_to_stay  # noqa: E402
 from asyncfl.files import json_text, written_together  # noqa: E402
 from asyncfl.spec.catalogue import catalogued  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
-from asyncfl.spec.tuning import is_number, point_label  # noqa: E402
+from asyncfl.spec.tuning import TUNING_METRICS, is_number, point_label  # noqa: E402
 
 
-def validation_scores(folder: Path, record: dict, target: float, budget: float) -> tuple[float, float]:
-    """A tuning run's virtual time to `target` validation accuracy (`budget` where it never got there)
-    and its validation accuracy at the budget, from its time grid."""
+def validation_scores(folder: Path, record: dict, target: float, budget: float, metric: str) -> tuple[float, float]:
+    """A tuning run's virtual time by `metric` (to first reach `target` validation accuracy, or to stay at
+    or above it; `budget` where it never did) and its validation accuracy at the budget, from its time
+    grid."""
     grid = time_grid(folder, record)
     if grid is None:
         raise InputError(f"{folder} has no time grid (evaluations.csv); tuning runs need eval_every_seconds")
@@ -48,15 +51,20 @@ def validation_scores(folder: Path, record: dict, target: float, budget: float) 
         raise InputError(
             f"{folder}: its time grid has no validation accuracy by T = {budget:g} s, or a missing one; train it again"
         )
-    reached = grid[grid.validation_accuracy >= target]
-    time = float(reached.virtual_time.iloc[0]) if len(reached) else budget
-    return time, float(grid.validation_accuracy.iloc[-1]) if len(grid) else math.nan
+    if metric == "time_to_stay":
+        stayed = time_to_stay(grid, target, "validation_accuracy")
+        time = budget if math.isnan(stayed) else stayed
+    else:
+        reached = grid[grid.validation_accuracy >= target]
+        time = float(reached.virtual_time.iloc[0]) if len(reached) else budget
+    return time, float(grid.validation_accuracy.iloc[-1])
 
 
 def tuning_table(runs: Sequence[Path], partition_stats: list[Path], grid: dict[str, list[dict]], target: float,
-                 budget: float) -> pd.DataFrame:  # fmt: skip
-    """One row per tuning run: name, point, seed, and its validation scores, after checking that every
-    name × point × seed of `grid` is there once, each trained with its point's settings."""
+                 budget: float, metric: str = TUNING_METRICS[0]) -> pd.DataFrame:  # fmt: skip
+    """One row per tuning run: name, point, seed, and its validation scores (the time in a column named
+    after `metric`), after checking that every name × point × seed of `grid` is there once, each trained
+    with its point's settings."""
     _, partitions = load_partitions(partition_stats)
     by_point: dict[str, list[Path]] = {}
     for run in runs:  # the runs of one point are one set of (name, J, seed); the points hold the same ones
@@ -71,10 +79,8 @@ def tuning_table(runs: Sequence[Path], partition_stats: list[Path], grid: dict[s
         differ = [key for key, value in at[label].items() if record["config"].get(key) != value]
         if differ:
             raise InputError(f"{folder} was not trained at its folder's point ({differ[0]} differs); train it again")
-        time, accuracy = validation_scores(folder, record, target, budget)
-        rows.append(
-            {"name": name, "point": label, "seed": seed, "time_to_target": time, "accuracy_at_budget": accuracy}
-        )
+        time, accuracy = validation_scores(folder, record, target, budget, metric)
+        rows.append({"name": name, "point": label, "seed": seed, metric: time, "accuracy_at_budget": accuracy})
     table = pd.DataFrame(rows)
     seeds = set(table.seed)
     for name, points in grid.items():
@@ -85,9 +91,16 @@ def tuning_table(runs: Sequence[Path], partition_stats: list[Path], grid: dict[s
     return table
 
 
+def table_metric(table: pd.DataFrame) -> str:
+    """The time a tuning table scores by: the one of TUNING_METRICS among its columns."""
+    (metric,) = [column for column in TUNING_METRICS if column in table]
+    return metric
+
+
 def point_means(table: pd.DataFrame) -> pd.DataFrame:
-    """Each name's and grid point's scores, the mean over the tuning seeds."""
-    return table.groupby(["name", "point"], sort=False)[["time_to_target", "accuracy_at_budget"]].mean()
+    """Each name's and grid point's scores, the mean over the tuning seeds, the time as `time`."""
+    scores = table.rename(columns={table_metric(table): "time"})
+    return scores.groupby(["name", "point"], sort=False)[["time", "accuracy_at_budget"]].mean()
 
 
 def choose(table: pd.DataFrame, grid: dict[str, list[dict]]) -> tuple[dict[str, dict], list[str]]:
@@ -99,7 +112,7 @@ def choose(table: pd.DataFrame, grid: dict[str, list[dict]]) -> tuple[dict[str, 
     for name, points in grid.items():
         scores = [
             (
-                means.loc[(name, point_label(p)), "time_to_target"],
+                means.loc[(name, point_label(p)), "time"],
                 -means.loc[(name, point_label(p)), "accuracy_at_budget"],
                 i,
             )
@@ -119,6 +132,7 @@ def value_order(value: Any) -> tuple[int, Any]:
 
 
 PANELS_PER_ROW = 5  # the tuning figure's panels, one per tuned run name
+TIME_WORDS = {"time_to_target": "Virtual time to", "time_to_stay": "Virtual time to stay above"}  # by metric
 
 
 def draw_tuning(axes: np.ndarray, table: pd.DataFrame, grid: dict[str, list[dict]], chosen: dict[str, dict],
@@ -139,7 +153,7 @@ def draw_tuning(axes: np.ndarray, table: pd.DataFrame, grid: dict[str, list[dict
         colour = styles[name][1]["color"]
         for index, (rest, members) in enumerate(lines.items()):
             members = sorted(members, key=lambda point: value_order(point[first]))
-            y = [means.loc[(name, point_label(point)), "time_to_target"] for point in members]
+            y = [means.loc[(name, point_label(point)), "time"] for point in members]
             words = ", ".join(f"{key} {value}" for key, value in zip(others, rest, strict=True))
             ax.plot([xs.index(point[first]) for point in members], y, color=colour, alpha=1 - 0.25 * (index % 3),
                     ls=("-", "--", ":")[index % 3], marker="o", ms=3, lw=1, label=words or None)  # fmt: skip
@@ -149,7 +163,7 @@ def draw_tuning(axes: np.ndarray, table: pd.DataFrame, grid: dict[str, list[dict
                     fontsize="xx-small", color=colour)  # fmt: skip
         extra = [point for point in points if point_label(point) in searched.get(name, [])]
         ax.plot([xs.index(point[first]) for point in extra],
-                [means.loc[(name, point_label(point)), "time_to_target"] for point in extra],
+                [means.loc[(name, point_label(point)), "time"] for point in extra],
                 marker="D", ms=5, mfc="white", mec=colour, ls="none")  # fmt: skip
         ax.set_xticks(range(len(xs)), [f"{value:g}" if isinstance(value, float) else str(value) for value in xs],
                       rotation=30, fontsize="x-small")  # fmt: skip
@@ -158,7 +172,8 @@ def draw_tuning(axes: np.ndarray, table: pd.DataFrame, grid: dict[str, list[dict
         if others:
             ax.legend(fontsize="xx-small", frameon=False)
     for ax in flat[:: min(PANELS_PER_ROW, len(flat))]:
-        ax.set_ylabel(f"Virtual time to {target:.0%}\nvalidation accuracy\n(s; {budget:g}: never)", fontsize="small")
+        ax.set_ylabel(f"{TIME_WORDS[table_metric(table)]} {target:.0%}\nvalidation accuracy\n(s; {budget:g}: never)",
+                      fontsize="small")  # fmt: skip
     for ax in flat[len(grid) :]:
         ax.set_visible(False)
     words = (
@@ -170,10 +185,10 @@ def draw_tuning(axes: np.ndarray, table: pd.DataFrame, grid: dict[str, list[dict
 
 
 def select(runs: list[Path], partition_stats: list[Path], grid: dict[str, list[dict]], target: float, budget: float,
-           out: Path, chosen_path: Path, title: str) -> list[Path]:  # fmt: skip
+           out: Path, chosen_path: Path, title: str, metric: str = TUNING_METRICS[0]) -> list[Path]:  # fmt: skip
     """Choose every tuned name's point; write the choice (`chosen_path`), the table (tuning.csv) and the
     `tuning` figure; return the paths written."""
-    table = tuning_table(runs, partition_stats, grid, target, budget)
+    table = tuning_table(runs, partition_stats, grid, target, budget, metric)
     return write_choice(table, grid, target, budget, out, chosen_path, title)
 
 
@@ -197,6 +212,8 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
         stem,
     )
     choice = {"chosen": chosen, "on_edge": on_edge, "target_accuracy": target, "budget": budget}
+    if table_metric(table) != TUNING_METRICS[0]:  # named where it is not the default: a default choice keeps its bytes
+        choice["metric"] = table_metric(table)
     if search is not None:
         choice["search"] = search
     written = [*drawn.paths(), stem.with_suffix(".csv"), Path(chosen_path)]

@@ -9,6 +9,7 @@ from typing import Any
 from asyncfl.cli.arguments import FRACTION, POSITIVE, Commands, add_dataset_arguments, at_least, json_mapping
 from asyncfl.spec.catalogue import CATALOGUE, Scope
 from asyncfl.spec.experiments import first_repeated
+from asyncfl.spec.tuning import TUNING_METRICS
 
 
 def tuning_grid(text: str) -> dict[str, list[dict]]:
@@ -72,12 +73,24 @@ def sweep_arguments(parser: argparse.ArgumentParser, helps: tuple[str, str], run
     parser.add_argument("--out", type=Path, required=True, help="folder of the figures and their table")
 
 
+def add_tuning_metric(parser: argparse.ArgumentParser) -> None:
+    """The time a tuning point is scored by (`select`, `tune`)."""
+    parser.add_argument(
+        "--metric",
+        choices=TUNING_METRICS,
+        default=TUNING_METRICS[0],
+        help="score each point by its time to first reach the target on validation (default) or to stay at or above it",
+    )
+
+
 def cmd_select(args: argparse.Namespace) -> None:
     """Choose each tuned run name's grid point on the validation split; draw the tuning figure."""
     from asyncfl.analysis.tuning import select
 
     target, budget = args.target_accuracy, args.virtual_time
-    written = select(args.runs, args.partition_stats, args.grid, target, budget, args.out, args.chosen, args.title)
+    written = select(
+        args.runs, args.partition_stats, args.grid, target, budget, args.out, args.chosen, args.title, args.metric
+    )
     print(f"{len(written)} files → {args.out}, the choice in {args.chosen}")
 
 
@@ -131,6 +144,7 @@ def add_select(commands: Commands) -> None:
         help='JSON object: each tuned run name\'s points ({"afl": [{"gamma0": 0.01}, …]})',
     )
     selecting.add_argument("--chosen", type=Path, required=True, help="where the choice goes (JSON)")
+    add_tuning_metric(selecting)
     selecting.set_defaults(run=cmd_select)
 
 

@@ -8,7 +8,7 @@ import resource
 from pathlib import Path
 from typing import Any
 
-from asyncfl.cli.analysis import sweep_arguments, tuning_grid
+from asyncfl.cli.analysis import add_tuning_metric, sweep_arguments, tuning_grid
 from asyncfl.cli.arguments import PROCESSES, THREADS, Commands, add_dataset_arguments, json_mapping
 from asyncfl.cli.train import checked_runs, planned_runs, train_plan
 from asyncfl.files import written_together
@@ -105,7 +105,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
         seconds.append(cpu_seconds() - started)
         folders += [Path(run["out"]) for run in batch]
         rounds.append({"points": added, "runs": len(batch)})
-        table = tuning_table(folders, args.partition_stats, grid, args.target_accuracy, args.virtual_time)
+        table = tuning_table(folders, args.partition_stats, grid, args.target_accuracy, args.virtual_time, args.metric)
         chosen, _ = choose(table, grid)
         batch, added = [], {}
         for name, points in grid.items():
@@ -155,6 +155,7 @@ def register(commands: Commands) -> None:
     )
     sweep_arguments(tune, ("", "validation accuracy to reach, in (0, 1]"), runs=False)
     tune.add_argument("--chosen", type=Path, required=True, help="where the choice goes (JSON)")
+    add_tuning_metric(tune)
     tune.add_argument(
         "--timings",
         type=Path,

@@ -20,6 +20,9 @@ from asyncfl.spec.names import base_algorithm
 
 TUNING_JOB = "tuning"  # the key of an experiment's tuning job (its plan file's name)
 MAX_EXTEND = 4  # steps a search may take past each end of a setting's grid (workflow/schemas/config.schema.yaml)
+# What a tuning point is scored by on the validation split (config/README.md "Tuning"): the first time
+# it reaches the target (the default), or the time from which it stays at or above it to the budget
+TUNING_METRICS = ("time_to_target", "time_to_stay")
 
 
 def tuning_points(experiment: dict[str, Any], name: str) -> list[dict[str, Any]]:
@@ -173,6 +176,13 @@ def tuning_budget(experiment: dict[str, Any]) -> float:
     return experiment["tune"].get("virtual_time", experiment["budget"]["virtual_time"])
 
 
+def tuning_metric(experiment: dict[str, Any]) -> str:
+    """The validation time a tuning point is scored by: `tune.metric`, else the first reach (the
+    verdicts may rest on the time to stay, which a point whose accuracy swings about the target
+    reaches first and keeps last)."""
+    return experiment["tune"].get("metric", TUNING_METRICS[0])
+
+
 def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
     """An experiment's `tune:` block, refused in one line naming the key: a sweep's only, on the
     validation split, on seeds apart from the evaluation seeds, every grid of two values or more, every
@@ -194,6 +204,10 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
         raise InputError(
             f"{block}.virtual_time {tuning!r} is not a virtual time in (0, {budget:g}], the final runs' budget: "
             f"give one within it, or leave it out to tune at {key}.budget.virtual_time"
+        )
+    if tuning_metric(experiment) not in TUNING_METRICS:
+        raise InputError(
+            f"{block}.metric {tune['metric']!r} is not a tuning metric: give one of {', '.join(TUNING_METRICS)}"
         )
     grids = {f"{block}.grid": tune.get("grid", {})}
     for name, grid in tune.get("by_algorithm", {}).items():
