@@ -171,9 +171,9 @@ def draw_tuning(axes: np.ndarray, table: pd.DataFrame, grid: dict[str, list[dict
         ax.title.set_fontsize("small")
         if others:
             ax.legend(fontsize="xx-small", frameon=False)
+    time_words = TIME_WORDS[table_metric(table)]
     for ax in flat[:: min(PANELS_PER_ROW, len(flat))]:
-        ax.set_ylabel(f"{TIME_WORDS[table_metric(table)]} {target:.0%}\nvalidation accuracy\n(s; {budget:g}: never)",
-                      fontsize="small")  # fmt: skip
+        ax.set_ylabel(f"{time_words} {target:.0%}\nvalidation accuracy\n(s; {budget:g}: never)", fontsize="small")
     for ax in flat[len(grid) :]:
         ax.set_visible(False)
     words = (
@@ -212,8 +212,9 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
         stem,
     )
     choice = {"chosen": chosen, "on_edge": on_edge, "target_accuracy": target, "budget": budget}
-    if table_metric(table) != TUNING_METRICS[0]:  # named where it is not the default: a default choice keeps its bytes
-        choice["metric"] = table_metric(table)
+    metric = table_metric(table)
+    if metric != TUNING_METRICS[0]:  # named where it is not the default: a default choice keeps its bytes
+        choice["metric"] = metric
     if search is not None:
         choice["search"] = search
     written = [*drawn.paths(), stem.with_suffix(".csv"), Path(chosen_path)]
