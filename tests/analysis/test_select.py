@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from asyncfl.analysis.tuning import choose, select, tuning_table
+from asyncfl.analysis.tuning import choose, select, tuning_heading, tuning_table
 from asyncfl.cli import main
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
@@ -101,6 +101,15 @@ def test_the_time_to_stay_prefers_a_point_that_stays_to_one_that_reaches_first_a
     stay = reach.assign(time_to_target=[9.0, 5.0]).rename(columns={"time_to_target": "time_to_stay"})
     assert choose(reach, {"a": points})[0] == {"a": {"gamma0": 0.001}}
     assert choose(stay, {"a": points})[0] == {"a": {"gamma0": 0.01}}
+
+
+def test_the_figures_title_names_the_time_to_stay_and_leaves_the_default_as_it_was():
+    """The title says how the points were scored where that is the time to stay; the default metric's
+    title is the one of before the setting (its figure's bytes unchanged), an edge warning after both."""
+    assert tuning_heading("x: Tuning", "time_to_target", 0.78, []) == "x: Tuning"
+    assert tuning_heading("x: Tuning", "time_to_stay", 0.78, ["afl"]) == (
+        "x: Tuning (virtual time to stay above 78%)\nchoice on the grid's edge for afl"
+    )
 
 
 def test_the_time_to_stay_is_read_from_each_runs_validation_grid(tuned, tmp_path):

@@ -202,7 +202,8 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
     figure = catalogued("tuning")
     rows = math.ceil(len(grid) / PANELS_PER_ROW)
     figure = dataclasses.replace(figure, panels=min(len(grid), PANELS_PER_ROW), rows=rows, height=2.4 * rows + 0.8)
-    heading = f"{title}: {figure.title}" + (f"\nchoice on the grid's edge for {', '.join(on_edge)}" if on_edge else "")
+    metric = table_metric(table)
+    heading = tuning_heading(f"{title}: {figure.title}", metric, target, on_edge)
     stem = Path(out) / figure.name
     drawn = drawn_figure(
         lambda axes: draw_tuning(axes, table, grid, chosen, target, budget, searched_points(search)),
@@ -212,7 +213,6 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
         stem,
     )
     choice = {"chosen": chosen, "on_edge": on_edge, "target_accuracy": target, "budget": budget}
-    metric = table_metric(table)
     if metric != TUNING_METRICS[0]:  # named where it is not the default: a default choice keeps its bytes
         choice["metric"] = metric
     if search is not None:
@@ -223,6 +223,13 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
         table.to_csv(temporaries[stem.with_suffix(".csv")], index=False)
         temporaries[Path(chosen_path)].write_text(json_text(choice))
     return written
+
+
+def tuning_heading(title: str, metric: str, target: float, on_edge: list[str]) -> str:
+    """The figure's title: how the points were scored where it is not the default metric (a default
+    figure keeps its bytes), and the names whose choice sits on the grid's edge."""
+    scored = "" if metric == TUNING_METRICS[0] else f" ({TIME_WORDS[metric].lower()} {target:.0%})"
+    return title + scored + (f"\nchoice on the grid's edge for {', '.join(on_edge)}" if on_edge else "")
 
 
 def searched_points(search: dict[str, Any] | None) -> dict[str, list[str]]:
