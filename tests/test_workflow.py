@@ -405,3 +405,46 @@ def test_a_tuning_search_runs_under_snakemake_and_its_choice_reaches_the_final_r
     assert not any("rule tune_digits_stragglers" in job for job in jobs)  # done: nothing to redo
     trains = [job for job in jobs if "rule train_digits_stragglers" in job]
     assert len(trains) == 3 and all(f"--chosen {chosen} --processes 2 --threads 2 " in job for job in trains)
+
+
+def test_per_severity_tuning_chooses_at_each_severity_and_each_severitys_runs_train_with_its_choice(tmp_path):
+    """`tune.per_severity`: one tuning job and choice per severity, in that severity's folder; the
+    severity's final runs read that choice, and the archive takes every one."""
+    config = yaml.safe_load((QUICK_CONFIG).read_text())
+    sweep = config["experiments"]["digits_stragglers"]
+    severities = {"sigma0": sweep["severities"]["sigma0"], "heavy_tail": sweep["severities"]["heavy_tail"]}
+    sweep.update(algorithms=["afl", "sync"], variants={}, seeds=[0], severities=severities, budget={"virtual_time": 8})
+    sweep["tune"] = {"seeds": [10], "per_severity": True, "virtual_time": 6, "grid": {"gamma0": [0.01, 0.05]}}
+    config["experiments"] = {"digits_stragglers": sweep}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    chosen = {severity: f"results/digits_stragglers/tuning/{severity}/chosen.json" for severity in severities}
+    runs = [
+        f"results/digits_stragglers/severities/{s}/{n}/J5/seed0/run.json" for s in severities for n in ("afl", "sync")
+    ]
+    figures = [f"results/figures/digits_stragglers/{severity}/tuning.png" for severity in severities]
+    result = snakemake(*runs, *figures, "--cores", "2", "-p", "--configfile", str(path), workdir=tmp_path)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    jobs = (result.stdout + result.stderr).split("\n\n")
+    for severity in severities:
+        (train,) = [job for job in jobs if "rule train_digits_stragglers:" in job and f"plans/{severity}.json" in job]
+        assert f"--chosen {chosen[severity]} " in train  # its own severity's choice, no other
+    for severity in severities:
+        choice = json.loads((tmp_path / chosen[severity]).read_text())["chosen"]
+        assert set(choice) == {"afl", "sync"}
+        for name in ("afl", "sync"):
+            record = json.loads(
+                (tmp_path / f"results/digits_stragglers/severities/{severity}/{name}/J5/seed0/run.json").read_text()
+            )
+            assert record["tuned"] == choice[name] and record["config"]["gamma0"] == choice[name]["gamma0"]
+            tuning_run = tmp_path / f"results/digits_stragglers/tuning/{severity}/gamma0_0.01/{name}/J5/seed10/run.json"
+            assert json.loads(tuning_run.read_text())["config"]["slow_fraction"] == severities[severity].get(
+                "slow_fraction", 0.0
+            )
+        assert (tmp_path / f"results/figures/digits_stragglers/{severity}/tuning.csv").stat().st_size > 0
+        assert (tmp_path / f"logs/figures/digits_stragglers_tuning_{severity}.log").exists()
+    dry = snakemake("-n", "--cores", "2", "--configfile", str(path), workdir=tmp_path)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    (archive,) = [job for job in dry.stdout.split("\n\n") if "rule archive:" in job]
+    assert all(path in archive for path in chosen.values())
+    assert "rule tune_digits_stragglers" not in dry.stdout and "rule select_tuning" not in dry.stdout  # done

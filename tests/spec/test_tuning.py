@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import TuningLayout
 from asyncfl.spec.plan import TUNING, plan_workflow
 from asyncfl.spec.tuning import (
     MAX_LABEL,
@@ -45,8 +46,10 @@ def test_each_run_name_gets_the_points_of_the_settings_its_algorithm_reads():
 
 def test_the_planner_makes_one_tuning_job_at_the_first_severity_on_the_tuning_seeds():
     plan = plan_workflow(QUICK)["digits_stragglers"]
-    assert plan.tuning is not None and plan.tuning.shape == TUNING and plan.job("tuning") is plan.tuning
-    runs = plan.tuning.runs
+    (tuning,) = plan.tunings
+    assert tuning.shape == TUNING and plan.job("tuning") is tuning and plan.tuning_layouts == (TuningLayout(plan.name),)
+    assert plan.chosen_input() == {"chosen": "results/digits_stragglers/tuning/chosen.json"}
+    runs = tuning.runs
     assert len(runs) == 8 * 2  # every run name × two γ0, one tuning seed
     assert {run.seed for run in runs} == {10} and {run.severity for run in runs} == {"sigma0"}
     afl = [run for run in runs if run.name == "afl"]
@@ -98,11 +101,18 @@ def test_the_planner_makes_one_tuning_job_at_the_first_severity_on_the_tuning_se
          r"tune.metric \['time_to_stay'\] is not a tuning metric"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "metric": True}, None,
          r"tune.metric True is not a tuning metric"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": "yes"}, None,
+         r"tune.per_severity 'yes' is not true or false"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": float("nan")}, None,
+         r"tune.per_severity nan is not true or false"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True, "severity": "sigma1"}, None,
+         r"tune.severity names the one severity tuned at, and .*tune.per_severity tunes at every one"),
     ],
     ids=["shared-seeds", "one-value", "no-validation", "bad-value", "unknown-severity", "unknown-name", "owned",
          "repeated", "variant-key", "variant-m", "severity-key", "own-variant-key", "both-grids", "world",
          "world-trace", "budget-huge", "budget-nan", "budget-zero", "budget-text", "budget-bool", "metric-typo",
-         "metric-empty", "metric-nan", "metric-list", "metric-bool"],
+         "metric-empty", "metric-nan", "metric-list", "metric-bool", "per-severity-text", "per-severity-nan",
+         "per-severity-and-severity"],
 )  # fmt: skip
 def test_a_bad_tune_block_is_refused_in_one_line(tune, drop, message):
     config = with_tune(**tune)
@@ -118,12 +128,12 @@ def test_the_tuning_trains_to_its_own_budget_and_the_final_runs_to_the_experimen
     --virtual-time); the final runs keep budget.virtual_time; without it every run is as before."""
     before = plan_workflow(with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]}))["digits_stragglers"]
     shorter = plan_workflow(with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]}, virtual_time=15))
-    assert before.tuning is not None and shorter["digits_stragglers"].tuning is not None
-    assert {run.settings["max_virtual_time"] for run in before.tuning.runs} == {30}
-    assert {run.settings["max_virtual_time"] for run in shorter["digits_stragglers"].tuning.runs} == {15}
+    (tuning,), (shorter_tuning,) = before.tunings, shorter["digits_stragglers"].tunings
+    assert {run.settings["max_virtual_time"] for run in tuning.runs} == {30}
+    assert {run.settings["max_virtual_time"] for run in shorter_tuning.runs} == {15}
     assert shorter["digits_stragglers"].runs == before.runs
-    same = [run.settings for run in before.tuning.runs]
-    assert same == [run.settings for run in plan_workflow(QUICK)["digits_stragglers"].tuning.runs]
+    same = [run.settings for run in tuning.runs]
+    assert same == [run.settings for run in plan_workflow(QUICK)["digits_stragglers"].tunings[0].runs]
 
 
 def test_a_grid_over_a_key_a_severity_sets_is_refused():
@@ -227,5 +237,37 @@ def test_an_extended_search_plans_its_choices_and_its_time():
     assert plan.search_axes["afl"] == {"gamma0": [0.005, 0.01, 0.02, 0.04]}
     entries = [entry for job in plan.jobs for entry in job.plan_entries()]
     assert all(entry["choices"] == [{"gamma0": g} for g in (0.005, 0.01, 0.02, 0.04)] for entry in entries)
-    assert plan.tuning is not None and len(plan.tuning.runs) == 8 * 2 * 3
-    assert plan.tuning.runtime == QUICK["resources"]["train"]["runtime"] * (8 * 2 * 3 + 8 * 2 * 3)
+    (tuning,) = plan.tunings
+    assert len(tuning.runs) == 8 * 2 * 3
+    assert tuning.runtime == QUICK["resources"]["train"]["runtime"] * (8 * 2 * 3 + 8 * 2 * 3)
+
+
+def test_per_severity_tuning_makes_a_job_per_severity_each_in_its_own_folder_at_its_own_severity():
+    """`tune.per_severity`: each severity's tuning trains the same grid in that severity's world, in a
+    folder of its name, and that severity's final runs read its choice; one tuning is as before."""
+    config = with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]}, per_severity=True)
+    plan = plan_workflow(config)["digits_stragglers"]
+    severities = list(QUICK["experiments"]["digits_stragglers"]["severities"])
+    assert [layout.severity for layout in plan.tuning_layouts] == severities
+    assert [job.key for job in plan.tunings] == [f"tuning/{severity}" for severity in severities]
+    for layout, job in zip(plan.tuning_layouts, plan.tunings, strict=True):
+        assert len(job.runs) == 8 * 2 and {run.severity for run in job.runs} == {layout.severity}
+        assert all(run.folder.startswith(f"results/digits_stragglers/tuning/{layout.severity}/") for run in job.runs)
+        world = QUICK["experiments"]["digits_stragglers"]["severities"][layout.severity]
+        assert all(run.settings.items() >= world.items() for run in job.runs)  # trained in that severity's world
+        assert plan.job(job.key) is job
+    assert plan.chosen_input() == {"chosen": "results/digits_stragglers/tuning/{severity}/chosen.json"}
+    assert plan.tuning_layouts[1].chosen == "results/digits_stragglers/tuning/sigma1/chosen.json"
+    stems = [stem for stem in plan.figure_stems() if stem.endswith("/tuning")]
+    assert stems == [f"results/figures/digits_stragglers/{severity}/tuning" for severity in severities]
+    assert plan.runs == plan_workflow(QUICK)["digits_stragglers"].runs  # the final runs: the same
+
+
+def test_a_severity_named_as_the_tuning_job_is_refused_where_they_would_share_a_plan():
+    config = with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]})
+    severities = config["experiments"]["digits_stragglers"]["severities"]
+    severities["tuning"] = severities.pop("sigma1")
+    with pytest.raises(InputError, match="severities.tuning: the tuning job's plan and log have that name"):
+        check_workflow_config(config)
+    config["experiments"]["digits_stragglers"]["tune"]["per_severity"] = True  # plans tuning/SEVERITY.json
+    check_workflow_config(config)

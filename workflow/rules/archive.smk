@@ -11,7 +11,7 @@ rule archive:
             for file in run_files(name, RUN_SUMMARY)
         ],
         # each tuned experiment's choice: the settings its final runs trained with
-        chosen=[CHOSEN.format(experiment=name) for name in TUNED],
+        chosen=[layout.chosen for layout, _ in TUNINGS],
         partitions=sorted(
             {
                 partition_file(exp, seed, ".json")

@@ -11,12 +11,11 @@ sys.path.insert(0, str(SRC))
 from asyncfl.spec.catalogue import Scope, catalogued, scope_figures
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import NAME
-from asyncfl.spec.layout import ARCHIVE_DIR, ARCHIVE_FILES, CHOSEN, DATA_DIR, EVENTS
+from asyncfl.spec.layout import ARCHIVE_DIR, ARCHIVE_FILES, DATA_DIR, EVENTS
 from asyncfl.spec.layout import FIGURE, METRICS, MODEL, PARTITION, RUN_FILES, RUN_FOLDER
 from asyncfl.spec.layout import (
     RUN_RECORD,
     RUN_SUMMARY,
-    SEARCH_TIMINGS,
     STRAGGLER_VERDICTS,
 )
 from asyncfl.spec.layout import TRAIN_PLAN
@@ -159,11 +158,14 @@ def train_plan(name, job):
     return TRAIN_PLAN.format(experiment=name, job=job)
 
 
-# The experiments with a `tune:` grid, whose tuning job runs before their others
-TUNED = [name for name, plan in PLAN.experiments.items() if plan.tuning is not None]
-TUNING_FOLDERS = {
-    name: [run.folder for run in PLAN[name].tuning.runs] for name in TUNED
-}
+# The experiments with a `tune:` grid, whose tuning jobs run before their others: one each, or one per
+# severity (`tune.per_severity`), each with its layout (asyncfl.spec.layout.TuningLayout)
+TUNED = [name for name, plan in PLAN.experiments.items() if plan.tunings]
+TUNINGS = [
+    (layout, job)
+    for name in TUNED
+    for layout, job in zip(PLAN[name].tuning_layouts, PLAN[name].tunings)
+]
 
 
 def run_files(name, files=RUN_FILES):
@@ -222,24 +224,35 @@ def tuning_stats(name):
     ]
 
 
-def choice_outputs(name):
-    """What choosing writes: the choice, the tuning figure and its table."""
+def choice_outputs(layout):
+    """What choosing writes: the choice, the tuning figure and its table, where `layout` keeps them."""
+    stem = layout.figure(TUNING_FIGURE.name)
     return {
-        "chosen": CHOSEN.format(experiment=name),
-        "png": figure_png(TUNING_FIGURE, name),
-        "pdf": figure_pdf(TUNING_FIGURE, name),
-        "table": FIGURE.format(experiment=name, name=TUNING_FIGURE.name) + ".csv",
+        "chosen": layout.chosen,
+        "png": report(
+            f"{stem}.png",
+            caption=f"../report/{TUNING_FIGURE.key}.rst",
+            category=layout.experiment,
+            labels={"figure": TUNING_FIGURE.name + at_severity(layout)},
+        ),
+        "pdf": f"{stem}.pdf",
+        "table": f"{stem}.csv",
     }
 
 
-def search_params(name):
-    """What `asyncfl tune` reads besides a job's plan: the grid, where to search, the choice's metric."""
+def at_severity(layout):
+    """The words " at SEVERITY" where each severity has its own tuning (its figure's title and label)."""
+    return "" if layout.severity is None else f" at {layout.severity}"
+
+
+def choice_params(layout):
+    """What choosing reads besides the runs: the grid, the target, the budget and the metric it scores by."""
+    name = layout.experiment
     return {
         "grid": json.dumps(PLAN[name].tuning_grid),
-        "axes": json.dumps(PLAN[name].search_axes),
         "target": config["experiments"][name]["target_accuracy"],
         "budget": tuning_budget(config["experiments"][name]),
         "metric": tuning_metric(config["experiments"][name]),
-        "title": name,
-        "out": subpath(FIGURE.format(experiment=name, name="x"), parent=True),
+        "title": layout.experiment + at_severity(layout),
+        "out": subpath(layout.figure(TUNING_FIGURE.name), parent=True),
     }

@@ -100,38 +100,36 @@ SEARCH = (
 )
 
 
-for tuned in TUNED:
+for layout, tuning in TUNINGS:
+    tuned = layout.experiment
     searched = bool(PLAN[tuned].search_axes)
 
     rule:
         name:
-            f"tune_{tuned.replace('-', '_')}"
+            f"tune_{tuned.replace('-', '_')}{layout.suffix}"
         input:
             **PLAN[tuned].job_inputs(),
             tuning_partitions=list(PLAN[tuned].tuning_partitions),
-            plan=train_plan(tuned, "tuning"),
+            plan=train_plan(tuned, tuning.key),
             stats=tuning_stats(tuned) if searched else [],
         output:
-            [
-                f"{folder}/{file}"
-                for folder in TUNING_FOLDERS[tuned]
-                for file in RUN_FILES
-            ],
-            **(choice_outputs(tuned) if searched else {}),
-            **({"timings": SEARCH_TIMINGS.format(experiment=tuned)} if searched else {}),
+            [f"{run.folder}/{file}" for run in tuning.runs for file in RUN_FILES],
+            **(choice_outputs(layout) if searched else {}),
+            **({"timings": layout.timings} if searched else {}),
         log:
-            f"logs/train/{tuned}/tuning.log",
+            f"logs/train/{tuned}/{tuning.key}.log",
         benchmark:
-            f"benchmarks/train/{tuned}/tuning.tsv"
+            f"benchmarks/train/{tuned}/{tuning.key}.tsv"
         priority: 2
         conda:
             torch_env
         threads: SWEEP_THREADS
         resources:
             **TRAIN_RESOURCES,
-            runtime=PLAN[tuned].tuning.runtime,
+            runtime=tuning.runtime,
         params:
-            **(search_params(tuned) if searched else {}),
+            **(choice_params(layout) if searched else {}),
+            **({"axes": json.dumps(PLAN[tuned].search_axes)} if searched else {}),
             dataset=config["experiments"][tuned]["dataset"],
             root=experiment_data_root(tuned),
         shell:
@@ -142,35 +140,25 @@ for tuned in TUNED:
 
     rule:
         name:
-            f"select_tuning_{tuned.replace('-', '_')}"
+            f"select_tuning_{tuned.replace('-', '_')}{layout.suffix}"
         input:
-            runs=[
-                f"{folder}/{file}"
-                for folder in TUNING_FOLDERS[tuned]
-                for file in RUN_SUMMARY
-            ],
+            runs=[f"{run.folder}/{file}" for run in tuning.runs for file in RUN_SUMMARY],
             stats=tuning_stats(tuned),
         output:
-            **choice_outputs("{experiment}"),
+            **choice_outputs(layout),
         log:
-            "logs/figures/{experiment}_tuning.log",
-        wildcard_constraints:
-            experiment=re.escape(tuned),
+            f"logs/figures/{tuned}_tuning{layout.suffix}.log",
         priority: 2  # as the tuning job: the sweep's final runs wait on the choice
         conda:
             torch_env
         params:
-            out=subpath(output.png, parent=True),
-            runs=TUNING_FOLDERS[tuned],
-            grid=json.dumps(PLAN[tuned].tuning_grid),
-            target=config["experiments"][tuned]["target_accuracy"],
-            budget=tuning_budget(config["experiments"][tuned]),
-            metric=tuning_metric(config["experiments"][tuned]),
+            **choice_params(layout),
+            runs=[run.folder for run in tuning.runs],
         shell:
             ASYNCFL
             + " select --runs {params.runs:q} --grid {params.grid:q} --partition-stats {input.stats:q}"
             " --target-accuracy {params.target:q} --virtual-time {params.budget:q} --metric {params.metric:q}"
-            " --title={wildcards.experiment:q} --out {params.out:q} --chosen {output.chosen:q} > {log:q} 2>&1"
+            " --title={params.title:q} --out {params.out:q} --chosen {output.chosen:q} > {log:q} 2>&1"
 
 
 # An experiment with `pack_runs`: each job trains that many of its runs together in one process

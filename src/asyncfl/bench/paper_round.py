@@ -93,7 +93,7 @@ def sweep_updates(config: dict, together: int | None = None) -> dict[str, dict[s
     for name, plan in plan_workflow(config).experiments.items():
         experiment, model = config["experiments"][name], config["experiments"][name]["model"]
         kept = 1 - experiment.get("validation_fraction", 0)  # the clients' share of the training set
-        jobs = {"runs": plan.jobs, "tuning": (plan.tuning,) if plan.tuning else ()}
+        jobs = {"runs": plan.jobs, "tuning": plan.tunings}
         for stage, stage_jobs in jobs.items():
             for job in stage_jobs:
                 for run in job.runs:

@@ -5,6 +5,7 @@ Kept free of heavy imports: the workflow imports it while it plans the DAG.
 """
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from asyncfl.spec.names import VARIANT_SUFFIX
@@ -22,11 +23,20 @@ VALIDATED_PARTITION = PARTITION + "_val{validation}"
 RUN_FOLDER = "results/{experiment}/runs/{algorithm}/J{J}/seed{seed}"
 # A run of an experiment that sweeps straggler severity (its `severities:`): one folder per severity
 SEVERITY_RUN_FOLDER = "results/{experiment}/severities/{severity}/{algorithm}/J{J}/seed{seed}"
-# A tuning run of an experiment's `tune:` grid: {point} names the grid point (`tuning.point_label`)
-TUNING_RUN_FOLDER = "results/{experiment}/tuning/{point}/{algorithm}/J{J}/seed{seed}"
-CHOSEN = "results/{experiment}/tuning/chosen.json"  # each tuned run name's chosen point (`asyncfl select`)
-# A tuning search's rounds: the runs and CPU seconds of each (`asyncfl tune`)
-SEARCH_TIMINGS = "results/{experiment}/tuning/search_timings.csv"
+# An experiment's tuning (`tune:`): a tuning run of its grid, {point} naming the grid point
+# (`tuning.point_label`), each tuned run name's chosen point (`asyncfl select`), and a search's rounds:
+# the runs and CPU seconds of each (`asyncfl tune`). With `tune.per_severity`, a folder per severity
+# under TUNING_DIR holds the same (`TuningLayout`).
+TUNING_DIR = "results/{experiment}/tuning"
+TUNING_JOB = "tuning"  # the key of an experiment's one tuning job (its plan file's and log's name)
+TUNING_RUN_TAIL, CHOSEN_FILE, SEARCH_TIMINGS_FILE = (
+    "{point}/{algorithm}/J{J}/seed{seed}",
+    "chosen.json",
+    "search_timings.csv",
+)
+TUNING_RUN_FOLDER = f"{TUNING_DIR}/{TUNING_RUN_TAIL}"
+CHOSEN = f"{TUNING_DIR}/{CHOSEN_FILE}"
+SEARCH_TIMINGS = f"{TUNING_DIR}/{SEARCH_TIMINGS_FILE}"
 # The runs one training job trains (asyncfl train-many --plan): {job} is a severity, or ALGORITHM_JN
 TRAIN_PLAN = "results/{experiment}/plans/{job}.json"
 FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a figure's table)
@@ -35,6 +45,48 @@ ARCHIVE_DIR = "results/archive"
 # A run folder's tail, as RUN_FOLDER ends, for commands given run folders by hand: {algorithm}/J{J}/seed{seed}
 # (an algorithm, or a variant of one: ALGORITHM-SUFFIX, `names.base_algorithm`)
 RUN_DIR = re.compile(rf"(?P<algorithm>[a-z][a-z_]*(?:-{VARIANT_SUFFIX})?)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
+
+
+@dataclass(frozen=True)
+class TuningLayout:
+    """Where one tuning job of an experiment keeps its plan, runs, choice and figure: the experiment's one
+    tuning (`severity` None) at the paths above, or with `tune.per_severity` each severity's tuning in
+    a folder named by it (a severity's name has no `/`, so no severity's job or folder is another's)."""
+
+    experiment: str
+    severity: str | None = None
+
+    @property
+    def job(self) -> str:
+        """The tuning job's key: its plan file's and log's name."""
+        return TUNING_JOB if self.severity is None else f"{TUNING_JOB}/{self.severity}"
+
+    @property
+    def suffix(self) -> str:
+        """What names its workflow rules and logs apart from another severity's: "" or "_SEVERITY"."""
+        return "" if self.severity is None else f"_{self.severity}"
+
+    @property
+    def folder(self) -> str:
+        """Its runs' and choice's folder."""
+        folder = TUNING_DIR.format(experiment=self.experiment)
+        return folder if self.severity is None else f"{folder}/{self.severity}"
+
+    def run_folder(self, point: str, algorithm: str, j: int, seed: int) -> str:
+        return f"{self.folder}/" + TUNING_RUN_TAIL.format(point=point, algorithm=algorithm, J=j, seed=seed)
+
+    @property
+    def chosen(self) -> str:
+        return f"{self.folder}/{CHOSEN_FILE}"
+
+    @property
+    def timings(self) -> str:
+        return f"{self.folder}/{SEARCH_TIMINGS_FILE}"
+
+    def figure(self, name: str) -> str:
+        """The stem of the tuning figure `name` (+ .png, .pdf, .csv)."""
+        folder = self.experiment if self.severity is None else f"{self.experiment}/{self.severity}"
+        return FIGURE.format(experiment=folder, name=name)
 
 
 def run_name(folder: str | Path) -> str:

@@ -30,19 +30,19 @@ from asyncfl.spec.layout import (
     RUN_FOLDER,
     SEVERITY_RUN_FOLDER,
     TRAIN_PLAN,
-    TUNING_RUN_FOLDER,
     VALIDATED_PARTITION,
+    TuningLayout,
 )
 from asyncfl.spec.names import base_algorithm
 from asyncfl.spec.tuning import (
-    TUNING_JOB,
+    per_severity,
     point_label,
     search_axes,
     searchable_points,
     tuned_names,
     tuned_settings,
     tuning_points,
-    tuning_severity,
+    tuning_severities,
 )
 
 # The jobs' shapes, by what each trains
@@ -118,7 +118,9 @@ class ExperimentPlan:
     traces: tuple[str, ...]  # the availability traces its runs read (inputs of their jobs and figures)
     figures: tuple[Figure, ...]
     severities: tuple[str, ...] = ()
-    tuning: TrainingJob | None = None  # the runs of its `tune:` grid, one job, before the others
+    # the runs of its `tune:` grid, before the others: one job, or one per severity (`tune.per_severity`)
+    tunings: tuple[TrainingJob, ...] = ()
+    tuning_layouts: tuple[TuningLayout, ...] = ()  # where each of `tunings` keeps its runs, choice and figure
     tuning_partitions: tuple[str, ...] = ()  # every tuning seed's FILE.npz
     tuning_grid: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # each tuned name's points
     # with `tune.extend`: each tuned name's settings → the values a search past the grid's edges may train
@@ -130,7 +132,7 @@ class ExperimentPlan:
         return self.jobs[0].shape
 
     def job(self, key: str) -> TrainingJob:
-        (job,) = [job for job in (*self.jobs, *([self.tuning] if self.tuning else [])) if job.key == key]
+        (job,) = [job for job in (*self.jobs, *self.tunings) if job.key == key]
         return job
 
     def run(self, folder: str) -> PlannedRun:
@@ -140,6 +142,18 @@ class ExperimentPlan:
     def run_folders(self, names: tuple[str, ...], j: int) -> list[str]:
         """The folders of the runs of these names at J = `j` (an emulation figure's runs)."""
         return [run.folder for run in self.runs if run.name in names and run.j == j]
+
+    def figure_stems(self) -> list[str]:
+        """Its figures' paths less .png/.pdf: a tuning figure once per tuning job, in its layout's folder."""
+        return [
+            stem
+            for figure in self.figures
+            for stem in (
+                [layout.figure(figure.name) for layout in self.tuning_layouts]
+                if figure.scope == Scope.TUNING
+                else [FIGURE.format(experiment=self.name, name=figure.name)]
+            )
+        ]
 
     def run_files(self, files: tuple[str, ...]) -> list[str]:
         """These files of every run, in the runs' order (a figure rule's inputs, a job's outputs)."""
@@ -151,8 +165,13 @@ class ExperimentPlan:
         return {"data": prepared_marker(self.dataset), "partitions": list(self.partitions), "trace": list(self.traces)}
 
     def chosen_input(self) -> dict[str, str]:
-        """What its final runs read besides, where it is tuned: the tuning stage's choice."""
-        return {"chosen": CHOSEN.format(experiment=self.name)} if self.tuning else {}
+        """What its final runs read besides, where it is tuned: the tuning stage's choice, or with
+        `tune.per_severity` their severity's (`{severity}` left as the severity job's wildcard)."""
+        if not self.tunings:
+            return {}
+        if self.tuning_layouts[0].severity is None:
+            return {"chosen": CHOSEN.format(experiment=self.name)}
+        return {"chosen": TuningLayout(self.name, "{severity}").chosen}
 
     def severity_job_outputs(self, files: tuple[str, ...]) -> list[str]:
         """The outputs of its severity jobs with `{severity}` left as the rule's wildcard: every
@@ -183,15 +202,11 @@ class WorkflowPlan:
     def figure_files(self) -> list[str]:
         """Every figure of every experiment, PNG and PDF: the workflow's targets."""
         return [
-            figure_path(name, figure) + f".{ext}"
-            for name, plan in self.experiments.items()
-            for figure in plan.figures
+            stem + f".{ext}"
+            for plan in self.experiments.values()
+            for stem in plan.figure_stems()
             for ext in ("png", "pdf")
         ]
-
-
-def figure_path(experiment: str, figure: Figure) -> str:
-    return FIGURE.format(experiment=experiment, name=figure.name)
 
 
 def prepared_marker(dataset: str) -> str:
@@ -235,20 +250,25 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         groups = {run.folder: [run] for run in runs}
         shape = ONE_RUN
     jobs = tuple(TrainingJob(name, shape, key, tuple(group), runtime * len(group)) for key, group in groups.items())
-    tuning, axes = None, {}
+    tunings: tuple[TrainingJob, ...] = ()
+    layouts: tuple[TuningLayout, ...] = ()
+    axes = {}
     if "tune" in experiment:
         axes = {
             algorithm: found
             for algorithm in tuned_names(experiment)
             if (found := search_axes(experiment, algorithm, reference_j))
         }
-        tuning_runs = tuple(planned_tuning_runs(name, experiment, reference_j))
         searched = len(experiment["tune"]["seeds"]) * sum(  # the runs a search adds stepping each setting's values
             len(values) - len({point[key] for point in tuning_points(experiment, algorithm)})
             for algorithm, settings in axes.items()
             for key, values in settings.items()
         )
-        tuning = TrainingJob(name, TUNING, TUNING_JOB, tuning_runs, runtime * (len(tuning_runs) + searched))
+        severities_tuned = tuning_severities(experiment)
+        layouts = tuple(TuningLayout(name, s if per_severity(experiment) else None) for s in severities_tuned)
+        for layout, severity in zip(layouts, severities_tuned, strict=True):
+            tuning_runs = tuple(planned_tuning_runs(layout, experiment, reference_j, severity))
+            tunings += (TrainingJob(name, TUNING, layout.job, tuning_runs, runtime * (len(tuning_runs) + searched)),)
     return ExperimentPlan(
         name,
         experiment["dataset"],
@@ -258,7 +278,8 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         tuple(experiment_traces(experiment)),
         tuple(figures_of(experiment, reference_j)),
         severities,
-        tuning,
+        tunings,
+        layouts,
         tuple(partition_file(experiment, seed) for seed in experiment.get("tune", {}).get("seeds", [])),
         {algorithm: tuning_points(experiment, algorithm) for algorithm in tuned_names(experiment)}
         if "tune" in experiment
@@ -268,17 +289,16 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
     )
 
 
-def planned_tuning_runs(name: str, experiment: dict[str, Any], reference_j: int) -> Iterator[PlannedRun]:
-    """Every run of an experiment's tuning grid: each tuned run name at each of its points, on each
-    tuning seed, at the tuning severity."""
-    severity = tuning_severity(experiment)
+def planned_tuning_runs(
+    layout: TuningLayout, experiment: dict[str, Any], reference_j: int, severity: str
+) -> Iterator[PlannedRun]:
+    """Every run of one tuning job: each tuned run name at each of its points, on each tuning seed, at
+    `severity`, in `layout`'s folder."""
     for algorithm in tuned_names(experiment):
         for point in tuning_points(experiment, algorithm):
             for seed in experiment["tune"]["seeds"]:
-                folder = TUNING_RUN_FOLDER.format(
-                    experiment=name, point=point_label(point), algorithm=algorithm, J=reference_j, seed=seed
-                )
-                settings = tuned_settings(experiment, algorithm, reference_j, point)
+                folder = layout.run_folder(point_label(point), algorithm, reference_j, seed)
+                settings = tuned_settings(experiment, algorithm, reference_j, point, severity)
                 partition = partition_file(experiment, seed)
                 yield PlannedRun(algorithm, reference_j, seed, severity, folder, partition, settings)
 

@@ -16,9 +16,9 @@ from asyncfl.spec.config import CLIENTS_WORLD, applies, check_concurrency, make_
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import BUDGET_KEYS, check_owned, decimal_text, first_repeated, run_settings
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads
+from asyncfl.spec.layout import TUNING_JOB
 from asyncfl.spec.names import base_algorithm
 
-TUNING_JOB = "tuning"  # the key of an experiment's tuning job (its plan file's name)
 MAX_EXTEND = 4  # steps a search may take past each end of a setting's grid (workflow/schemas/config.schema.yaml)
 # What a tuning point is scored by on the validation split (config/README.md "Tuning"): the first time
 # it reaches the target (the default), or the time from which it stays at or above it to the budget
@@ -117,10 +117,12 @@ def valid_run(experiment: dict[str, Any], name: str, reference_j: int, point: di
 
 
 def check_point(experiment: dict[str, Any], name: str, reference_j: int, point: dict[str, Any], where: str) -> None:
-    """A grid point is a valid run of its name: its settings accepted, its M within the clients."""
-    settings = {**tuned_settings(experiment, name, reference_j, point), "algorithm": base_algorithm(name)}
-    config = make_config({**settings, "clients_per_round": reference_j}, f"{where} ({name}, {point_label(point)})")
-    check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, where)
+    """A grid point is a valid run of its name at every severity tuned: its settings accepted, its M
+    within the clients."""
+    for severity in tuning_severities(experiment):
+        settings = {**tuned_settings(experiment, name, reference_j, point, severity), "algorithm": base_algorithm(name)}
+        config = make_config({**settings, "clients_per_round": reference_j}, f"{where} ({name}, {point_label(point)})")
+        check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, where)
 
 
 def searchable_points(experiment: dict[str, Any], name: str, reference_j: int) -> list[dict[str, Any]]:
@@ -163,10 +165,23 @@ def tuning_severity(experiment: dict[str, Any]) -> str:
     return experiment["tune"].get("severity", next(iter(experiment["severities"])))
 
 
-def tuned_settings(experiment: dict[str, Any], name: str, reference_j: int, point: dict[str, Any]) -> dict[str, Any]:
-    """A tuning run's settings: the run name's at the tuning severity, with the grid point's, trained to
-    the tuning's budget."""
-    settings = run_settings(experiment, name, reference_j, reference_j, tuning_severity(experiment))
+def per_severity(experiment: dict[str, Any]) -> bool:
+    """`tune.per_severity`: every severity tuned at itself, its final runs trained with its own choice (a
+    deadline's report fraction chosen where 20 % of clients are slow need not serve where 40 % are)."""
+    return experiment["tune"].get("per_severity", False) is True
+
+
+def tuning_severities(experiment: dict[str, Any]) -> list[str]:
+    """The severities tuning runs train at: every one with `tune.per_severity`, else `tuning_severity`'s."""
+    return list(experiment["severities"]) if per_severity(experiment) else [tuning_severity(experiment)]
+
+
+def tuned_settings(
+    experiment: dict[str, Any], name: str, reference_j: int, point: dict[str, Any], severity: str | None = None
+) -> dict[str, Any]:
+    """A tuning run's settings: the run name's at `severity` (default: the tuning severity), with the grid
+    point's, trained to the tuning's budget."""
+    settings = run_settings(experiment, name, reference_j, reference_j, severity or tuning_severity(experiment))
     return {**settings, **point, "max_virtual_time": tuning_budget(experiment)}
 
 
@@ -199,6 +214,17 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
         raise InputError(f"{block}.seeds {shared} are also {key}.seeds: tune on seeds the evaluation does not use")
     if tune.get("severity") not in (None, *experiment["severities"]):
         raise InputError(f"{block}.severity {tune['severity']!r} is not one of {key}.severities")
+    if not isinstance(tune.get("per_severity", False), bool):
+        raise InputError(f"{block}.per_severity {tune['per_severity']!r} is not true or false")
+    if tune.get("per_severity") and "severity" in tune:
+        raise InputError(
+            f"{block}.severity names the one severity tuned at, and {block}.per_severity tunes at every one: "
+            "remove one of them"
+        )
+    if not per_severity(experiment) and TUNING_JOB in experiment["severities"]:
+        raise InputError(
+            f"{key}.severities.{TUNING_JOB}: the tuning job's plan and log have that name; rename the severity"
+        )
     budget, tuning = experiment["budget"]["virtual_time"], tuning_budget(experiment)
     if isinstance(tuning, bool) or not (isinstance(tuning, int | float) and 0 < tuning <= budget):
         raise InputError(
