@@ -25,8 +25,8 @@ RUN_FOLDER = "results/{experiment}/runs/{algorithm}/J{J}/seed{seed}"
 SEVERITY_RUN_FOLDER = "results/{experiment}/severities/{severity}/{algorithm}/J{J}/seed{seed}"
 # An experiment's tuning (`tune:`): a tuning run of its grid, {point} naming the grid point
 # (`tuning.point_label`), each tuned run name's chosen point (`asyncfl select`), and a search's rounds:
-# the runs and CPU seconds of each (`asyncfl tune`). With `tune.per_severity`, a folder per severity
-# under TUNING_DIR holds the same (`TuningLayout`).
+# the runs and CPU seconds of each (`asyncfl tune`), all in TUNING_DIR, or with `tune.per_severity` in
+# a folder per severity under it (`TuningLayout` gives each path)
 TUNING_DIR = "results/{experiment}/tuning"
 TUNING_JOB = "tuning"  # the key of an experiment's one tuning job (its plan file's and log's name)
 TUNING_RUN_TAIL, CHOSEN_FILE, SEARCH_TIMINGS_FILE = (
@@ -35,8 +35,6 @@ TUNING_RUN_TAIL, CHOSEN_FILE, SEARCH_TIMINGS_FILE = (
     "search_timings.csv",
 )
 TUNING_RUN_FOLDER = f"{TUNING_DIR}/{TUNING_RUN_TAIL}"
-CHOSEN = f"{TUNING_DIR}/{CHOSEN_FILE}"
-SEARCH_TIMINGS = f"{TUNING_DIR}/{SEARCH_TIMINGS_FILE}"
 # The runs one training job trains (asyncfl train-many --plan): {job} is a severity, or ALGORITHM_JN
 TRAIN_PLAN = "results/{experiment}/plans/{job}.json"
 FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a figure's table)
@@ -66,11 +64,14 @@ class TuningLayout:
         """What names its workflow rules and logs apart from another severity's: "" or "_SEVERITY"."""
         return "" if self.severity is None else f"_{self.severity}"
 
+    def within(self, folder: str) -> str:
+        """`folder`, or with a severity of its own that severity's folder inside it."""
+        return folder if self.severity is None else f"{folder}/{self.severity}"
+
     @property
     def folder(self) -> str:
         """Its runs' and choice's folder."""
-        folder = TUNING_DIR.format(experiment=self.experiment)
-        return folder if self.severity is None else f"{folder}/{self.severity}"
+        return self.within(TUNING_DIR.format(experiment=self.experiment))
 
     def run_folder(self, point: str, algorithm: str, j: int, seed: int) -> str:
         return f"{self.folder}/" + TUNING_RUN_TAIL.format(point=point, algorithm=algorithm, J=j, seed=seed)
@@ -85,8 +86,7 @@ class TuningLayout:
 
     def figure(self, name: str) -> str:
         """The stem of the tuning figure `name` (+ .png, .pdf, .csv)."""
-        folder = self.experiment if self.severity is None else f"{self.experiment}/{self.severity}"
-        return FIGURE.format(experiment=folder, name=name)
+        return FIGURE.format(experiment=self.within(self.experiment), name=name)
 
 
 def run_name(folder: str | Path) -> str:

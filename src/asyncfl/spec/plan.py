@@ -22,7 +22,6 @@ from typing import Any
 from asyncfl.spec.catalogue import Figure, Scope, scope_figures
 from asyncfl.spec.experiments import decimal_text, experiment_runs, experiment_traces, run_settings
 from asyncfl.spec.layout import (
-    CHOSEN,
     DATA_DIR,
     FIGURE,
     PARTITION,
@@ -169,9 +168,8 @@ class ExperimentPlan:
         `tune.per_severity` their severity's (`{severity}` left as the severity job's wildcard)."""
         if not self.tunings:
             return {}
-        if self.tuning_layouts[0].severity is None:
-            return {"chosen": CHOSEN.format(experiment=self.name)}
-        return {"chosen": TuningLayout(self.name, "{severity}").chosen}
+        each_severity = self.tuning_layouts[0].severity is not None
+        return {"chosen": TuningLayout(self.name, "{severity}" if each_severity else None).chosen}
 
     def severity_job_outputs(self, files: tuple[str, ...]) -> list[str]:
         """The outputs of its severity jobs with `{severity}` left as the rule's wildcard: every
