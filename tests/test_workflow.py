@@ -408,13 +408,15 @@ def test_a_tuning_search_runs_under_snakemake_and_its_choice_reaches_the_final_r
 
 
 def test_per_severity_tuning_chooses_at_each_severity_and_each_severitys_runs_train_with_its_choice(tmp_path):
-    """`tune.per_severity`: one tuning job and choice per severity, in that severity's folder; the
-    severity's final runs read that choice, and the archive takes every one."""
+    """`tune.per_severity`: one tuning job and choice per severity, in that severity's folder, trained
+    and scored to its own budget (`tune.virtual_time` by severity); the severity's final runs read that
+    choice, and the archive takes every one."""
     config = yaml.safe_load((QUICK_CONFIG).read_text())
     sweep = config["experiments"]["digits_stragglers"]
     severities = {"sigma0": sweep["severities"]["sigma0"], "heavy_tail": sweep["severities"]["heavy_tail"]}
     sweep.update(algorithms=["afl", "sync"], variants={}, seeds=[0], severities=severities, budget={"virtual_time": 8})
-    sweep["tune"] = {"seeds": [10], "per_severity": True, "virtual_time": 6, "grid": {"gamma0": [0.01, 0.05]}}
+    budgets = {"sigma0": 6, "heavy_tail": 8}
+    sweep["tune"] = {"seeds": [10], "per_severity": True, "virtual_time": budgets, "grid": {"gamma0": [0.01, 0.05]}}
     config["experiments"] = {"digits_stragglers": sweep}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -429,6 +431,8 @@ def test_per_severity_tuning_chooses_at_each_severity_and_each_severitys_runs_tr
     for severity in severities:
         (train,) = [job for job in jobs if "rule train_digits_stragglers:" in job and f"plans/{severity}.json" in job]
         assert f"--chosen {chosen[severity]} " in train  # its own severity's choice, no other
+        (select,) = [job for job in jobs if f"rule select_tuning_digits_stragglers_{severity}:" in job]
+        assert f"--virtual-time {budgets[severity]} " in select  # scored at its own budget
     for severity in severities:
         choice = json.loads((tmp_path / chosen[severity]).read_text())["chosen"]
         assert set(choice) == {"afl", "sync"}
@@ -438,9 +442,9 @@ def test_per_severity_tuning_chooses_at_each_severity_and_each_severitys_runs_tr
             )
             assert record["tuned"] == choice[name] and record["config"]["gamma0"] == choice[name]["gamma0"]
             tuning_run = tmp_path / f"results/digits_stragglers/tuning/{severity}/gamma0_0.01/{name}/J5/seed10/run.json"
-            assert json.loads(tuning_run.read_text())["config"]["slow_fraction"] == severities[severity].get(
-                "slow_fraction", 0.0
-            )
+            tuned = json.loads(tuning_run.read_text())["config"]
+            assert tuned["slow_fraction"] == severities[severity].get("slow_fraction", 0.0)
+            assert tuned["max_virtual_time"] == budgets[severity]
         assert (tmp_path / f"results/figures/digits_stragglers/{severity}/tuning.csv").stat().st_size > 0
         assert (tmp_path / f"logs/figures/digits_stragglers_tuning_{severity}.log").exists()
     dry = snakemake("-n", "--cores", "2", "--configfile", str(path), workdir=tmp_path)

@@ -107,12 +107,33 @@ def test_the_planner_makes_one_tuning_job_at_the_first_severity_on_the_tuning_se
          r"tune.per_severity nan is not true or false"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True, "severity": "sigma1"}, None,
          r"tune.severity names the one severity tuned at, and .*tune.per_severity tunes at every one"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "virtual_time": {"sigma0": 10, "sigma1": 10,
+          "heavy_tail": 20}}, None,
+         r"tune.virtual_time gives each severity its own tuning budget, and only .*per_severity tunes at each"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True,
+          "virtual_time": {"sigma0": 10, "heavy_tail": 20}}, None,
+         r"tune.virtual_time has no budget for severity 'sigma1'; give every severity of .* one"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True,
+          "virtual_time": {"sigma0": 10, "sigma1": 10, "heavy_tail": 20, "../calm": 5}}, None,
+         r"tune.virtual_time names '../calm', not one of .*severities; give each severity its budget"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True, "virtual_time": {}}, None,
+         r"tune.virtual_time has no budget for severity 'sigma0'"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True,
+          "virtual_time": {"sigma0": 10, "sigma1": float("nan"), "heavy_tail": 20}}, None,
+         r"tune.virtual_time.sigma1 nan is not a virtual time in \(0, 30\]"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True,
+          "virtual_time": {"sigma0": 10, "sigma1": 10, "heavy_tail": 1e12}}, None,
+         r"tune.virtual_time.heavy_tail 1000000000000.0 is not a virtual time in \(0, 30\], the final runs'"),
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True,
+          "virtual_time": {"sigma0": True, "sigma1": 10, "heavy_tail": 20}}, None,
+         r"tune.virtual_time.sigma0 True is not a virtual time"),
     ],
     ids=["shared-seeds", "one-value", "no-validation", "bad-value", "unknown-severity", "unknown-name", "owned",
          "repeated", "variant-key", "variant-m", "severity-key", "own-variant-key", "both-grids", "world",
          "world-trace", "budget-huge", "budget-nan", "budget-zero", "budget-text", "budget-bool", "metric-typo",
          "metric-empty", "metric-nan", "metric-list", "metric-bool", "per-severity-text", "per-severity-nan",
-         "per-severity-and-severity"],
+         "per-severity-and-severity", "budgets-without-per-severity", "budgets-missing", "budgets-unknown",
+         "budgets-empty", "budgets-nan", "budgets-huge", "budgets-bool"],
 )  # fmt: skip
 def test_a_bad_tune_block_is_refused_in_one_line(tune, drop, message):
     config = with_tune(**tune)
@@ -261,6 +282,20 @@ def test_per_severity_tuning_makes_a_job_per_severity_each_in_its_own_folder_at_
     stems = [stem for stem in plan.figure_stems() if stem.endswith("/tuning")]
     assert stems == [f"results/figures/digits_stragglers/{severity}/tuning" for severity in severities]
     assert plan.runs == plan_workflow(QUICK)["digits_stragglers"].runs  # the final runs: the same
+
+
+def test_per_severity_tuning_budgets_train_each_severitys_tuning_to_its_own():
+    """`tune.virtual_time` as a mapping: each severity's tuning runs stop at its own budget; the final
+    runs and every other setting stay as with one budget."""
+    budgets = {"sigma0": 10, "sigma1": 15, "heavy_tail": 30}
+    one = plan_workflow(with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]}, per_severity=True, virtual_time=10))
+    own = plan_workflow(with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]}, per_severity=True,
+                                  virtual_time=budgets))["digits_stragglers"]  # fmt: skip
+    for layout, job, same in zip(own.tuning_layouts, own.tunings, one["digits_stragglers"].tunings, strict=True):
+        assert {run.settings["max_virtual_time"] for run in job.runs} == {budgets[str(layout.severity)]}
+        assert [{**run.settings, "max_virtual_time": 10} for run in job.runs] == [run.settings for run in same.runs]
+        assert [run.folder for run in job.runs] == [run.folder for run in same.runs]
+    assert own.runs == one["digits_stragglers"].runs
 
 
 def test_a_severity_named_as_the_tuning_job_is_refused_where_they_would_share_a_plan():

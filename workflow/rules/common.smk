@@ -251,7 +251,7 @@ def choice_params(layout):
     return {
         "grid": json.dumps(PLAN[name].tuning_grid),
         "target": config["experiments"][name]["target_accuracy"],
-        "budget": tuning_budget(config["experiments"][name]),
+        "budget": tuning_budget(config["experiments"][name], layout.severity),
         "metric": tuning_metric(config["experiments"][name]),
         "title": layout.experiment + at_severity(layout),
         "out": subpath(layout.figure(TUNING_FIGURE.name), parent=True),

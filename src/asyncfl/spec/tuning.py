@@ -181,14 +181,18 @@ def tuned_settings(
 ) -> dict[str, Any]:
     """A tuning run's settings: the run name's at `severity` (default: the tuning severity), with the grid
     point's, trained to the tuning's budget."""
-    settings = run_settings(experiment, name, reference_j, reference_j, severity or tuning_severity(experiment))
-    return {**settings, **point, "max_virtual_time": tuning_budget(experiment)}
+    severity = severity or tuning_severity(experiment)
+    settings = run_settings(experiment, name, reference_j, reference_j, severity)
+    return {**settings, **point, "max_virtual_time": tuning_budget(experiment, severity)}
 
 
-def tuning_budget(experiment: dict[str, Any]) -> float:
-    """The virtual time the tuning runs train to and are scored at: `tune.virtual_time`, else the
+def tuning_budget(experiment: dict[str, Any], severity: str | None = None) -> float:
+    """The virtual time the tuning runs at `severity` (default: the tuning severity) train to and are
+    scored at: `tune.virtual_time`, its entry for the severity where it maps each severity to its own
+    (`tune.per_severity`: a row whose runs barely stay above the target by T is tuned longer), else the
     experiment's budget (a choice made at T may serve final runs trained to 2T, read at T and 2T)."""
-    return experiment["tune"].get("virtual_time", experiment["budget"]["virtual_time"])
+    tuning = experiment["tune"].get("virtual_time", experiment["budget"]["virtual_time"])
+    return tuning[severity or tuning_severity(experiment)] if isinstance(tuning, dict) else tuning
 
 
 def tuning_metric(experiment: dict[str, Any]) -> str:
@@ -225,12 +229,7 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
         raise InputError(
             f"{key}.severities.{TUNING_JOB}: the tuning job's plan and log have that name; rename the severity"
         )
-    budget, tuning = experiment["budget"]["virtual_time"], tuning_budget(experiment)
-    if isinstance(tuning, bool) or not (isinstance(tuning, int | float) and 0 < tuning <= budget):
-        raise InputError(
-            f"{block}.virtual_time {tuning!r} is not a virtual time in (0, {budget:g}], the final runs' budget: "
-            f"give one within it, or leave it out to tune at {key}.budget.virtual_time"
-        )
+    check_tuning_budgets(key, experiment)
     if tuning_metric(experiment) not in TUNING_METRICS:
         raise InputError(
             f"{block}.metric {tune['metric']!r} is not a tuning metric: give one of {', '.join(TUNING_METRICS)}"
@@ -274,6 +273,35 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
             f"{block}.extend steps past the ends of numeric settings, and no grid of this experiment has one "
             "(two numbers or more); remove extend or tune a number"
         )
+
+
+def check_tuning_budgets(key: str, experiment: dict[str, Any]) -> None:
+    """`tune.virtual_time`: a virtual time in (0, the final runs' budget], or with `tune.per_severity` a
+    mapping that gives one to every severity and names nothing else."""
+    block, tuning = f"{key}.tune.virtual_time", experiment["tune"].get("virtual_time")
+    if isinstance(tuning, dict):
+        if not per_severity(experiment):
+            raise InputError(
+                f"{block} gives each severity its own tuning budget, and only {key}.tune.per_severity tunes at "
+                "each severity: set per_severity: true, or give one virtual time"
+            )
+        unknown = sorted(set(tuning) - set(experiment["severities"]), key=str)
+        missing = [severity for severity in experiment["severities"] if severity not in tuning]
+        if unknown or missing:
+            raise InputError(
+                f"{block} names {unknown[0]!r}, not one of {key}.severities; give each severity its budget"
+                if unknown
+                else f"{block} has no budget for severity {missing[0]!r}; give every severity of {key} one"
+            )
+    budget = experiment["budget"]["virtual_time"]
+    for severity in tuning_severities(experiment):
+        value = tuning_budget(experiment, severity)
+        if isinstance(value, bool) or not (isinstance(value, int | float) and 0 < value <= budget):
+            where = f"{block}.{severity}" if isinstance(tuning, dict) else block
+            raise InputError(
+                f"{where} {value!r} is not a virtual time in (0, {budget:g}], the final runs' budget: "
+                f"give one within it, or leave it out to tune at {key}.budget.virtual_time"
+            )
 
 
 def check_not_defined(key: str, experiment: dict[str, Any], where: str, setting: str) -> None:
