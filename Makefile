@@ -23,11 +23,12 @@ run: setup
 	@$(BIN)/python -m asyncfl.bench.quick_estimate
 	$(BIN)/snakemake $(QUICK) --cores 2
 	# The report is written aside and moved in whole: a full disk leaves no truncated report.html.
-	$(BIN)/snakemake $(QUICK) --report results/.report.partial.html
-	mv results/.report.partial.html results/report.html
+	mkdir -p results/reports
+	$(BIN)/snakemake $(QUICK) --report results/reports/.quick.partial.html
+	mv results/reports/.quick.partial.html results/reports/quick.html
 	@echo "figures: results/figures/*/ (PNG and PDF)"
-	@echo "report:  results/report.html"
-	@echo "archive: results/archive/ (asyncfl-results.tar.gz, SHA256SUMS, provenance.json, .zenodo.json)"
+	@echo "report:  results/reports/quick.html"
+	@echo "archive: results/archive/quick/ (asyncfl-results.tar.gz, SHA256SUMS, provenance.json, .zenodo.json)"
 
 test: setup
 	$(BIN)/python -m pytest

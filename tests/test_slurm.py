@@ -4,6 +4,9 @@ Without a cluster these tests skip; CI starts one and sets ASYNCFL_REQUIRE_ALL=1
 the skip into a failure.
 """
 
+import json
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,13 +21,21 @@ from conftest import ENV, QUICK_CONFIG, REPO, RUN_METRICS_GLOBS, figure_names, s
 pytestmark = pytest.mark.slurm
 
 SLURM_PROFILE = ["--profile", str(REPO / "profiles/slurm"), "--workflow-profile", str(REPO / "tests/slurm/profile")]
+# The test cluster's partitions and the longest job its GPU partition allows (tests/slurm/cluster.sh), as a
+# site's user writes them into the config they run
+SITE = {"partitions": {"cpu": "cpu", "gpu": "gpu"}, "max_runtime": 2160}
+
+
+def on_this_site(config: dict) -> dict:
+    return {**config, "resources": {**config["resources"], **SITE}}
 
 
 def cluster_is_up() -> bool:
     if shutil.which("sinfo") is None:
         return False
     result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
-    return result.returncode == 0 and result.stdout.strip() in {"idle", "mixed", "allocated"}
+    states = set(result.stdout.split())
+    return result.returncode == 0 and bool(states) and states <= {"idle", "mixed", "allocated"}
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +52,7 @@ def write_config(path: Path, rounds: int = 30, **train) -> Path:
     experiment["rounds"] = rounds  # the workflow's key: refused under train:
     experiment["train"] = {**experiment["train"], **train}
     config["experiments"] = {"small": experiment}
-    path.write_text(yaml.safe_dump(config))
+    path.write_text(yaml.safe_dump(on_this_site(config)))
     return path
 
 
@@ -55,9 +66,19 @@ def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
     for experiment in quick["experiments"].values():
         experiment["seeds"] = [0]
     config = tmp_path / "quick_seed0.yaml"
-    config.write_text(yaml.safe_dump(quick, sort_keys=False))  # a sweep's severities keep their order
+    config.write_text(yaml.safe_dump(on_this_site(quick), sort_keys=False))  # a sweep's severities keep their order
     result = snakemake(*SLURM_PROFILE, "--configfile", str(config), workdir=tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    # where each job ran, as the cluster recorded it: what trains on the GPU partition with its GPU and
+    # threads, everything else on the CPU partition without one
+    ran = jobs_of(tmp_path)
+    trained = {rule for rule in ran if rule.startswith(("train_", "tune_", "theory"))}
+    assert trained and set(ran) - trained >= {"partition_validated", "figures", "straggler_claim"}
+    for rule, jobs in ran.items():
+        for job in jobs:
+            assert job["Partition"] == ("gpu" if rule in trained else "cpu"), (rule, job)
+            assert ("gpu:1" in job.get("TresPerJob", "")) == (rule in trained), (rule, job)
+            assert job["NumCPUs"] == "1", (rule, job)  # the quick config's threads
     runs = sorted(p.relative_to(tmp_path) for pattern in RUN_METRICS_GLOBS for p in tmp_path.glob(pattern))
     local_seed0 = sorted(
         p.relative_to(quick_local_run)
@@ -72,15 +93,33 @@ def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
     for experiment in quick["experiments"]:
         for figure in figure_names(quick, experiment):
             assert (tmp_path / f"results/figures/{experiment}/{figure}.png").is_file()
-    assert (tmp_path / "results/archive/asyncfl-results.tar.gz").is_file()
+    assert (tmp_path / "results/archive/quick_seed0/asyncfl-results.tar.gz").is_file()
 
 
-def test_a_failing_job_is_reported_promptly_and_a_rerun_completes(tmp_path):
+def jobs_of(workdir: Path) -> dict[str, list[dict[str, str]]]:
+    """The cluster's record of the jobs a workflow in `workdir` submitted (`scontrol show job`, which
+    keeps finished jobs for MinJobAge: no accounting here), by rule."""
+    listed = subprocess.run(["scontrol", "-o", "show", "job"], capture_output=True, text=True, check=True).stdout
+    jobs: dict[str, list[dict[str, str]]] = {}
+    for line in listed.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        rule = re.match(r"rule_(\w+?)(_wildcards_|$)", fields.get("Comment", ""))
+        if rule and fields.get("WorkDir") == str(workdir):
+            jobs.setdefault(rule[1], []).append(fields)
+    return jobs
+
+
+def test_a_failing_job_leaves_the_others_running_to_the_end_and_a_rerun_completes(tmp_path):
     diverging = write_config(tmp_path / "diverging.yaml", optimizer="sgd", gamma0=1e12, rounds=3)
+    config = yaml.safe_load(diverging.read_text())
+    small = config["experiments"]["small"]
+    config["experiments"]["fine"] = {**small, "train": {**small["train"], "optimizer": "adam", "gamma0": 1e-3}}
+    diverging.write_text(yaml.safe_dump(config))
     failed = snakemake(*SLURM_PROFILE, "--configfile", str(diverging), workdir=tmp_path, timeout=1800)
     assert failed.returncode != 0
     output = failed.stdout + failed.stderr
     assert "Error in rule train" in output and "training loss is" in output  # the job's log, shown
+    assert (tmp_path / RUN.replace("small", "fine") / "model.pt").is_file()  # the other experiment trained on
 
     fixed = write_config(tmp_path / "fixed.yaml", rounds=3)
     rerun = snakemake(*SLURM_PROFILE, "--configfile", str(fixed), workdir=tmp_path, timeout=1800)
@@ -136,3 +175,67 @@ def rows(path: Path) -> int | None:
         return path.read_text().count("\n")
     except FileNotFoundError:
         return None
+
+
+def node_limits() -> tuple[int, int]:
+    """The CPUs and memory (MB) of the test cluster's one node."""
+    cpus, memory = subprocess.run(["sinfo", "-h", "-o", "%c %m"], capture_output=True, text=True).stdout.split()[:2]
+    return int(cpus), int(memory.rstrip("+"))
+
+
+@pytest.mark.parametrize("name", ["config/config.yaml", "config/claim.yaml"])
+def test_every_job_of_a_papers_plan_is_accepted_by_a_strict_cluster(tmp_path, name):
+    """The plugin's own sbatch line for each job of the plan (tests/slurm/submit_strings.py), asked of the
+    cluster with `sbatch --test-only`: each within its partition's MaxTime, on the partition of its kind,
+    with CPUs equal to its threads. The node's size stands in for a site's larger nodes: threads and
+    memory are cut to it, the time limits and partitions are not."""
+    config = on_this_site(yaml.safe_load((REPO / name).read_text()))
+    cpus, memory = node_limits()
+    train = config["resources"]["train"]
+    train["threads"] = max(1, min(train["threads"], cpus // train.get("processes", 1)))
+    train["mem_mb"] = min(train["mem_mb"], memory)
+    path = tmp_path / "site.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    profiles = [str(REPO / "profiles/slurm"), str(REPO / "tests/slurm/profile")]
+    listed = subprocess.run(
+        [sys.executable, str(REPO / "tests/slurm/submit_strings.py"), str(path), *profiles],
+        cwd=tmp_path, capture_output=True, text=True, env=ENV, timeout=900,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    submits = json.loads(listed.stdout)
+    assert len(submits) > 20
+    asked: dict[str, dict] = {}
+    for submit in submits:
+        words = shlex.split(submit["call"])
+        minutes = int(words[words.index("-t") + 1])
+        trains = submit["rule"].startswith(("train", "tune_", "theory"))
+        gpu = any(word.startswith(("--gpus", "--gres")) for word in words)
+        assert minutes <= SITE["max_runtime"], submit
+        assert words[words.index("-p") + 1] == ("gpu" if trains and train["gpu"] else "cpu"), submit
+        assert gpu == bool(trains and train["gpu"]), submit
+        assert f"--cpus-per-task={submit['threads']}" in words, submit
+        rule = submit["rule"]
+        spread = rule.startswith("tune_") or (rule.startswith("train_") and "_pack" not in rule)
+        if trains:  # a sweep's severity and tuning jobs spread their runs over processes
+            assert submit["threads"] == train["threads"] * (train.get("processes", 1) if spread else 1), submit
+        comment = words.index("--comment")
+        asked.setdefault(shlex.join(words[:comment] + words[comment + 2 :]), submit)
+    for line, submit in asked.items():
+        test = subprocess.run(
+            [*shlex.split(line), "--test-only", "--wrap", "true"], capture_output=True, text=True, timeout=60
+        )
+        assert test.returncode == 0, (submit["rule"], line, test.stderr)
+
+
+def test_partitions_the_cluster_lacks_or_limits_are_refused_before_anything_is_submitted(tmp_path):
+    config = yaml.safe_load(write_config(tmp_path / "c.yaml").read_text())
+    for resources, message in [
+        ({"partitions": {"cpu": "cpu", "gpu": "gpus"}}, "resources.partitions.gpu is 'gpus', which this cluster"),
+        ({"max_runtime": 2880, "partitions": {"cpu": "cpu", "gpu": "gpu"}}, "over partition gpu's MaxTime of 2160"),
+    ]:
+        config["resources"].update(resources)
+        config["resources"]["train"]["runtime"] = 2880 if "max_runtime" in resources else 30
+        path = tmp_path / "bad.yaml"
+        path.write_text(yaml.safe_dump(config))
+        result = snakemake("-n", *SLURM_PROFILE, "--configfile", str(path), workdir=tmp_path)
+        assert result.returncode != 0 and message in result.stdout + result.stderr, result.stderr[-2000:]

@@ -37,8 +37,11 @@ def test_paper_config_plans_every_training_run():
         if name not in sweeps
     )
     counts = job_counts(result.stdout)
-    # the straggler sweeps of MNIST and CIFAR-10: one job per severity, each training 6 algorithms × 3 seeds
-    assert {name: counts[f"train_{name}"] for name in sweeps} == {"mnist_stragglers": 5, "cifar10_stragglers": 5}
+    # the straggler sweeps of MNIST and CIFAR-10: each severity's 10 algorithms × 3 seeds in 8 jobs within
+    # resources.max_runtime (2 days: 4 runs of 720 min), each part a rule with the severity as its wildcard
+    for name in sweeps:
+        assert {counts[f"train_{name}_part{part}"] for part in range(8)} == {5}, name
+        assert f"train_{name}_part8" not in counts
     assert counts["straggler_claim"] == 2
     # MNIST: (AFL at J = 3..8 + sync, FedAsync, FedBuff, AFL and sync as coded at J = 5) × 3 seeds; CIFAR-10
     # without the as-coded ones; both staleness-aware variants and MNIST's FedProx one × (AFL, FedAsync,
@@ -170,6 +173,14 @@ def test_snakefmt_is_clean():
             lambda c: c["experiments"]["digits_stragglers"]["tune"].update(metric="time_to_reach"),
             "'time_to_reach' is not one of ['time_to_target', 'time_to_stay']",
         ),
+        # what a cluster would refuse or never run (asyncfl.spec.cluster)
+        (lambda c: c["resources"].update(max_runtime=20), "runtime is 30 min for one run, over resources.max_runtime"),
+        (lambda c: c["resources"]["train"].update(gres="gpu:1"), "resources.train has gres and gpu/gpu_model"),
+        (lambda c: c["resources"]["train"].update(runtime=-5), "-5 is less than the minimum of 1"),
+        (lambda c: c["resources"]["train"].update(runtime=float("nan")), "nan is not of type 'integer'"),
+        (lambda c: c["resources"].update(max_runtime=float("inf")), "inf is not of type 'integer'"),
+        (lambda c: c["resources"].update(partitions={"gpu": "../gpu"}), "resources.partitions.gpu is '../gpu'"),
+        (lambda c: c["resources"].update(partitions={"tpu": "x"}), "'tpu' was unexpected"),
     ],
 )
 def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
@@ -232,7 +243,7 @@ def test_quick_config_end_to_end(quick_local_run):
         for figure in figure_names(quick, name):
             for ext in ("png", "pdf"):
                 assert (tmp_path / f"results/figures/{name}/{figure}.{ext}").stat().st_size > 1000
-    archive = tmp_path / "results/archive"
+    archive = tmp_path / "results/archive/quick"
     tarball = archive / "asyncfl-results.tar.gz"
     sums = dict(reversed(line.split("  ")) for line in (archive / "SHA256SUMS").read_text().splitlines())
     assert sums.pop(tarball.name) == hashlib.sha256(tarball.read_bytes()).hexdigest()
@@ -272,6 +283,18 @@ def test_quick_config_end_to_end(quick_local_run):
     shutil.rmtree(archive)
     rebuilt = snakemake("--cores", "1", "--configfile", config, workdir=tmp_path)
     assert rebuilt.returncode == 0 and (archive / "SHA256SUMS").read_text() == first_sums
+
+
+def test_the_quick_pipeline_and_the_papers_sweep_keep_their_archives_apart(tmp_path):
+    """One clone runs both: what every run of a config shares lies in a folder of that config."""
+    outputs = {}
+    for config in (QUICK_CONFIG, REPO / "config/config.yaml"):
+        dry = snakemake("archive", "-n", "-p", "--configfile", str(config), workdir=tmp_path)
+        assert dry.returncode == 0, dry.stderr[-2000:]
+        (job,) = [job for job in dry.stdout.split("\n\n") if "rule archive:" in job]
+        outputs[config.stem] = re.search(r"output: (.*)", job)[1].split(", ")
+    assert {Path(path).parent.as_posix() for path in outputs["quick"]} == {"results/archive/quick"}
+    assert {Path(path).parent.as_posix() for path in outputs["config"]} == {"results/archive/config"}
 
 
 def test_slurm_profile_plans_without_conda():
@@ -343,9 +366,10 @@ def test_no_config_value_or_path_reaches_a_shell_as_code(tmp_path):
     path.write_text(yaml.safe_dump(config))
     result = snakemake("--cores", "2", "--configfile", str(path), workdir=workdir)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    assert (workdir / "results/archive/SHA256SUMS").is_file()
+    archive = workdir / "results/archive" / path.stem  # the config's own folder, named as its file
+    assert (archive / "SHA256SUMS").is_file()
     assert not list(tmp_path.rglob("INJECTED")) and not (REPO / "INJECTED").exists()
-    provenance = (workdir / "results/archive/provenance.json").read_text()
+    provenance = (archive / "provenance.json").read_text()
     assert marker.replace("`", "") in provenance.replace("`", "")  # the command line, recorded as text
 
     for edit, message in (

@@ -2,8 +2,12 @@
 # A real single-node SLURM cluster on localhost for the tests (Debian 12, SLURM 22.05, root, no systemd).
 #   tests/slurm/cluster.sh start   install if needed, configure, start munged, slurmctld, slurmd; wait for idle
 #   tests/slurm/cluster.sh stop    stop the daemons started here, by their PID files
+# As strict as a real site: a CPU partition (the default) and a GPU partition, each with a MaxTime
+# that `EnforcePartLimits=ALL` checks at submission ("Requested time limit is invalid"), and CPUs
+# confined to what a job asked for (`TaskPlugin=task/affinity`: `srun -c 1 nproc` prints 1).
 # The node offers two fake GPUs (gres on /dev/null and /dev/zero), one per core, so two training jobs run
 # at a time: a job sees CUDA_VISIBLE_DEVICES=0 or 1 and no CUDA device, and trains on the CPU.
+# The partitions' names and limits are the tests' (tests/slurm/site.yaml says them for the workflow).
 set -euo pipefail
 
 STATE=/var/lib/asyncfl-slurm
@@ -26,13 +30,14 @@ SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 AuthType=auth/munge
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=task/affinity
+EnforcePartLimits=ALL
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 GresTypes=gpu
-MinJobAge=600
+MinJobAge=3600
 ReturnToService=2
 StateSaveLocation=$STATE/ctld
 SlurmdSpoolDir=$STATE/d
@@ -41,7 +46,8 @@ SlurmdPidFile=/run/slurmd.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
 NodeName=localhost NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory Gres=gpu:2 State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+PartitionName=cpu Nodes=localhost Default=YES MaxTime=1-00:00:00 State=UP
+PartitionName=gpu Nodes=localhost MaxTime=1-12:00:00 State=UP
 CONF
   cat > /etc/slurm/gres.conf <<CONF
 AutoDetect=off
@@ -55,7 +61,7 @@ CONF
   slurmctld -c -i
   slurmd
   for _ in $(seq 60); do
-    if [ "$(sinfo -h -o %T 2>/dev/null)" = "idle" ]; then
+    if [ "$(sinfo -h -o %T 2>/dev/null | sort -u)" = "idle" ]; then
       echo "SLURM cluster up: $(sinfo -h -o '%P %N %c CPUs %m MB %G %T')"
       return 0
     fi

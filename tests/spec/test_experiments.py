@@ -7,7 +7,7 @@ import yaml
 
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import WORKFLOW_OWNED, experiment_traces, run_settings
-from asyncfl.spec.workflow_config import check_config_files, check_workflow_config
+from asyncfl.spec.workflow_config import check_config_files, check_workflow_config, config_name
 from conftest import QUICK_CONFIG, REPO
 
 QUICK = yaml.safe_load((QUICK_CONFIG).read_text())
@@ -116,6 +116,14 @@ def test_two_config_files_with_one_base_name_are_refused():
     check_config_files(["config/config.yaml", "./config/config.yaml", ".test/config/quick.yaml"])
     with pytest.raises(InputError, match="have one base name, config.yaml"):
         check_config_files(["config/config.yaml", "mine/config.yaml"])
+
+
+def test_a_configs_outputs_are_named_by_its_file():
+    assert config_name(["config/config.yaml"]) == "config" and config_name([".test/config/quick.yaml"]) == "quick"
+    assert config_name(["a/claim.yaml", "b/my site.yaml"]) == "claim+my site"
+    for bad in ("..yaml", ".hidden.yaml", "{experiment}.yaml", "tab\t.yaml"):
+        with pytest.raises(InputError, match="names the config's archive folder"):
+            config_name([f"mine/{bad}"])
 
 
 def sweep_edited(edit) -> dict:

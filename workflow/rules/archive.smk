@@ -11,7 +11,7 @@ rule archive:
             for file in run_files(name, RUN_SUMMARY)
         ],
         # each tuned experiment's choice: the settings its final runs trained with
-        chosen=[layout.chosen for layout, _ in TUNINGS],
+        chosen=[layout.chosen for layout in TUNING_LAYOUTS],
         partitions=sorted(
             {
                 partition_file(exp, seed, ".json")

@@ -2,6 +2,7 @@ import json
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -9,6 +10,8 @@ from pathlib import Path
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
 from asyncfl.spec.catalogue import Scope, catalogued, scope_figures
+from asyncfl.spec.cluster import check_partitions, check_resources, cpu_job_resources
+from asyncfl.spec.cluster import gpu_job_resources, training_kind
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import NAME
 from asyncfl.spec.layout import ARCHIVE_DIR, ARCHIVE_FILES, DATA_DIR, EVENTS
@@ -25,7 +28,7 @@ from asyncfl.spec.plan import ONE_RUN, PACKED, SEVERITY, partition_file, plan_wo
 from asyncfl.spec.plan import prepared_marker
 from asyncfl.spec.tuning import tuning_budget, tuning_metric
 from asyncfl.spec.workflow_config import check_config_files, check_workflow_config
-from asyncfl.spec.workflow_config import record_command
+from asyncfl.spec.workflow_config import config_name, record_command
 from asyncfl.spec.yaml_files import with_numbers
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -37,6 +40,7 @@ config.update(with_numbers(config))
 validate(config, "../schemas/config.schema.yaml")
 try:
     check_workflow_config(config)
+    check_resources(config["resources"])
     check_config_files(workflow.configfiles)
 except InputError as error:
     raise WorkflowError(str(error)) from None
@@ -77,17 +81,28 @@ def spread(command):
     return command.replace(" --threads", f"{processes} --threads", 1)
 
 
-TRAIN_RESOURCES = {key: config["resources"]["train"][key] for key in ("gpu", "mem_mb")}
+# What a job that trains asks for besides threads and runtime (GPUs in the site's spelling, memory, the
+# GPU partition), and what every other job asks for (the CPU partition): asyncfl.spec.cluster
+TRAIN_RESOURCES = gpu_job_resources(config["resources"])
+CPU_RESOURCES = cpu_job_resources(config["resources"])
 # The figures each rule draws (asyncfl.spec.catalogue)
 FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)
 EMULATION_FIGURES = scope_figures(Scope.EMULATION, REFERENCE_J)
 STRAGGLER_FIGURES = scope_figures(Scope.SEVERITY_SWEEP, REFERENCE_J)
 SAMPLING_VARIANCE_FIGURE = catalogued("sampling_variance")
 TUNING_FIGURE = catalogued("tuning")
-ARCHIVE = [f"{ARCHIVE_DIR}/{name}" for name in ARCHIVE_FILES]
+# The archive of this config's results, apart from another config's in the same clone
+try:
+    CONFIG_NAME = config_name(workflow.configfiles)
+except InputError as error:
+    raise WorkflowError(str(error)) from None
+ARCHIVE = [f"{ARCHIVE_DIR.format(config=CONFIG_NAME)}/{name}" for name in ARCHIVE_FILES]
 # Which runs exist, the jobs that train them and each experiment's figures (asyncfl.spec.plan): the
 # functions below only look them up for the rules.
-PLAN = plan_workflow(config)
+try:
+    PLAN = plan_workflow(config)
+except InputError as error:
+    raise WorkflowError(str(error)) from None
 # The experiments by the shape of their training jobs: one job per severity, per `pack_runs` runs,
 # or per run (the `train` rule; "(?!)" matches nothing)
 SWEEPS = PLAN.of_shape(SEVERITY)
@@ -95,6 +110,33 @@ PACKED_EXPERIMENTS = PLAN.of_shape(PACKED)
 ONE_RUN_PER_JOB = "|".join(map(re.escape, PLAN.of_shape(ONE_RUN))) or "(?!)"
 # The archive's provenance records how the workflow was started.
 record_command(sys.argv)
+
+
+def cluster_partitions():
+    """The partitions this cluster has, with their MaxTime (`sinfo`), where it can be asked; None elsewhere."""
+    if (
+        not any(config["resources"].get("partitions", {}).values())
+        or shutil.which("sinfo") is None
+    ):
+        return None
+    listed = subprocess.run(
+        ["sinfo", "-h", "-o", "%R %l"], capture_output=True, text=True, timeout=60
+    )
+    return listed.stdout if listed.returncode == 0 else None
+
+
+# The partitions named in the config exist and allow the longest job each gets: refused now, before
+# anything is submitted, where the cluster can be asked (a login node; not a laptop).
+PARTITIONS = cluster_partitions()
+if PARTITIONS is not None:
+    try:
+        check_partitions(
+            config["resources"],
+            {training_kind(config["resources"]): PLAN.longest_job()},
+            PARTITIONS,
+        )
+    except InputError as error:
+        raise WorkflowError(str(error)) from None
 
 
 wildcard_constraints:
@@ -161,11 +203,7 @@ def train_plan(name, job):
 # The experiments with a `tune:` grid, whose tuning jobs run before their others: one each, or one per
 # severity (`tune.per_severity`), each with its layout (asyncfl.spec.layout.TuningLayout)
 TUNED = [name for name, plan in PLAN.experiments.items() if plan.tunings]
-TUNINGS = [
-    (layout, job)
-    for name in TUNED
-    for layout, job in zip(PLAN[name].tuning_layouts, PLAN[name].tunings)
-]
+TUNING_LAYOUTS = [layout for name in TUNED for layout in PLAN[name].tuning_layouts]
 
 
 def run_files(name, files=RUN_FILES):

@@ -10,6 +10,8 @@ rule figures:
         "logs/figures/{experiment}.log",
     conda:
         torch_env
+    resources:
+        **CPU_RESOURCES,
     params:
         out=subpath(output[0], parent=True),
         runs=lambda wildcards: run_folders(wildcards.experiment),
@@ -37,6 +39,8 @@ for emulation in EMULATION_FIGURES:
             f"logs/figures/{{experiment}}_{emulation.name}.log",
         conda:
             torch_env
+        resources:
+            **CPU_RESOURCES,
         params:
             out=subpath(output[0], parent=True),
             runs=emulation_run_folders(emulation),
@@ -66,6 +70,8 @@ rule straggler_claim:
     priority: 1  # the end of the pipeline's longest chain (tuning, choice, severities)
     conda:
         torch_env
+    resources:
+        **CPU_RESOURCES,
     params:
         out=subpath(output[0], parent=True),
         runs=lambda wildcards: run_folders(wildcards.experiment),

@@ -20,6 +20,8 @@ rule partition:
     priority: 3
     conda:
         torch_env
+    resources:
+        **CPU_RESOURCES,
     params:
         root=lambda wildcards: data_root(wildcards.dataset),
         min_size=config["min_partition_size"],
@@ -39,6 +41,8 @@ rule partition_validated:
     priority: 3
     conda:
         torch_env
+    resources:
+        **CPU_RESOURCES,
     params:
         root=lambda wildcards: data_root(wildcards.dataset),
         min_size=config["min_partition_size"],

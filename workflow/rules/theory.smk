@@ -23,7 +23,8 @@ rule theory:
         torch_env
     threads: TRAIN_THREADS
     resources:
-        **TRAIN_RESOURCES,
+        **TRAIN_RESOURCES,  # it trains every client once: a GPU job, as long as one run
+        runtime=config["resources"]["train"]["runtime"],
     params:
         dataset=lambda wildcards: experiment(wildcards)["dataset"],
         root=lambda wildcards: data_root(experiment(wildcards)["dataset"]),

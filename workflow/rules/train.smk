@@ -56,34 +56,38 @@ rule train:
 # Jobs that train several runs are the longest: they start first (priority), so that none is left to
 # run alone at the end while the other cores idle.
 for sweep in SWEEPS:
+    for part in range(PLAN[sweep].severity_parts):
+        # a severity's runs in parts within resources.max_runtime (asyncfl.spec.cluster): one part keeps
+        # the job's name, plan and log
+        suffix = "" if PLAN[sweep].severity_parts == 1 else f".part{part}"
 
-    rule:
-        name:
-            f"train_{sweep.replace('-', '_')}"
-        input:
-            **PLAN[sweep].job_inputs(),
-            **PLAN[sweep].chosen_input(),
-            plan=train_plan(sweep, "{severity}"),
-        output:
-            PLAN[sweep].severity_job_outputs(RUN_FILES),
-        log:
-            f"logs/train/{sweep}/{{severity}}.log",
-        benchmark:
-            f"benchmarks/train/{sweep}/{{severity}}.tsv"
-        wildcard_constraints:
-            severity="|".join(map(re.escape, PLAN[sweep].severities)),
-        priority: 1
-        conda:
-            torch_env
-        threads: SWEEP_THREADS
-        resources:
-            **TRAIN_RESOURCES,
-            runtime=PLAN[sweep].jobs[0].runtime,
-        params:
-            dataset=config["experiments"][sweep]["dataset"],
-            root=experiment_data_root(sweep),
-        shell:
-            spread(TRAIN_MANY_CHOSEN if sweep in TUNED else TRAIN_MANY)
+        rule:
+            name:
+                f"train_{sweep.replace('-', '_')}{suffix.replace('.', '_')}"
+            input:
+                **PLAN[sweep].job_inputs(),
+                **PLAN[sweep].chosen_input(),
+                plan=train_plan(sweep, "{severity}" + suffix),
+            output:
+                PLAN[sweep].severity_job_outputs(RUN_FILES, part),
+            log:
+                f"logs/train/{sweep}/{{severity}}{suffix}.log",
+            benchmark:
+                f"benchmarks/train/{sweep}/{{severity}}{suffix}.tsv"
+            wildcard_constraints:
+                severity="|".join(map(re.escape, PLAN[sweep].severities)),
+            priority: 1
+            conda:
+                torch_env
+            threads: SWEEP_THREADS
+            resources:
+                **TRAIN_RESOURCES,
+                runtime=PLAN[sweep].jobs[part].runtime,
+            params:
+                dataset=config["experiments"][sweep]["dataset"],
+                root=experiment_data_root(sweep),
+            shell:
+                spread(TRAIN_MANY_CHOSEN if sweep in TUNED else TRAIN_MANY)
 
 
 # An experiment's `tune:` grid (asyncfl.spec.tuning): every tuned run name at every grid point on the
@@ -100,40 +104,44 @@ SEARCH = (
 )
 
 
-for layout, tuning in TUNINGS:
+for layout in TUNING_LAYOUTS:
     tuned = layout.experiment
     searched = bool(PLAN[tuned].search_axes)
+    tuning_runs = [run for job in PLAN[tuned].tuning_parts(layout) for run in job.runs]
+    # a tuning's runs in parts within resources.max_runtime; one that searches is one job
+    for tuning in PLAN[tuned].tuning_parts(layout):
 
-    rule:
-        name:
-            f"tune_{tuned.replace('-', '_')}{layout.suffix}"
-        input:
-            **PLAN[tuned].job_inputs(),
-            tuning_partitions=list(PLAN[tuned].tuning_partitions),
-            plan=train_plan(tuned, tuning.key),
-            stats=tuning_stats(tuned) if searched else [],
-        output:
-            [f"{run.folder}/{file}" for run in tuning.runs for file in RUN_FILES],
-            **(choice_outputs(layout) if searched else {}),
-            **({"timings": layout.timings} if searched else {}),
-        log:
-            f"logs/train/{tuned}/{tuning.key}.log",
-        benchmark:
-            f"benchmarks/train/{tuned}/{tuning.key}.tsv"
-        priority: 2
-        conda:
-            torch_env
-        threads: SWEEP_THREADS
-        resources:
-            **TRAIN_RESOURCES,
-            runtime=tuning.runtime,
-        params:
-            **(choice_params(layout) if searched else {}),
-            **({"axes": json.dumps(PLAN[tuned].search_axes)} if searched else {}),
-            dataset=config["experiments"][tuned]["dataset"],
-            root=experiment_data_root(tuned),
-        shell:
-            spread(SEARCH if searched else TRAIN_MANY)
+        rule:
+            name:
+                f"tune_{tuned.replace('-', '_')}{layout.suffix}"
+                + tuning.key.removeprefix(layout.job).replace(".", "_")
+            input:
+                **PLAN[tuned].job_inputs(),
+                tuning_partitions=list(PLAN[tuned].tuning_partitions),
+                plan=train_plan(tuned, tuning.key),
+                stats=tuning_stats(tuned) if searched else [],
+            output:
+                [f"{run.folder}/{file}" for run in tuning.runs for file in RUN_FILES],
+                **(choice_outputs(layout) if searched else {}),
+                **({"timings": layout.timings} if searched else {}),
+            log:
+                f"logs/train/{tuned}/{tuning.key}.log",
+            benchmark:
+                f"benchmarks/train/{tuned}/{tuning.key}.tsv"
+            priority: 2
+            conda:
+                torch_env
+            threads: SWEEP_THREADS
+            resources:
+                **TRAIN_RESOURCES,
+                runtime=tuning.runtime,
+            params:
+                **(choice_params(layout) if searched else {}),
+                **({"axes": json.dumps(PLAN[tuned].search_axes)} if searched else {}),
+                dataset=config["experiments"][tuned]["dataset"],
+                root=experiment_data_root(tuned),
+            shell:
+                spread(SEARCH if searched else TRAIN_MANY)
 
     if searched:
         continue
@@ -142,7 +150,7 @@ for layout, tuning in TUNINGS:
         name:
             f"select_tuning_{tuned.replace('-', '_')}{layout.suffix}"
         input:
-            runs=[f"{run.folder}/{file}" for run in tuning.runs for file in RUN_SUMMARY],
+            runs=[f"{run.folder}/{file}" for run in tuning_runs for file in RUN_SUMMARY],
             stats=tuning_stats(tuned),
         output:
             **choice_outputs(layout),
@@ -151,9 +159,11 @@ for layout, tuning in TUNINGS:
         priority: 2  # as the tuning job: the sweep's final runs wait on the choice
         conda:
             torch_env
+        resources:
+            **CPU_RESOURCES,
         params:
             **choice_params(layout),
-            runs=[run.folder for run in tuning.runs],
+            runs=[run.folder for run in tuning_runs],
         shell:
             ASYNCFL
             + " select --runs {params.runs:q} --grid {params.grid:q} --partition-stats {input.stats:q}"

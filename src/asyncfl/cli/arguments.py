@@ -63,11 +63,15 @@ POSITIVE = bounded("a finite number > 0", lambda value: math.isfinite(value) and
 
 
 def machine_cpus() -> int:
-    """The CPUs this process may run on: more torch threads than these only contend for them."""
+    """The CPUs this process may run on: more torch threads than these only contend for them. Under
+    SLURM, also at most the job's CPUs (`SLURM_CPUS_PER_TASK`), which a site without CPU binding does not
+    enforce: a run asking for more fails with the number instead of training other bytes on fewer."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    allotted = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    return min(cpus, int(allotted)) if allotted.isdigit() and int(allotted) > 0 else cpus
 
 
 THREADS = at_least(1, machine_cpus(), ", the CPUs this process may use")

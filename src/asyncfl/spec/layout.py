@@ -39,7 +39,9 @@ TUNING_RUN_FOLDER = f"{TUNING_DIR}/{TUNING_RUN_TAIL}"
 TRAIN_PLAN = "results/{experiment}/plans/{job}.json"
 FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a figure's table)
 STRAGGLER_VERDICTS = "straggler_verdicts"  # + .csv, beside straggler_claim: every paired comparison and its CI
-ARCHIVE_DIR = "results/archive"
+# What every run of one config shares, in a folder named by the config (`workflow_config.config_name`);
+# its report goes to results/reports/CONFIG.html (Makefile, docs/outputs.md)
+ARCHIVE_DIR = "results/archive/{config}"
 # A run folder's tail, as RUN_FOLDER ends, for commands given run folders by hand: {algorithm}/J{J}/seed{seed}
 # (an algorithm, or a variant of one: ALGORITHM-SUFFIX, `names.base_algorithm`)
 RUN_DIR = re.compile(rf"(?P<algorithm>[a-z][a-z_]*(?:-{VARIANT_SUFFIX})?)/J(?P<J>\d+)/seed(?P<seed>\d+)$")

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asyncfl.spec.catalogue import Figure, Scope, scope_figures
+from asyncfl.spec.cluster import JobBudget, job_budget, part_key, split_runs
+from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import decimal_text, experiment_runs, experiment_traces, run_settings
 from asyncfl.spec.layout import (
     DATA_DIR,
@@ -87,14 +89,17 @@ class PlannedRun:
 
 @dataclass(frozen=True)
 class TrainingJob:
-    """One job that trains runs: its shape, its key (the run folder, `ALGORITHM_JN` or the severity), its
-    runs and the minutes it asks for (one run's runtime per run it trains)."""
+    """One job that trains runs: its shape, its key (the run folder, `packN`, the severity or the tuning's,
+    with `.partN` where the cap split it: `cluster.part_key`), its runs, the minutes it asks for
+    (`cluster.JobBudget.minutes`), which part it is, and the tuning's layout where it tunes."""
 
     experiment: str
     shape: str
     key: str
     runs: tuple[PlannedRun, ...]
     runtime: int
+    part: int = 0
+    layout: TuningLayout | None = None
 
     @property
     def plan_file(self) -> str:
@@ -117,7 +122,9 @@ class ExperimentPlan:
     traces: tuple[str, ...]  # the availability traces its runs read (inputs of their jobs and figures)
     figures: tuple[Figure, ...]
     severities: tuple[str, ...] = ()
-    # the runs of its `tune:` grid, before the others: one job, or one per severity (`tune.per_severity`)
+    severity_parts: int = 1  # the jobs each severity's runs are split into, within resources.max_runtime
+    # the runs of its `tune:` grid, before the others: one job, or one per severity (`tune.per_severity`),
+    # each split into parts within resources.max_runtime where it does not search
     tunings: tuple[TrainingJob, ...] = ()
     tuning_layouts: tuple[TuningLayout, ...] = ()  # where each of `tunings` keeps its runs, choice and figure
     tuning_partitions: tuple[str, ...] = ()  # every tuning seed's FILE.npz
@@ -171,15 +178,19 @@ class ExperimentPlan:
         each_severity = self.tuning_layouts[0].severity is not None
         return {"chosen": TuningLayout(self.name, "{severity}" if each_severity else None).chosen}
 
-    def severity_job_outputs(self, files: tuple[str, ...]) -> list[str]:
-        """The outputs of its severity jobs with `{severity}` left as the rule's wildcard: every
-        severity trains the same runs (a sweep's runs at reference_J)."""
+    def tuning_parts(self, layout: TuningLayout) -> tuple[TrainingJob, ...]:
+        """The jobs that train one tuning's runs."""
+        return tuple(job for job in self.tunings if job.layout == layout)
+
+    def severity_job_outputs(self, files: tuple[str, ...], part: int = 0) -> list[str]:
+        """The outputs of one part of its severity jobs with `{severity}` left as the rule's wildcard:
+        every severity trains the same runs (a sweep's runs at reference_J), split alike."""
         return [
             SEVERITY_RUN_FOLDER.format(
                 experiment=self.name, severity="{severity}", algorithm=run.name, J=run.j, seed=run.seed
             )
             + f"/{file}"
-            for run in self.jobs[0].runs
+            for run in self.jobs[part].runs
             for file in files
         ]
 
@@ -196,6 +207,10 @@ class WorkflowPlan:
     def of_shape(self, shape: str) -> list[str]:
         """The experiments whose training jobs have this shape."""
         return [name for name, plan in self.experiments.items() if plan.shape == shape]
+
+    def longest_job(self) -> int:
+        """The minutes of its longest training job (at most resources.max_runtime)."""
+        return max(job.runtime for plan in self.experiments.values() for job in (*plan.jobs, *plan.tunings))
 
     def figure_files(self) -> list[str]:
         """Every figure of every experiment, PNG and PDF: the workflow's targets."""
@@ -225,29 +240,19 @@ def partition_file(experiment: dict[str, Any], seed: int | str, suffix: str = ".
 
 def plan_workflow(config: dict[str, Any]) -> WorkflowPlan:
     """The plan of a validated workflow config (`workflow_config.check_workflow_config`)."""
-    reference_j, runtime = config["reference_J"], config["resources"]["train"]["runtime"]
+    reference_j, budget = config["reference_J"], job_budget(config["resources"])
     return WorkflowPlan(
         {
-            name: plan_experiment(name, experiment, reference_j, runtime)
+            name: plan_experiment(name, experiment, reference_j, budget)
             for name, experiment in config["experiments"].items()
         }
     )
 
 
-def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, runtime: int) -> ExperimentPlan:
+def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, budget: JobBudget) -> ExperimentPlan:
     severities = tuple(experiment.get("severities", {}))
     runs = tuple(planned_runs(name, experiment, reference_j, severities))
-    if severities:
-        groups = {severity: [run for run in runs if run.severity == severity] for severity in severities}
-        shape = SEVERITY
-    elif "pack_runs" in experiment:
-        size = experiment["pack_runs"]
-        groups = {PACK_KEY.format(index=i // size): list(runs[i : i + size]) for i in range(0, len(runs), size)}
-        shape = PACKED
-    else:
-        groups = {run.folder: [run] for run in runs}
-        shape = ONE_RUN
-    jobs = tuple(TrainingJob(name, shape, key, tuple(group), runtime * len(group)) for key, group in groups.items())
+    jobs, parts = training_jobs(name, experiment, runs, severities, budget)
     tunings: tuple[TrainingJob, ...] = ()
     layouts: tuple[TuningLayout, ...] = ()
     axes = {}
@@ -266,7 +271,7 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         layouts = tuple(TuningLayout(name, s if per_severity(experiment) else None) for s in severities_tuned)
         for layout, severity in zip(layouts, severities_tuned, strict=True):
             tuning_runs = tuple(planned_tuning_runs(layout, experiment, reference_j, severity))
-            tunings += (TrainingJob(name, TUNING, layout.job, tuning_runs, runtime * (len(tuning_runs) + searched)),)
+            tunings += tuning_jobs(layout, tuning_runs, searched if axes else None, budget)
     return ExperimentPlan(
         name,
         experiment["dataset"],
@@ -276,6 +281,7 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         tuple(experiment_traces(experiment)),
         tuple(figures_of(experiment, reference_j)),
         severities,
+        parts,
         tunings,
         layouts,
         tuple(partition_file(experiment, seed) for seed in experiment.get("tune", {}).get("seeds", [])),
@@ -285,6 +291,69 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, run
         axes,
         RUN_FOLDER.format(experiment=name, algorithm="afl", J=reference_j, seed=experiment["seeds"][0]),
     )
+
+
+def training_jobs(
+    name: str, experiment: dict[str, Any], runs: tuple[PlannedRun, ...], severities: tuple[str, ...], budget: JobBudget
+) -> tuple[tuple[TrainingJob, ...], int]:
+    """The jobs that train an experiment's final runs, and the parts each severity's runs are split into:
+    per severity (in parts within the cap), per `pack_runs` runs (fewer where a pack would outlast the
+    cap), or one a run."""
+    if severities:
+        jobs: tuple[TrainingJob, ...] = ()
+        for severity in severities:
+            split = split_runs([run for run in runs if run.severity == severity], budget.most_runs(spread=True))
+            jobs += tuple(
+                TrainingJob(
+                    name,
+                    SEVERITY,
+                    part_key(severity, index, len(split)),
+                    group,
+                    budget.minutes(len(group), True),
+                    index,
+                )  # fmt: skip
+                for index, group in enumerate(split)
+            )
+        return jobs, len(split)
+    if "pack_runs" in experiment:
+        size = min(experiment["pack_runs"], budget.most_runs(spread=False))
+        packs = [runs[i : i + size] for i in range(0, len(runs), size)]
+        return tuple(
+            TrainingJob(name, PACKED, PACK_KEY.format(index=index), pack, budget.minutes(len(pack), False))
+            for index, pack in enumerate(packs)
+        ), 1
+    return tuple(TrainingJob(name, ONE_RUN, run.folder, (run,), budget.runtime) for run in runs), 1
+
+
+def tuning_jobs(
+    layout: TuningLayout, runs: tuple[PlannedRun, ...], searched: int | None, budget: JobBudget
+) -> tuple[TrainingJob, ...]:
+    """The jobs of one tuning: its grid's runs in parts within the cap, or, where it searches past the
+    grid's edges (`searched`: the runs the search may add), one job, since each step of the search reads
+    the scores of all the runs before it."""
+    if searched is None:
+        split = split_runs(runs, budget.most_runs(spread=True))
+        return tuple(
+            TrainingJob(
+                layout.experiment,
+                TUNING,
+                part_key(layout.job, index, len(split)),
+                group,
+                budget.minutes(len(group), True),
+                index,
+                layout,
+            )
+            for index, group in enumerate(split)
+        )
+    minutes = budget.minutes(len(runs), True) + searched * budget.runtime  # a search's steps may train one run each
+    if minutes > budget.cap:
+        raise InputError(
+            f"experiments.{layout.experiment}: its tuning searches past its grid in one job of up to "
+            f"{len(runs) + searched} runs, {minutes} min at resources.train.runtime {budget.runtime} min a run, "
+            f"over resources.max_runtime {budget.cap}: raise max_runtime or resources.train.processes, "
+            "or lower runtime to what a run takes"
+        )
+    return (TrainingJob(layout.experiment, TUNING, layout.job, runs, minutes, 0, layout),)
 
 
 def planned_tuning_runs(

@@ -4,7 +4,9 @@ Apart from `experiments` and `tuning`, which it checks with: tuning builds on th
 settings, so neither imports the other's caller."""
 
 import os
+import re
 import shlex
+from pathlib import Path
 from typing import Any
 
 from asyncfl.spec.errors import InputError
@@ -25,6 +27,25 @@ def check_config_files(paths: list[str]) -> None:
                 "keeps each config; rename one of them"
             )
         names[name] = path
+
+
+# A config file's name as it names its outputs' folder: no leading dot (`..`, a hidden folder), no control
+# character, no brace (Snakemake would read a wildcard); every command quotes it
+CONFIG_NAME = re.compile(r"[^.{}\x00-\x1f][^{}\x00-\x1f]*")
+
+
+def config_name(paths: list[str]) -> str:
+    """The name of the config a workflow runs, its file's stem (`quick` for .test/config/quick.yaml,
+    `config` for the default), joined by + where several are given: the folder of what the config's
+    runs share (the archive, the report), so that two configs run in one clone keep theirs apart."""
+    stems = [Path(path).stem for path in paths]
+    for path, stem in zip(paths, stems, strict=True):
+        if not CONFIG_NAME.fullmatch(stem):
+            raise InputError(
+                f"--configfile {path}: its name {stem!r} names the config's archive folder, "
+                "results/archive/NAME; rename the file so that it starts with no dot and holds no brace"
+            )
+    return "+".join(stems)
 
 
 def check_workflow_config(config: dict[str, Any]) -> None:

@@ -1,0 +1,147 @@
+"""What each job asks a cluster for: runtimes within the cap, the jobs split to stay there, GPU spellings,
+partitions, and the refusals of what a site would refuse."""
+
+import copy
+import math
+
+import pytest
+import yaml
+
+from asyncfl.spec.cluster import (
+    check_partitions,
+    check_resources,
+    cpu_job_resources,
+    gpu_job_resources,
+    slurm_minutes,
+    split_runs,
+)
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.plan import SEVERITY, plan_workflow
+from conftest import QUICK_CONFIG, REPO
+
+PAPER = yaml.safe_load((REPO / "config/config.yaml").read_text())
+CLAIM = yaml.safe_load((REPO / "config/claim.yaml").read_text())
+QUICK = yaml.safe_load(QUICK_CONFIG.read_text())
+
+
+def with_resources(config: dict, **resources) -> dict:
+    changed = copy.deepcopy(config)
+    changed["resources"].update(resources)
+    return changed
+
+
+def test_parts_keep_the_runs_order_and_are_as_even_as_they_can_be():
+    assert split_runs(list(range(30)), 4) == [tuple(range(i, i + 4)) for i in range(0, 24, 4)] + [
+        (24, 25, 26), (27, 28, 29)
+    ]  # fmt: skip
+    assert split_runs(list(range(5)), 5) == [tuple(range(5))] and split_runs([0, 1, 2], 1) == [(0,), (1,), (2,)]
+
+
+@pytest.mark.parametrize("cap", [2880, 2160, 720])
+def test_no_job_of_the_papers_plan_asks_for_more_than_the_cap_and_every_run_is_trained_once(cap):
+    plan = plan_workflow(with_resources(PAPER, max_runtime=cap))
+    for name, experiment in plan.experiments.items():
+        assert all(job.runtime <= cap for job in experiment.jobs), name
+        trained = [run.folder for job in experiment.jobs for run in job.runs]
+        assert sorted(trained) == sorted(run.folder for run in experiment.runs), name
+    sweep = plan["mnist_stragglers"]
+    runtime = PAPER["resources"]["train"]["runtime"]
+    assert sweep.shape == SEVERITY and sweep.severity_parts == math.ceil(30 / (cap // runtime))
+    first = [job for job in sweep.jobs if job.runs[0].severity == sweep.severities[0]]
+    assert [job.key for job in first] == [f"{sweep.severities[0]}.part{i}" for i in range(sweep.severity_parts)]
+    # every severity is split alike: a part's outputs are one rule's, its severity a wildcard
+    assert sweep.severity_job_outputs(("metrics.csv",), 1)[0].startswith(
+        f"results/mnist_stragglers/severities/{{severity}}/{first[1].runs[0].name}/"
+    )
+
+
+def test_a_job_that_fits_the_cap_keeps_its_name_and_runs():
+    """Today's quick plan: nothing split, the same job keys as before the cap."""
+    plan = plan_workflow(QUICK)
+    assert [job.key for job in plan["digits_stragglers"].jobs] == ["sigma0", "sigma1", "heavy_tail"]
+    assert plan["digits_stragglers"].severity_parts == 1
+    assert [job.key for job in plan["digits_stragglers"].tunings] == ["tuning"]
+
+
+def test_a_job_spread_over_processes_asks_for_its_runs_a_process_at_a_time():
+    plan = plan_workflow(CLAIM)
+    runtime, processes = CLAIM["resources"]["train"]["runtime"], CLAIM["resources"]["train"]["processes"]
+    job = plan["fashion_claim"].jobs[0]
+    assert job.runtime == math.ceil(len(job.runs) / processes) * runtime
+
+
+def test_a_packed_experiment_packs_fewer_runs_where_its_packs_would_outlast_the_cap():
+    quick = with_resources(QUICK, max_runtime=3 * QUICK["resources"]["train"]["runtime"])  # 3 runs a job
+    packed = plan_workflow(quick)["digits_mlp"]  # pack_runs: 8
+    assert [len(job.runs) for job in packed.jobs] == [3, 3, 3, 3, 3, 1]
+
+
+def test_a_cap_below_one_runs_time_is_refused_naming_both_keys():
+    with pytest.raises(InputError, match=r"resources.train.runtime is 720 min .* over resources.max_runtime 600"):
+        plan_workflow(with_resources(PAPER, max_runtime=600))
+
+
+def test_a_searching_tuning_that_outlasts_the_cap_is_refused_since_it_cannot_be_split():
+    claim = with_resources(CLAIM, max_runtime=600)
+    with pytest.raises(InputError, match=r"experiments.fashion_claim: its tuning searches past its grid in one job"):
+        plan_workflow(claim)
+
+
+def test_a_grid_tuning_is_split_within_the_cap():
+    whole = plan_workflow(QUICK)["digits_stragglers"]
+    quick = with_resources(QUICK, max_runtime=5 * QUICK["resources"]["train"]["runtime"])
+    sweep = plan_workflow(quick)["digits_stragglers"]
+    assert not sweep.search_axes and [job.key for job in sweep.tunings] == [f"tuning.part{i}" for i in range(4)]
+    assert all(job.runtime <= quick["resources"]["max_runtime"] for job in sweep.tunings)
+    parts = sweep.tuning_parts(sweep.tuning_layouts[0])
+    assert [run for job in parts for run in job.runs] == list(whole.tunings[0].runs)
+
+
+def test_gpus_in_the_sites_spelling():
+    train = {"threads": 4, "mem_mb": 100, "runtime": 10}
+    assert gpu_job_resources({"train": {**train, "gpu": 1}}) == {"mem_mb": 100, "gpu": 1}
+    assert gpu_job_resources({"train": {**train, "gpu": 2, "gpu_model": "a100"}})["gpu_model"] == "a100"
+    gres = {"train": {**train, "gres": "gpu:h100:1"}, "partitions": {"gpu": "gpu-h100", "cpu": "cpu"}}
+    assert gpu_job_resources(gres) == {"mem_mb": 100, "gres": "gpu:h100:1", "slurm_partition": "gpu-h100"}
+    on_cpus = {"train": {**train, "gpu": 0}, "partitions": {"gpu": "g", "cpu": "c"}}
+    assert gpu_job_resources(on_cpus) == {"mem_mb": 100, "gpu": 0, "slurm_partition": "c"}
+    assert cpu_job_resources(on_cpus) == {"slurm_partition": "c"} and cpu_job_resources({"train": train}) == {}
+
+
+@pytest.mark.parametrize(
+    ("resources", "message"),
+    [
+        ({"gpu": 1, "gres": "gpu:1"}, "two spellings of one request"),
+        ({"gpu": 0, "gres": "gpu:1", "gpu_model": "a100"}, "two spellings of one request"),
+        ({"gpu": 0, "gres": "gpu:a100"}, "write gpu:N or gpu:MODEL:N"),
+        ({"gpu": 0, "gres": "gpu:0"}, "write gpu:N or gpu:MODEL:N"),
+        ({"gpu": 0, "gres": ""}, "write gpu:N or gpu:MODEL:N"),
+    ],
+)
+def test_a_gpu_request_a_site_cannot_read_is_refused(resources, message):
+    with pytest.raises(InputError, match=message):
+        check_resources({"train": {"threads": 1, "mem_mb": 1, "runtime": 1, **resources}})
+
+
+@pytest.mark.parametrize("name", ["../gpu", "gpu partition", "", "gpu;rm"])
+def test_a_partition_name_slurm_cannot_have_is_refused(name):
+    with pytest.raises(InputError, match="resources.partitions.gpu is"):
+        check_resources({"train": {"threads": 1, "mem_mb": 1, "runtime": 1}, "partitions": {"gpu": name}})
+
+
+SINFO = "cpu 1-00:00:00\ngpu 1-12:00:00\ndebug 30:00\nlong infinite\n"
+
+
+def test_partitions_are_checked_against_the_clusters():
+    resources = {"partitions": {"cpu": "cpu", "gpu": "gpu"}}
+    check_partitions(resources, {"gpu": 2160}, SINFO)
+    with pytest.raises(InputError, match=r"a gpu job asks for 2880 min, over partition gpu's MaxTime of 2160 min"):
+        check_partitions(resources, {"gpu": 2880}, SINFO)
+    with pytest.raises(InputError, match=r"resources.partitions.gpu is 'gpus', which this cluster does not have"):
+        check_partitions({"partitions": {"gpu": "gpus"}}, {"gpu": 10}, SINFO)
+    check_partitions({"partitions": {"gpu": "long", "cpu": None}}, {"gpu": 10**6}, SINFO)
+
+
+def test_slurm_time_limits_in_minutes():
+    assert [slurm_minutes(t) for t in ("1-12:00:00", "30:00", "2:00:00", "7-00:00:00")] == [2160, 30, 120, 10080]
+    assert slurm_minutes("infinite") == math.inf
