@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from asyncfl.spec.layout import RUN_OUTPUTS
 from conftest import ENV, QUICK_CONFIG, REPO, figure_names, snakemake
 
 pytestmark = pytest.mark.workflow
@@ -97,6 +98,26 @@ def test_a_trace_under_a_severity_is_an_input_of_the_severity_jobs(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     jobs = [job for job in result.stdout.split("\n\n") if "rule train_digits_stragglers:" in job]
     assert len(jobs) == 3 and all(str(trace) in job.split("output:")[0] for job in jobs)
+
+
+def test_a_severity_split_within_the_cap_trains_each_run_to_the_bytes_of_the_whole_job(tmp_path, quick_local_run):
+    """resources.max_runtime under a severity job's minutes: the job is split into parts (rules
+    train_SWEEP_partK), each run in one of them, each written as the unsplit job wrote it."""
+    config = yaml.safe_load(QUICK_CONFIG.read_text())
+    config["resources"]["max_runtime"] = 20 * config["resources"]["train"]["runtime"]  # 40 runs: 2 parts of 20
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    severity = "results/digits_stragglers/severities/sigma0"
+    runs = sorted(
+        path.parent.relative_to(quick_local_run) for path in quick_local_run.glob(f"{severity}/*/*/*/run.json")
+    )
+    assert len(runs) == 40
+    targets = [f"{run}/{name}" for run in runs for name in RUN_OUTPUTS]
+    result = snakemake(*targets, "--cores", "2", "--configfile", str(tmp_path / "config.yaml"), workdir=tmp_path)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts["train_digits_stragglers_part0"] == counts["train_digits_stragglers_part1"] == 1
+    for target in targets:
+        assert (tmp_path / target).read_bytes() == (quick_local_run / target).read_bytes(), target
 
 
 def test_a_failed_severity_job_keeps_the_runs_it_finished(tmp_path):
