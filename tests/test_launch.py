@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from asyncfl.cli import main
+from asyncfl.cli.processes import stopped_by_signals
 from asyncfl.files import sha256
 from asyncfl.spec.layout import RUN_FILES, RUN_OUTPUTS
 from conftest import ENV, REPO, started, wait_for
@@ -345,6 +346,77 @@ def test_ctrl_c_in_train_many_is_one_line_and_every_run_resumes(partition, lone_
     assert not (tmp_path / "afl" / "run.json").exists()
     assert main(command[3:]) == 0
     assert outputs(tmp_path / "afl") == lone_run
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended while we looked
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie, ended but not yet reaped by its new parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL])
+def test_a_signal_to_a_train_many_parent_alone_stops_every_child_and_every_run_resumes(
+    partition, lone_run, tmp_path, stop
+):
+    """What `kill PID`, `timeout`, SLURM's time limit or a closed terminal sends reaches the parent of
+    `--processes` alone: its children stop too (SIGKILL, which no handler sees, through the children's
+    own death signal), none keeps training or holding its folder's lock, and a rerun ends every run with
+    the bytes of an uninterrupted one."""
+    other = {"algorithm": "sync", "clients_per_round": 3, "rounds": 30, "eval_every": 2, "checkpoint_every": 2}
+    argv = ["train-many", "--dataset", "digits", "--plan", lone_plan(partition, tmp_path, other), "--processes", "2"]
+    with started(
+        [sys.executable, "-m", "asyncfl", *argv], cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    ) as parent:  # fmt: skip
+        checkpoints = [tmp_path / name / "checkpoint.pt" for name in ("first", "afl")]
+        wait_for(lambda: all(path.exists() for path in checkpoints), parent, "both children's first checkpoints")
+        children = children_of(parent.pid)
+        assert len(children) == 2
+        parent.send_signal(stop)
+        err = parent.communicate(timeout=1800)[1]
+        if stop != signal.SIGKILL:
+            assert parent.returncode == 130 and "interrupted; run the same command again" in err, err
+        for child in children:
+            wait_for(lambda child=child: not alive(child), DETACHED, f"child {child} to stop")
+    assert not any((tmp_path / name / "run.json").exists() for name in ("first", "afl"))  # stopped, not finished
+    assert main(argv) == 0
+    assert outputs(tmp_path / "afl") == lone_run
+
+
+def test_sigterm_and_sighup_stop_a_parent_as_ctrl_c_does():
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        with pytest.raises(KeyboardInterrupt, match=stop.name), stopped_by_signals():
+            os.kill(os.getpid(), stop)
+            signal.sigtimedwait([], 0)  # a signal is handled between bytecodes: this is one
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # restored after the block
+
+
+class Detached:
+    """For `wait_for` on a process that is not ours to poll: it never ends first."""
+
+    returncode = None
+
+    def poll(self) -> None:
+        return None
+
+
+DETACHED = Detached()
 
 
 def test_a_finished_run_deleted_by_a_failed_jobs_cleanup_comes_back_only_intact_and_the_same(

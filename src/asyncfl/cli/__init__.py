@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from asyncfl.cli import analysis, benchmark, data, results, trace, train, tune
+from asyncfl.cli.processes import die_with_parent
 from asyncfl.spec.errors import InputError
 
 GROUPS = (data, train, tune, analysis, trace, results, benchmark)  # in the order `asyncfl --help` lists them
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        die_with_parent()  # a training child of `--processes`: it stops when its parent does
         args.run(args)
     except InputError as error:
         print(f"asyncfl {args.command}: error: {error}", file=sys.stderr)

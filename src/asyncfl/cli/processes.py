@@ -3,12 +3,17 @@ its runs on all of them. Runs share nothing but the dataset's files, and each ru
 bytes `asyncfl train` writes of it alone (whichever runs share its process, `launch.train_together`),
 so the split changes only the wall time: the outputs are those of one process."""
 
+import ctypes
 import json
+import os
 import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from asyncfl.spec.errors import InputError
@@ -19,6 +24,46 @@ if TYPE_CHECKING:
 
 GRACE_SECONDS = 2  # for a child to stop on a Ctrl-C of its own before it is sent one
 STOP_SECONDS = 120  # for an interrupted child to stop before it is killed
+# What `kill`, `timeout`, SLURM's time limit, a supervisor and a closed terminal send, besides Ctrl-C's SIGINT
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+PARENT = "ASYNCFL_PARENT_PID"  # set for a child of run_all: the parent it dies with (`die_with_parent`)
+PR_SET_PDEATHSIG = 1  # Linux's prctl option: a signal for this process when its parent dies
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal other than SIGINT, raised where the process is, so that it stops as on Ctrl-C:
+    its children stopped, its runs at their last checkpoint, the command's one line (exit status 130)."""
+
+
+def raise_stopped(signum: int, frame: FrameType | None) -> None:
+    raise Stopped(signal.Signals(signum).name)
+
+
+@contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `Stopped` for the block (Python's default is to die at once, leaving
+    the children training and holding their folders' locks)."""
+    previous = {stop: signal.signal(stop, raise_stopped) for stop in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
+
+
+def die_with_parent() -> None:
+    """In a child of `run_all`: be sent SIGINT, and stop at the last checkpoint, when the parent dies,
+    however it dies (SIGKILL included, which no handler of the parent sees: Linux's PR_SET_PDEATHSIG);
+    a child whose parent died before this stops now."""
+    parent = os.environ.pop(PARENT, None)
+    if parent is None:
+        return
+    # a child of a shell's background job inherits SIGINT ignored: it must stop on its parent's SIGINT
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+    if str(os.getppid()) != parent:
+        raise KeyboardInterrupt
 
 
 def process_shares(processes: int, threads: int | None, runs: int) -> tuple[int, int | None]:
@@ -70,22 +115,41 @@ def choices_of(runs: list["PlannedRun"]) -> dict[str, dict]:
 
 
 def run_all(commands: list[list[str]]) -> list[int]:
-    """Start every command, wait for all; their exit statuses. On any exception here (Ctrl-C, which a
-    terminal sends the children too) each child gets GRACE_SECONDS to stop on its own, then SIGINT,
-    the signal `asyncfl` stops on, then is killed after STOP_SECONDS: none outlives this process."""
+    """Start every command, wait for all; their exit statuses. However this process is stopped, its
+    children stop: on Ctrl-C, which a terminal sends them too, each gets GRACE_SECONDS to stop on its
+    own; on SIGTERM or SIGHUP, sent to this process alone (`stopped_by_signals`), each is sent SIGINT,
+    the signal `asyncfl` stops on, at once; either way one still running is killed after STOP_SECONDS;
+    and where this process is killed, each dies with it (`die_with_parent`)."""
     children: list[subprocess.Popen] = []
+    environment = {**os.environ, PARENT: str(os.getpid())}
     try:
-        for command in commands:
-            children.append(subprocess.Popen(command))
-        return [child.wait() for child in children]
-    finally:
+        with stopped_by_signals():
+            for command in commands:
+                children.append(subprocess.Popen(command, env=environment))
+            return [child.wait() for child in children]
+    except Stopped:  # unlike Ctrl-C, it reached this process alone: the children are told at once
         for child in children:
-            for stop, seconds in ((None, GRACE_SECONDS), (signal.SIGINT, STOP_SECONDS), (signal.SIGKILL, None)):
-                if child.poll() is not None:
-                    break
-                if stop is not None:
-                    child.send_signal(stop)
-                try:
-                    child.wait(timeout=seconds)
-                except subprocess.TimeoutExpired:
-                    continue
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT)
+        raise
+    finally:
+        # a second signal must not cut the stopping short: until every child is stopped, they are ignored
+        ignored = {stop: signal.signal(stop, signal.SIG_IGN) for stop in (*STOP_SIGNALS, signal.SIGINT)}
+        try:
+            for child in children:
+                stop_child(child)
+        finally:
+            for stop, handler in ignored.items():
+                signal.signal(stop, handler)
+
+
+def stop_child(child: subprocess.Popen) -> None:
+    for stop, seconds in ((None, GRACE_SECONDS), (signal.SIGINT, STOP_SECONDS), (signal.SIGKILL, None)):
+        if child.poll() is not None:
+            return
+        if stop is not None:
+            child.send_signal(stop)
+        try:
+            child.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            continue
