@@ -163,12 +163,12 @@ def test_logs_deleted_mid_run_are_written_whole_before_run_json(partition, lone_
     assert all(sha256(out / name) == digest for name, digest in summary["sha256"].items())
 
 
-@pytest.mark.parametrize("planted", [".lock", "metrics.csv", ".metrics.csv.123.tmp"])
+@pytest.mark.parametrize("planted", [".lock", "metrics.csv", ".metrics.csv.123.tmp", ".finished/run.json"])
 def test_a_symlink_planted_in_a_run_folder_is_refused(partition, tmp_path, capsys, planted):
     out, victim = tmp_path / "run", tmp_path / "precious.txt"
-    out.mkdir()
+    (out / planted).parent.mkdir(parents=True)
     victim.write_text("keep me")
-    (out / planted).symlink_to(victim)
+    (out / planted).symlink_to(victim)  # under .finished/: a restore would install it as the run's
     assert main(train_argv(partition, out, 2)) == 1
     err = capsys.readouterr().err
     assert f"{out / planted} is a symbolic link" in err and len(err.strip().splitlines()) == 1
@@ -450,6 +450,22 @@ def test_a_finished_run_deleted_by_a_failed_jobs_cleanup_comes_back_only_intact_
     assert json.loads((out / ".finished/run.json").read_text())["rounds_completed"] == 5
 
 
+def test_a_kept_copy_hard_linked_to_a_file_elsewhere_is_not_installed_as_the_runs(partition, tmp_path, capsys):
+    """A file of .finished/ that is also a file outside the folder (a planted hard link, content and
+    hashes right) would become the run's, and a later write to the run's file would change it there:
+    the run trains again instead, and the outside file keeps its one identity."""
+    out = tmp_path / "run"
+    assert main(train_argv(partition, out, 4)) == 0
+    outside = tmp_path / "elsewhere.csv"
+    os.link(out / ".finished/metrics.csv", outside)  # three links now: the run's, the kept one, outside
+    for name in (*RUN_OUTPUTS, "run.json"):
+        (out / name).unlink()  # a failed job's cleanup
+    capsys.readouterr()
+    assert main(train_argv(partition, out, 4)) == 0
+    assert "already finished" not in capsys.readouterr().out  # trained again
+    assert not os.path.samefile(out / "metrics.csv", outside)
+
+
 def test_a_tuned_runs_choice_is_recorded_as_such_and_makes_it_another_run(partition, tmp_path, capsys):
     """run.json says which settings the tuning stage chose ("tuned"); a run without them is not that
     run, so its folder is not taken for it."""
@@ -487,6 +503,22 @@ def test_tuned_runs_in_two_processes_each_with_its_own_names_choice_make_the_byt
         folders[processes] = [outputs(Path(run["out"])) for run in plan]
     assert folders["2"] == folders["1"]
     assert json.loads((tmp_path / "2/afl/J3/seed0/run.json").read_text())["tuned"] == {"gamma0": 0.03}
+
+
+def test_a_choice_that_leaves_out_a_tuned_name_is_refused_before_anything_trains(partition, tmp_path, capsys):
+    """A hand-edited chosen.json without one of the names the plan tunes once trained that name untuned."""
+    settings = {"clients_per_round": 3, "rounds": 2, "seed": 0}
+    plan = [
+        {"partition": str(partition), "out": str(tmp_path / name / "J3/seed0"),
+         "settings": {**settings, "algorithm": name}, "choices": [{"gamma0": 0.02}, {"gamma0": 0.01}]}
+        for name in ("sync", "afl")
+    ]  # fmt: skip
+    (tmp_path / "chosen.json").write_text(json.dumps({"chosen": {"sync": {"gamma0": 0.02}}}))
+    argv = ["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, plan), "--chosen"]
+    assert main([*argv, str(tmp_path / "chosen.json")]) == 1
+    err = capsys.readouterr().err
+    assert "chose nothing for afl, which --plan tunes" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "sync/J3/seed0/run.json").exists()
 
 
 @pytest.mark.parametrize(

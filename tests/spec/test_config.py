@@ -32,6 +32,8 @@ from asyncfl.spec.traces import read_trace
         ({"population": "edge", "speed_sigma": 1.0}, "speed_sigma applies only with speed_distribution: lognormal"),
         ({"latency_distribution": "constant", "latency_sigma": 0.1}, "latency_sigma applies only with latency_dis"),
         ({"jitter_distribution": "exponential", "jitter_sigma": 0.1}, "jitter_sigma applies only with jitter_distr"),
+        # a shape without its scale: byte-identical to no jitter, yet recorded as half_normal
+        ({"jitter_distribution": "half_normal"}, "jitter_distribution applies only with jitter_sigma > 0"),
         ({"population": "mobile", "availability": "always"}, "population mobile sets online_mean, which applies"),
     ],
 )  # fmt: skip
@@ -61,6 +63,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "speed_sigma": {"speed_distribution": "lognormal"},
         "latency_sigma": {"latency_distribution": "lognormal"},
         "jitter_sigma": {"jitter_distribution": "half_normal"},
+        "jitter_distribution": {"jitter_sigma": 0.3},
         "server_optimizer_lr": {"server_optimizer": "adam"},
         "server_momentum": {"algorithm": "fedavgm"},  # FedAvg with the server's sgd, by its name
         "server_beta1": {"server_optimizer": "adagrad"},
@@ -78,6 +81,8 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "server_beta1": 0.5,
         "server_beta2": 0.9,
         "server_optimizer_lr": 0.05,
+        "jitter_sigma": 0.3,
+        "jitter_distribution": "half_normal",
     }
     for key, context in where.items():
         value = other[key] if key in other else 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5

@@ -133,6 +133,11 @@ def checked_runs(plan: list[dict], dataset: str, root: Path | None, chosen_path:
         for run, name in zip(plan, names, strict=True):
             if name in chosen:
                 check_choice(chosen_path, name, chosen[name], run.get("choices", []))
+            elif run.get("choices"):  # a tuned run trained untuned would be a silent, wrong result
+                raise InputError(
+                    f"{chosen_path} chose nothing for {name}, which --plan tunes ({run['out']}); "
+                    "run asyncfl select (or the workflow's tuning) again"
+                )
     runs = [
         PlannedRun(
             make_config(

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -56,11 +57,16 @@ def owned(out: Path) -> Iterator[None]:
 
 
 def refuse_symlinks(out: Path) -> None:
-    """A run writes its own files only: a symlink planted in its folder would redirect a write elsewhere."""
-    planted = sorted(entry.name for entry in out.iterdir() if entry.is_symlink())
+    """A run writes and trusts its own files only: a symlink planted in its folder, at any depth (its
+    kept copy `.finished/` included, which a restore would install as the run's), would redirect a
+    write elsewhere or make another file the run's."""
+    planted = sorted(
+        Path(folder, name) for folder, folders, files in os.walk(out) for name in (*folders, *files)
+        if Path(folder, name).is_symlink()
+    )  # fmt: skip
     if planted:
         raise InputError(
-            f"{out / planted[0]} is a symbolic link; a run folder holds only the run's own files, "
+            f"{planted[0]} is a symbolic link; a run folder holds only the run's own files, "
             "so remove the link (and any other) and run the same command again"
         )
 
@@ -124,12 +130,29 @@ def keep_finished(out: Path) -> None:
         shutil.rmtree(kept, ignore_errors=True)
 
 
+def kept_here(out: Path) -> bool:
+    """Whether every file of the kept copy is a regular file of this folder alone: one link, or two
+    where the other is the run's own file (`keep_finished`); a hard link to a file elsewhere would make
+    that file the run's, and a later write to the run's file would change it."""
+    for name in KEPT_FILES:
+        kept = out / KEPT / name
+        if not kept.exists():
+            continue
+        status = kept.lstat()
+        if not stat.S_ISREG(status.st_mode):
+            return False
+        own = out / name
+        if status.st_nlink > 2 or (status.st_nlink == 2 and not (own.exists() and os.path.samefile(kept, own))):
+            return False
+    return True
+
+
 def restore_finished(out: Path, identity: dict) -> bool:
     """Put back the files of this very run, finished, where its run.json is gone (a failed job's
     cleanup) and the kept copy is sealed, of this run (`identity`) and matches its hashes; a kept copy
     of another run, or a damaged one, is left alone, and the run trains as it would without it."""
     kept = out / KEPT
-    if (out / RUN_RECORD).exists() or not (kept / RUN_RECORD).is_file():
+    if (out / RUN_RECORD).exists() or not (kept / RUN_RECORD).is_file() or not kept_here(out):
         return False
     try:
         if finished_run(kept, identity) is None:

@@ -470,6 +470,11 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
         "jitter_distribution: lognormal or half_normal",
         lambda c: c.jitter_distribution in ("lognormal", "half_normal"),
     ),
+    # a shape without its scale draws nothing: the run would record a jitter it never had
+    "jitter_distribution": (
+        "jitter_sigma > 0 (exponential alone takes none)",
+        lambda c: c.jitter_distribution == "exponential" or c.jitter_sigma > 0,
+    ),
 }
 
 
