@@ -136,6 +136,22 @@ def test_a_folder_where_a_set_member_goes_is_refused_before_any_write(tmp_path):
     assert contents(out) == {SET[0]: "old", SET[2]: "old"} and [p.name for p in tmp_path.iterdir()] == ["archive"]
 
 
+@pytest.mark.parametrize(
+    ("outputs", "message"),
+    [
+        (["x", "x/a.png", "x/b.csv"], "x is an output and also the folder of the output /.*/x/a.png"),
+        (["x/a.png", "y/../x/a.png"], "is given for two outputs"),
+        (["a.png", "./a.png"], "is given for two outputs"),
+    ],
+)
+def test_outputs_that_are_not_apart_are_refused_before_any_folder_or_file_is_made(tmp_path, outputs, message):
+    """`select --chosen X --out X` once wrote its 3 figures into the new folder X, then failed on X."""
+    paths = [tmp_path / name for name in outputs]
+    with pytest.raises(InputError, match=message), written_together(paths):
+        pytest.fail("refused before the block runs")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_outputs_written_together_all_change_or_none(tmp_path):
     paths = [tmp_path / "figures/a.png", tmp_path / "tables/b.csv", tmp_path / "c.json"]
     for path in paths:

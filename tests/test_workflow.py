@@ -186,6 +186,11 @@ def test_snakefmt_is_clean():
             lambda c: c["experiments"]["digits_stragglers"]["tune"].update(virtual_time=31),
             "tune.virtual_time 31 is not a virtual time in (0, 30]",
         ),
+        (  # it once trained the whole tuning, then found no evaluation to score it by
+            lambda c: c["experiments"]["digits_stragglers"]["tune"].update(virtual_time=0.5),
+            "tune.virtual_time 0.5 is before the time grid's first evaluation, at "
+            "experiments.digits_stragglers.train.eval_every_seconds 1",
+        ),
         (
             lambda c: c["experiments"]["digits_stragglers"].update(replication_seeds=[9]),
             "replication_seeds [9] are not",

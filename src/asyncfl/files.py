@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import MAX_NAME_BYTES, check_output, strict_json_dumps
 
 # Fixed zip member timestamp (the zip epoch): np.savez stamps the current time, which
@@ -39,6 +40,7 @@ def written_together(paths: list[Path]) -> Iterator[dict[Path, Path]]:
     is unlinked before the block (a planted symlink there would be written through; os.replace never
     follows one), and an error names the file the user asked for, never its temporary sibling."""
     paths = [Path(path) for path in paths]
+    check_apart(paths)
     for path in paths:
         check_output(path)
     temporaries = {path: temporary_sibling(path) for path in paths}
@@ -46,6 +48,8 @@ def written_together(paths: list[Path]) -> Iterator[dict[Path, Path]]:
         for path, tmp in temporaries.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp.unlink(missing_ok=True)
+        for path in paths:  # every folder made, every output checked again: before any is written
+            check_output(path)
         yield temporaries
         for path, tmp in temporaries.items():
             os.replace(tmp, path)
@@ -57,6 +61,23 @@ def written_together(paths: list[Path]) -> Iterator[dict[Path, Path]]:
         for tmp in temporaries.values():  # cleaning up: the error that matters, if any, is on its way
             with suppress(OSError):
                 tmp.unlink(missing_ok=True)
+
+
+def check_apart(paths: list[Path]) -> None:
+    """Outputs written together are distinct files: one path given twice, or an output that is the
+    folder another goes into, once left some outputs written and the last failing."""
+    resolved = [Path(os.path.abspath(path)) for path in paths]
+    for index, path in enumerate(resolved):
+        for other_index, other in enumerate(resolved):
+            if other_index == index:
+                continue
+            if other == path and other_index < index:
+                raise InputError(f"{paths[index]} is given for two outputs; give each output its own path")
+            if path in other.parents:
+                raise InputError(
+                    f"{paths[index]} is an output and also the folder of the output {paths[other_index]}; "
+                    "give them paths apart"
+                )
 
 
 def temporary_sibling(path: Path, kind: str = ".tmp") -> Path:

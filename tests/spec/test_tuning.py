@@ -209,6 +209,14 @@ def test_a_search_steps_past_each_end_by_the_grids_own_spacing():
     assert step_past([100.0, 100.1], 1, 2) == [100.2, 100.3]  # 3 digits would fall back on 100: 4
 
 
+def test_a_search_ends_where_floats_do():
+    """A step that overflows to inf or underflows to 0 once raised "generator raised StopIteration"."""
+    assert step_past([1e150, 1e200], 1, 3) == [1e250, 1e300]  # 1e350 is no float
+    assert step_past([1e-300, 1e-200], -1, 3) == []  # 1e-400 is 0: no positive value of a geometric grid
+    assert step_past([1, 10**300], 1, 2) == []  # an int grid past a float's range
+    assert step_past([-1e308, 0.0], -1, 2) == []  # an arithmetic step past -1.8e308
+
+
 def test_search_values_end_where_the_algorithm_refuses_one():
     config = with_tune(seeds=[10], extend=2, grid={"gamma0": [0.01, 0.02]},
                        by_algorithm={"afl": {"mixing": [0.5, 1.0]}})  # fmt: skip

@@ -8,6 +8,7 @@ heavy imports: the workflow plans the tuning runs while it parses.
 import hashlib
 import itertools
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -76,11 +77,19 @@ def step_past(values: list[Any], direction: int, steps: int) -> list[Any]:
     for step in range(1, steps + 1):
         exact = end * (end / before) ** step if geometric else end + (end - before) * step
         previous = past[-1] if past else end
+        if not math.isfinite(exact):
+            break  # past what a float holds (an overflow): the search ends at the last value there is
         if integral:
             value = round(exact)
             past.append(value if (value - previous) * direction > 0 else previous + direction)
-        else:  # the fewest significant digits, 3 or more, that keep it past the value before
-            past.append(next(v for d in range(3, 18) if ((v := float(f"{exact:.{d}g}")) - previous) * direction > 0))
+            continue
+        # the fewest significant digits, 3 or more, that keep it past the value before (and positive,
+        # where the grid is geometric: an underflow to 0 ends the search)
+        rounded = (float(f"{exact:.{digits}g}") for digits in range(3, 18))
+        moved = next((v for v in rounded if (v - previous) * direction > 0 and (v > 0 or not geometric)), None)
+        if moved is None:
+            break
+        past.append(moved)
     return past
 
 
@@ -294,13 +303,20 @@ def check_tuning_budgets(key: str, experiment: dict[str, Any]) -> None:
                 else f"{block} has no budget for severity {missing[0]!r}; give every severity of {key} one"
             )
     budget = experiment["budget"]["virtual_time"]
+    first = experiment.get("train", {}).get("eval_every_seconds")  # the time grid's first evaluation
     for severity in tuning_severities(experiment):
         value = tuning_budget(experiment, severity)
+        where = f"{block}.{severity}" if isinstance(tuning, dict) else block if tuning is not None else None
         if isinstance(value, bool) or not (isinstance(value, int | float) and 0 < value <= budget):
-            where = f"{block}.{severity}" if isinstance(tuning, dict) else block
             raise InputError(
                 f"{where} {value!r} is not a virtual time in (0, {budget:g}], the final runs' budget: "
                 f"give one within it, or leave it out to tune at {key}.budget.virtual_time"
+            )
+        if is_number(first) and value < first:  # the tuning would train, then find nothing to score it by
+            raise InputError(
+                f"{where or f'{key}.budget.virtual_time'} {value:g} is before the time grid's first evaluation, "
+                f"at {key}.train.eval_every_seconds {first:g}: no tuning run would be scored; give a budget "
+                f"≥ {first:g}"
             )
 
 
