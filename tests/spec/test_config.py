@@ -98,6 +98,11 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         ({"availability": "exponential", "online_mean": 1e-300}, "online_mean must be ≥ 0.001"),
         ({"availability": "exponential", "online_mean": 1e-6, "offline_mean": 1e-6}, "online_mean must be ≥ 0.001"),
         ({"algorithm": "fedasync", "arrivals": "poisson", "checkin_rate": 1e6}, "checkin_rate must be ≤ 10000"),
+        # an optimizer that cannot move (β1 = 1: its first moment stays 0) or never forgets (μ = 1)
+        ({"server_optimizer": "adam", "server_beta1": 1.0}, "server_beta1 must be < 1, got 1.0"),
+        ({"algorithm": "fedadagrad", "server_beta1": 1.0}, "server_beta1 must be < 1"),
+        ({"algorithm": "fedyogi", "server_beta2": 1.0}, "server_beta2 must be < 1"),
+        ({"algorithm": "fedavgm", "server_momentum": 1.0}, "server_momentum must be < 1"),
     ],
 )
 def test_values_that_would_stall_a_run_are_refused_with_the_key(settings, message):

@@ -54,6 +54,17 @@ def test_classes_split_the_clients_by_largest_remainder():
             make_config({"speed_classes": text})
 
 
+def test_class_values_in_every_syntax_a_user_writes():
+    """An exponent's `-` once read as a range: `1:1e-6`, the documented bandwidth floor, was "not numbers"."""
+    assert parse_classes("1:1e-6", "link_classes")[0].low == 1e-6
+    assert parse_classes(" +2 : 1E-3 - 2e+1 ,.5:3.", "link_classes") == (
+        parse_classes("2:0.001-20", "link_classes")[0], parse_classes("0.5:3", "link_classes")[0]
+    )  # fmt: skip
+    for text in ("1:inf", "1:nan", "nan:1", "1:1e-6-inf", "1:-1", "1:2--3", "1:1e", "1:"):
+        with pytest.raises(InputError, match="is not SHARE:VALUE or SHARE:LOW-HIGH"):
+            parse_classes(text, "link_classes")
+
+
 def test_edge_devices_compute_at_their_classes_times_and_links_stay_in_their_ranges():
     config = make_config({"population": "edge", "seed": 1})
     system = ClientSystem.draw(config, 30, model_bytes=1000)

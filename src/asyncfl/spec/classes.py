@@ -7,6 +7,7 @@ class is drawn from the class's own random stream.
 """
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +16,10 @@ from asyncfl.spec.errors import InputError
 
 MAX_CLASSES = 32
 MAX_VALUE = 1e9
+# A positive number as users write it: 2, +2, 0.5, .5, 1e-6 (the documented bandwidth floor), 1E+3; a
+# range's `-` is the one outside an exponent
+NUMBER = r"\+?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+ITEM = re.compile(rf"\s*(?P<share>{NUMBER})\s*:\s*(?P<low>{NUMBER})\s*(?:-\s*(?P<high>{NUMBER})\s*)?")
 
 
 @dataclass(frozen=True)
@@ -31,12 +36,13 @@ def parse_classes(text: str, key: str, source: str = "config") -> tuple[ClientCl
         raise InputError(f"{source}: {key} has {len(items)} classes; give 1 to {MAX_CLASSES} as SHARE:VALUE,…")
     classes = []
     for item in items:
-        share, _, values = item.partition(":")
-        low, _, high = values.partition("-")
-        try:
-            parsed = ClientClass(float(share), float(low), float(high or low))
-        except ValueError:
-            raise InputError(f"{source}: {key} item {item!r} is not SHARE:VALUE or SHARE:LOW-HIGH (numbers)") from None
+        found = ITEM.fullmatch(item)
+        if found is None:
+            raise InputError(
+                f"{source}: {key} item {item!r} is not SHARE:VALUE or SHARE:LOW-HIGH (positive numbers, "
+                "such as 1:20-100 or 1:1e-6; no inf or nan)"
+            )
+        parsed = ClientClass(float(found["share"]), float(found["low"]), float(found["high"] or found["low"]))
         numbers = (parsed.share, parsed.low, parsed.high)
         if not all(math.isfinite(n) and 0 < n <= MAX_VALUE for n in numbers) or parsed.low > parsed.high:
             raise InputError(

@@ -110,12 +110,14 @@ class TrainConfig:
     server_optimizer_lr: float | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=1e6)
     """η, the server optimizer's step; null: the optimizer's own, Flower's defaults (1.0 `sgd`, 0.1 `adagrad`
     and `adam`, 0.01 `yogi`; Reddi et al. tune it per task); with `server_optimizer` only"""
-    server_momentum: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, at_most=1.0)
-    """μ of `server_optimizer: sgd` (Hsu et al. 2019's)"""
-    server_beta1: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, at_most=1.0)
-    """β1 of `adagrad`, `adam`, `yogi` (Reddi et al. 2021's)"""
-    server_beta2: float = setting(Group.SERVER, 0.99, lowest=NON_NEGATIVE, at_most=1.0)
-    """β2 of `adam`, `yogi` (Reddi et al. 2021's)"""
+    server_momentum: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, under=1.0)
+    """μ of `server_optimizer: sgd` (Hsu et al. 2019's), in [0, 1): at 1 the velocity never forgets a step"""
+    server_beta1: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, under=1.0)
+    """β1 of `adagrad`, `adam`, `yogi` (Reddi et al. 2021's), in [0, 1): at 1 the first moment stays 0 and
+    the model never moves"""
+    server_beta2: float = setting(Group.SERVER, 0.99, lowest=NON_NEGATIVE, under=1.0)
+    """β2 of `adam`, `yogi` (Reddi et al. 2021's), in [0, 1): at 1 the second moment stays τ² and never
+    adapts"""
     server_tau: float = setting(Group.SERVER, 1e-3, lowest=POSITIVE, at_most=1e6)
     """τ, the adaptive optimizers' floor of √v (v starts at τ²; Reddi et al. 2021's)"""
     patience: int = setting(Group.LOCAL, 10, lowest=POSITIVE, at_most=100_000)

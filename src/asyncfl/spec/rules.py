@@ -33,6 +33,7 @@ class Rule:
     at_most: float | None = None  # far beyond any real experiment: past it a run would exhaust memory,
     # overflow its virtual clock to inf or never end, instead of failing here with the key named
     at_least: float | None = None  # likewise below: a bandwidth of 1e-300 would make a transfer last 1e305 s
+    under: float | None = None  # an open upper end: a moment's decay of 1 keeps its first value for ever
 
     def check(self, key: str, value: Any, source: str) -> None:
         if value is None:
@@ -49,6 +50,8 @@ class Rule:
             raise InputError(f"{source}: {key} must be ≤ {limit}, got {value!r}")
         if self.at_least is not None and value < self.at_least:
             raise InputError(f"{source}: {key} must be ≥ {self.at_least:g}, got {value!r}")
+        if self.under is not None and value >= self.under:
+            raise InputError(f"{source}: {key} must be < {self.under:g}, got {value!r}")
 
 
 def setting(
@@ -59,10 +62,11 @@ def setting(
     at_most: float | None = None,
     read_by: tuple[str, ...] = (),
     at_least: float | None = None,
+    under: float | None = None,
 ) -> Any:
     """A config key: its group, its default, its `Rule` and, for a key only some algorithms read, those
     algorithms (`read_by`; empty: every algorithm), on the field itself, so a new key is one line."""
-    rule = Rule(choices, lowest, at_most, at_least)
+    rule = Rule(choices, lowest, at_most, at_least, under)
     return field(default=default, metadata={"group": group, "rule": rule, "read_by": read_by})
 
 
