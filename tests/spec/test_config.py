@@ -100,7 +100,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         ({"algorithm": "fedasync", "arrivals": "poisson", "checkin_rate": 1e6}, "checkin_rate must be ≤ 10000"),
         # an optimizer that cannot move (β1 = 1: its first moment stays 0) or never forgets (μ = 1)
         ({"server_optimizer": "adam", "server_beta1": 1.0}, "server_beta1 must be < 1, got 1.0"),
-        ({"algorithm": "fedadagrad", "server_beta1": 1.0}, "server_beta1 must be < 1"),
+        ({"server_optimizer": "adagrad", "server_beta1": 1.0}, "server_beta1 must be < 1"),
         ({"algorithm": "fedyogi", "server_beta2": 1.0}, "server_beta2 must be < 1"),
         ({"algorithm": "fedavgm", "server_momentum": 1.0}, "server_momentum must be < 1"),
     ],
