@@ -124,6 +124,16 @@ def test_a_grid_finer_than_a_millisecond_is_refused_in_one_line(value):
         make_config({"eval_every_seconds": value})
 
 
+def test_a_grid_without_a_budget_stops_at_the_grids_row_limit_naming_the_key(tmp_path, monkeypatch):
+    """Without max_virtual_time the config cannot bound the grid's rows ahead (a run's end is unknown):
+    the run stops at the limit with the key named instead of scoring the model for ever."""
+    from asyncfl.sim import grid as grid_module
+
+    monkeypatch.setattr(grid_module, "MAX_GRID_ROWS", 50)  # 8 rounds of ~1 s on a 0.01 s grid: ~800 rows
+    with pytest.raises(InputError, match=r"eval_every_seconds = 0.01 has scored the model 50 times .* set max_virt"):
+        run(tmp_path, algorithm="afl", eval_every_seconds=0.01)
+
+
 def test_a_model_unchanged_between_instants_is_scored_once_with_the_same_numbers(tmp_path, monkeypatch):
     """Synchronous rounds of ~1.1 s on a 0.25 s grid: several instants see one model. Each model is
     evaluated once, and evaluations.csv is the bytes of evaluating it at every instant."""

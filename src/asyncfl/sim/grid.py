@@ -10,6 +10,8 @@ from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.events import Event, Kind
 from asyncfl.sim.rounds import validation_metrics
 from asyncfl.sim.state import SimulationState
+from asyncfl.spec.config import MAX_GRID_ROWS
+from asyncfl.spec.errors import InputError
 from asyncfl.training.evaluation import evaluate
 
 
@@ -71,6 +73,12 @@ class EvaluationGrid:
         return scores
 
     def evaluate(self, index: int, log: CsvLog) -> None:
+        if index > MAX_GRID_ROWS:  # with max_virtual_time the config refuses it; without, no end is known
+            raise InputError(
+                f"eval_every_seconds = {self.every!r} has scored the model {MAX_GRID_ROWS:,} times by virtual time "
+                f"{self.time(index):g} s and the run goes on (evaluations.csv has no end without max_virtual_time); "
+                "set max_virtual_time, or a coarser eval_every_seconds"
+            )
         state, context = self.state, self.context
         in_flight = sum(self.time(index) - job.dispatch_time for job in state.outstanding.values())
         row: dict[str, float | None] = {
