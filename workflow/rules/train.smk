@@ -67,7 +67,7 @@ for sweep in SWEEPS:
             input:
                 **PLAN[sweep].job_inputs(),
                 **PLAN[sweep].chosen_input(),
-                plan=train_plan(sweep, "{severity}" + suffix),
+                plan=train_plan(sweep, f"{{severity}}{suffix}"),
             output:
                 PLAN[sweep].severity_job_outputs(RUN_FILES, part),
             log:

@@ -109,8 +109,8 @@ def train_in_processes(
 
 
 def choices_of(runs: list["PlannedRun"]) -> dict[str, dict]:
-    """The tuning's choice of each run name among `runs`: a child's own, as `--chosen` refuses a
-    choice for a name its plan does not train (its share may hold only some of the job's names)."""
+    """The tuning's choice of each run name among `runs`, as the parent checked and applied it: a
+    child's own `--chosen`."""
     return {run_name(run.out): run.tuned for run in runs if run.tuned is not None}
 
 

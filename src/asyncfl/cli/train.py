@@ -129,7 +129,7 @@ def checked_runs(plan: list[dict], dataset: str, root: Path | None, chosen_path:
     names = [run_name(run["out"]) for run in plan]
     chosen = {}
     if chosen_path:
-        chosen = read_chosen(chosen_path, set(names))
+        chosen = read_chosen(chosen_path)
         for run, name in zip(plan, names, strict=True):
             if name in chosen:
                 check_choice(chosen_path, name, chosen[name], run.get("choices", []))

@@ -340,8 +340,11 @@ def check_not_defined(key: str, experiment: dict[str, Any], where: str, setting:
             )
 
 
-def read_chosen(path: Path, names: set[str]) -> dict[str, dict[str, Any]]:
-    """The settings `asyncfl select` chose, by run name, checked: only names among `names`."""
+def read_chosen(path: Path) -> dict[str, dict[str, Any]]:
+    """The settings `asyncfl select` chose, by run name. An experiment's whole choice, of which a job
+    may train some names only (a severity's runs split within resources.max_runtime, a process's
+    share): `asyncfl train-many --chosen` checks each run against it, both ways (`check_choice`, and
+    a tuned run whose name it leaves out)."""
     try:
         chosen = strict_json_loads(read_input(Path(path), MAX_RECORD_BYTES))["chosen"]
     except (ValueError, KeyError, TypeError) as error:
@@ -350,11 +353,6 @@ def read_chosen(path: Path, names: set[str]) -> dict[str, dict[str, Any]]:
         ) from None
     if not isinstance(chosen, dict) or not all(isinstance(value, dict) for value in chosen.values()):
         raise InputError(f"{path} is not a choice asyncfl select wrote; run it again")
-    unknown = sorted(set(chosen) - names)
-    if unknown:
-        raise InputError(
-            f"{path} chose settings for {unknown[0]}, which no run of --plan is; give the experiment's choice"
-        )
     return chosen
 
 
