@@ -127,27 +127,22 @@ def test_a_failing_job_leaves_the_others_running_to_the_end_and_a_rerun_complete
     assert (tmp_path / RUN / "model.pt").is_file()
 
 
-def test_a_cancelled_training_job_resumes_from_its_checkpoint(tmp_path):
-    config = write_config(tmp_path / "long.yaml", rounds=60, local_epochs=1, checkpoint_every=2, eval_every=5)
-
-    local = tmp_path / "local"
-    straight = snakemake(f"{RUN}/model.pt", "--cores", "1", "--configfile", str(config), workdir=local)
+@pytest.fixture(scope="module")
+def long_run(tmp_path_factory) -> tuple[Path, Path]:
+    """A config of one AFL run long enough to kill mid-way, and the run trained straight through locally."""
+    folder = tmp_path_factory.mktemp("long")
+    config = write_config(folder / "long.yaml", rounds=60, local_epochs=1, checkpoint_every=2, eval_every=5)
+    straight = snakemake(f"{RUN}/model.pt", "--cores", "1", "--configfile", str(config), workdir=folder / "local")
     assert straight.returncode == 0, (straight.stdout + straight.stderr)[-3000:]
+    return config, folder / "local"
 
-    cluster = tmp_path / "cluster"
+
+def killed_mid_run(cluster: Path, config: Path, *options: str) -> subprocess.CompletedProcess:
+    """The workflow on the cluster with the training job cancelled once it has a checkpoint and 10 rounds
+    (`scancel`: SIGTERM, then SIGKILL, to the job's processes, as its time limit would); its outcome."""
     cluster.mkdir()
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(cluster),
-        *SLURM_PROFILE,
-        "--configfile",
-        str(config),
-    ]
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(cluster),
+               *SLURM_PROFILE, "--configfile", str(config), *options]  # fmt: skip
     metrics = cluster / RUN / "metrics.csv"
     with started(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as workflow:
         wait_for(
@@ -159,15 +154,35 @@ def test_a_cancelled_training_job_resumes_from_its_checkpoint(tmp_path):
         train_job = next(line.split()[0] for line in jobs if "rule_train" in line)
         subprocess.run(["scancel", train_job], check=True)
         output, _ = workflow.communicate(timeout=1800)
-    assert workflow.returncode != 0, output[-2000:]
-    assert (cluster / RUN / "checkpoint.pt").exists() and not (cluster / RUN / "model.pt").exists()
+    return subprocess.CompletedProcess(command, workflow.returncode, output, "")
 
-    resumed = snakemake(*SLURM_PROFILE, "--configfile", str(config), workdir=cluster, timeout=1800)
-    assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-3000:]
-    log = (cluster / "logs/train/small/afl_J5_seed0.log").read_text()
-    assert "resuming" in log
+
+def assert_resumed_to_the_straight_bytes(cluster: Path, local: Path) -> None:
+    assert "resuming" in (cluster / "logs/train/small/afl_J5_seed0.log").read_text()
     for name in ("metrics.csv", "events.csv", "model.pt"):
         assert (cluster / RUN / name).read_bytes() == (local / RUN / name).read_bytes(), name
+
+
+def test_a_cancelled_training_job_resumes_from_its_checkpoint_when_run_again(tmp_path, long_run):
+    config, local = long_run
+    cluster = tmp_path / "cluster"
+    killed = killed_mid_run(cluster, config)
+    assert killed.returncode != 0, killed.stdout[-2000:]
+    assert (cluster / RUN / "checkpoint.pt").exists() and not (cluster / RUN / "model.pt").exists()
+    resumed = snakemake(*SLURM_PROFILE, "--configfile", str(config), workdir=cluster, timeout=1800)
+    assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-3000:]
+    assert_resumed_to_the_straight_bytes(cluster, local)
+
+
+def test_a_killed_training_job_is_submitted_again_and_resumes_within_the_same_workflow(tmp_path, long_run):
+    """The profile's retries (2; one here): a job killed mid-run, by its time limit, preemption or
+    scancel, is submitted again by the running workflow and resumes from its checkpoint to the bytes of
+    an uninterrupted run, with nothing for the user to do."""
+    config, local = long_run
+    cluster = tmp_path / "cluster"
+    killed = killed_mid_run(cluster, config, "--retries", "1")
+    assert killed.returncode == 0, killed.stdout[-3000:]
+    assert_resumed_to_the_straight_bytes(cluster, local)
 
 
 def rows(path: Path) -> int | None:
