@@ -22,7 +22,7 @@ rule archive:
     output:
         ARCHIVE,
     log:
-        "logs/archive.log",
+        f"logs/archive/{CONFIG_NAME}.log",
     conda:
         torch_env
     params:
