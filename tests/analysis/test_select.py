@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from asyncfl.analysis.tuning import choose, select, tuning_heading, tuning_table
+from asyncfl.analysis.tuning import choose, select, tuning_heading, tuning_table, unvaried_settings
 from asyncfl.cli import main
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
@@ -109,6 +109,19 @@ def test_the_figures_title_names_the_time_to_stay_and_leaves_the_default_as_it_w
     assert tuning_heading("x: Tuning", "time_to_target", 0.78, []) == "x: Tuning"
     assert tuning_heading("x: Tuning", "time_to_stay", 0.78, ["afl"]) == (
         "x: Tuning (virtual time to stay above 78%)\nchoice on the grid's edge for afl"
+    )
+
+
+def test_a_setting_never_varied_at_the_choices_other_settings_is_flagged():
+    """A search steps γ0 past the grid's edge at the best `a` only: the choice's `a` was tuned at other
+    γ0s, never at its own, and the choice says so (in chosen.json and the figure's title)."""
+    grid = [{"gamma0": g, "a": a} for g in (0.01, 0.02) for a in (0.5, 1.0)] + [{"gamma0": 0.04, "a": 1.0}]
+    assert unvaried_settings({"afl": {"gamma0": 0.04, "a": 1.0}}, {"afl": grid}) == {"afl": ["a"]}
+    assert unvaried_settings({"afl": {"gamma0": 0.02, "a": 1.0}}, {"afl": grid}) == {}  # a full cross there
+    single = [{"gamma0": g, "a": 0.5} for g in (0.01, 0.02)]  # a never varied anywhere: nothing to flag
+    assert unvaried_settings({"afl": single[0]}, {"afl": single}) == {}
+    assert tuning_heading("x: Tuning", "time_to_target", 0.78, [], {"afl": ["a"]}) == (
+        "x: Tuning\nnot varied at the choice's other settings: afl's a"
     )
 
 

@@ -126,6 +126,24 @@ def choose(table: pd.DataFrame, grid: dict[str, list[dict]]) -> tuple[dict[str, 
     return chosen, on_edge
 
 
+def unvaried_settings(chosen: dict[str, dict], grid: dict[str, list[dict]]) -> dict[str, list[str]]:
+    """Per name, the settings of its choice that no trained point varied at the choice's other settings:
+    a search steps one setting past the grid's edge at the best point only, so a second knob tuned at the
+    grid's γ0 was never tried at a new one; such a choice is flagged, not trusted as a joint optimum."""
+    flagged = {}
+    for name, best in chosen.items():
+        keys = [
+            key
+            for key in best
+            if len({point[key] for point in grid[name]}) > 1
+            and {point[key] for point in grid[name] if all(point[k] == best[k] for k in best if k != key)}
+            == {best[key]}
+        ]
+        if keys:
+            flagged[name] = keys
+    return flagged
+
+
 def value_order(value: Any) -> tuple[int, Any]:
     """A setting's value as a sort key: numbers first, ascending, then the rest as text."""
     return (0, value) if is_number(value) else (1, str(value))
@@ -203,7 +221,8 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
     rows = math.ceil(len(grid) / PANELS_PER_ROW)
     figure = dataclasses.replace(figure, panels=min(len(grid), PANELS_PER_ROW), rows=rows, height=2.4 * rows + 0.8)
     metric = table_metric(table)
-    heading = tuning_heading(f"{title}: {figure.title}", metric, target, on_edge)
+    unvaried = unvaried_settings(chosen, grid)
+    heading = tuning_heading(f"{title}: {figure.title}", metric, target, on_edge, unvaried)
     stem = Path(out) / figure.name
     drawn = drawn_figure(
         lambda axes: draw_tuning(axes, table, grid, chosen, target, budget, searched_points(search)),
@@ -213,6 +232,8 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
         stem,
     )
     choice = {"chosen": chosen, "on_edge": on_edge, "target_accuracy": target, "budget": budget}
+    if unvaried:  # named only where it happens: a choice without it keeps its bytes
+        choice["unvaried"] = unvaried
     if metric != TUNING_METRICS[0]:  # named where it is not the default: a default choice keeps its bytes
         choice["metric"] = metric
     if search is not None:
@@ -225,11 +246,16 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
     return written
 
 
-def tuning_heading(title: str, metric: str, target: float, on_edge: list[str]) -> str:
+def tuning_heading(
+    title: str, metric: str, target: float, on_edge: list[str], unvaried: dict[str, list[str]] | None = None
+) -> str:
     """The figure's title: how the points were scored where it is not the default metric (a default
-    figure keeps its bytes), and the names whose choice sits on the grid's edge."""
+    figure keeps its bytes), the names whose choice sits on the grid's edge, and those with a setting
+    never varied at the choice's others (`unvaried_settings`)."""
     scored = "" if metric == TUNING_METRICS[0] else f" ({TIME_WORDS[metric].lower()} {target:.0%})"
-    return title + scored + (f"\nchoice on the grid's edge for {', '.join(on_edge)}" if on_edge else "")
+    edge = f"\nchoice on the grid's edge for {', '.join(on_edge)}" if on_edge else ""
+    untried = "; ".join(f"{name}'s {', '.join(keys)}" for name, keys in (unvaried or {}).items())
+    return title + scored + edge + (f"\nnot varied at the choice's other settings: {untried}" if untried else "")
 
 
 def searched_points(search: dict[str, Any] | None) -> dict[str, list[str]]:
