@@ -1,4 +1,5 @@
 import json
+import os
 import re
 import shlex
 import shutil
@@ -113,15 +114,21 @@ record_command(sys.argv)
 
 
 def cluster_partitions():
-    """The partitions this cluster has, with their MaxTime (`sinfo`), where it can be asked; None elsewhere."""
+    """The partitions this cluster has, with their MaxTime (`sinfo`), where it can be asked: on the
+    login node, not inside a job (its workflow was checked when it was submitted); None elsewhere, or
+    where sinfo does not answer."""
     if (
         not any(config["resources"].get("partitions", {}).values())
         or shutil.which("sinfo") is None
+        or "SLURM_JOB_ID" in os.environ
     ):
         return None
-    listed = subprocess.run(
-        ["sinfo", "-h", "-o", "%R %l"], capture_output=True, text=True, timeout=60
-    )
+    try:
+        listed = subprocess.run(
+            ["sinfo", "-h", "-o", "%R %l"], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
     return listed.stdout if listed.returncode == 0 else None
 
 
