@@ -13,12 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.numbers import UNSIGNED
 
 MAX_CLASSES = 32
 MAX_VALUE = 1e9
-# A positive number as users write it: 2, +2, 0.5, .5, 1e-6 (the documented bandwidth floor), 1E+3; a
-# range's `-` is the one outside an exponent
-NUMBER = r"\+?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+# Numbers as users write them (`spec/numbers.py`: 2, +2, .5, 1e-6, the documented bandwidth floor); no
+# minus sign, so that a range's `-` is the one outside an exponent
+NUMBER = rf"\+?{UNSIGNED}"
 ITEM = re.compile(rf"\s*(?P<share>{NUMBER})\s*:\s*(?P<low>{NUMBER})\s*(?:-\s*(?P<high>{NUMBER})\s*)?")
 
 

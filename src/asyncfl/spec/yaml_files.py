@@ -1,7 +1,6 @@
 """Reading a YAML file as a configuration: a clear one-line error for a bad file, scientific notation
 read as users mean it, and no alias bomb expanded."""
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -9,10 +8,7 @@ import yaml
 
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.integrity import read_input
-
-# Numbers in scientific notation as users write them (1e-3, 5E4): YAML 1.1, which PyYAML follows,
-# reads them as text unless they have a dot and a signed exponent; YAML 1.2 reads them as floats.
-SCIENTIFIC = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+from asyncfl.spec.numbers import SCIENTIFIC
 
 
 def with_numbers(value: Any, done: dict[int, Any] | None = None) -> Any:
