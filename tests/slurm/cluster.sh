@@ -7,7 +7,7 @@
 # confined to what a job asked for (`TaskPlugin=task/affinity`: `srun -c 1 nproc` prints 1).
 # The node offers two fake GPUs (gres on /dev/null and /dev/zero), one per core, so two training jobs run
 # at a time: a job sees CUDA_VISIBLE_DEVICES=0 or 1 and no CUDA device, and trains on the CPU.
-# The partitions' names and limits are the tests' (tests/slurm/site.yaml says them for the workflow).
+# The tests name these partitions and the GPU one's MaxTime to the workflow as a site's user would (SITE in tests/test_slurm.py).
 set -euo pipefail
 
 STATE=/var/lib/asyncfl-slurm
