@@ -12,7 +12,7 @@ SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
 from asyncfl.spec.catalogue import Scope, catalogued, scope_figures
 from asyncfl.spec.cluster import check_partitions, check_resources, cpu_job_resources
-from asyncfl.spec.cluster import gpu_job_resources, training_kind
+from asyncfl.spec.cluster import gpu_job_resources, part_key, training_kind
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import NAME
 from asyncfl.spec.layout import ARCHIVE_DIR, ARCHIVE_FILES, DATA_DIR, EVENTS

@@ -59,21 +59,22 @@ for sweep in SWEEPS:
     for part in range(PLAN[sweep].severity_parts):
         # a severity's runs in parts within resources.max_runtime (asyncfl.spec.cluster): one part keeps
         # the job's name, plan and log
-        suffix = "" if PLAN[sweep].severity_parts == 1 else f".part{part}"
+        job = part_key("{severity}", part, PLAN[sweep].severity_parts)
 
         rule:
             name:
-                f"train_{sweep.replace('-', '_')}{suffix.replace('.', '_')}"
+                f"train_{sweep.replace('-', '_')}"
+                + job.removeprefix("{severity}").replace(".", "_")
             input:
                 **PLAN[sweep].job_inputs(),
                 **PLAN[sweep].chosen_input(),
-                plan=train_plan(sweep, f"{{severity}}{suffix}"),
+                plan=train_plan(sweep, job),
             output:
                 PLAN[sweep].severity_job_outputs(RUN_FILES, part),
             log:
-                f"logs/train/{sweep}/{{severity}}{suffix}.log",
+                f"logs/train/{sweep}/{job}.log",
             benchmark:
-                f"benchmarks/train/{sweep}/{{severity}}{suffix}.tsv"
+                f"benchmarks/train/{sweep}/{job}.tsv"
             wildcard_constraints:
                 severity="|".join(map(re.escape, PLAN[sweep].severities)),
             priority: 1

@@ -76,8 +76,8 @@ def part_key(key: str, index: int, parts: int) -> str:
 
 
 def check_resources(resources: dict[str, Any]) -> None:
-    """What the schema cannot check of `resources:`; raises InputError naming the key."""
-    job_budget(resources)
+    """What the schema cannot check of `resources:` besides the cap, which the planner checks as it
+    splits jobs (`job_budget`); raises InputError naming the key."""
     train = resources["train"]
     gres = train.get("gres")
     if gres is not None:

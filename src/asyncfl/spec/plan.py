@@ -15,7 +15,7 @@ A stage whose output feeds later runs (a tuning selection) plugs in as one more 
 output file is an input of the jobs it feeds; docs/development.md says how.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,14 +91,13 @@ class PlannedRun:
 class TrainingJob:
     """One job that trains runs: its shape, its key (the run folder, `packN`, the severity or the tuning's,
     with `.partN` where the cap split it: `cluster.part_key`), its runs, the minutes it asks for
-    (`cluster.JobBudget.minutes`), which part it is, and the tuning's layout where it tunes."""
+    (`cluster.JobBudget.minutes`), and the tuning's layout where it tunes."""
 
     experiment: str
     shape: str
     key: str
     runs: tuple[PlannedRun, ...]
     runtime: int
-    part: int = 0
     layout: TuningLayout | None = None
 
     @property
@@ -122,7 +121,6 @@ class ExperimentPlan:
     traces: tuple[str, ...]  # the availability traces its runs read (inputs of their jobs and figures)
     figures: tuple[Figure, ...]
     severities: tuple[str, ...] = ()
-    severity_parts: int = 1  # the jobs each severity's runs are split into, within resources.max_runtime
     # the runs of its `tune:` grid, before the others: one job, or one per severity (`tune.per_severity`),
     # each split into parts within resources.max_runtime where it does not search
     tunings: tuple[TrainingJob, ...] = ()
@@ -136,6 +134,11 @@ class ExperimentPlan:
     @property
     def shape(self) -> str:
         return self.jobs[0].shape
+
+    @property
+    def severity_parts(self) -> int:
+        """The jobs each severity's runs are split into within resources.max_runtime (every severity alike)."""
+        return sum(job.runs[0].severity == self.severities[0] for job in self.jobs) if self.severities else 1
 
     def job(self, key: str) -> TrainingJob:
         (job,) = [job for job in (*self.jobs, *self.tunings) if job.key == key]
@@ -252,7 +255,7 @@ def plan_workflow(config: dict[str, Any]) -> WorkflowPlan:
 def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, budget: JobBudget) -> ExperimentPlan:
     severities = tuple(experiment.get("severities", {}))
     runs = tuple(planned_runs(name, experiment, reference_j, severities))
-    jobs, parts = training_jobs(name, experiment, runs, severities, budget)
+    jobs = training_jobs(name, experiment, runs, severities, budget)
     tunings: tuple[TrainingJob, ...] = ()
     layouts: tuple[TuningLayout, ...] = ()
     axes = {}
@@ -281,7 +284,6 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, bud
         tuple(experiment_traces(experiment)),
         tuple(figures_of(experiment, reference_j)),
         severities,
-        parts,
         tunings,
         layouts,
         tuple(partition_file(experiment, seed) for seed in experiment.get("tune", {}).get("seeds", [])),
@@ -295,34 +297,35 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, bud
 
 def training_jobs(
     name: str, experiment: dict[str, Any], runs: tuple[PlannedRun, ...], severities: tuple[str, ...], budget: JobBudget
-) -> tuple[tuple[TrainingJob, ...], int]:
-    """The jobs that train an experiment's final runs, and the parts each severity's runs are split into:
-    per severity (in parts within the cap), per `pack_runs` runs (fewer where a pack would outlast the
-    cap), or one a run."""
+) -> tuple[TrainingJob, ...]:
+    """The jobs that train an experiment's final runs: per severity (in parts within the cap), per
+    `pack_runs` runs (fewer where a pack would outlast the cap), or one a run."""
     if severities:
-        jobs: tuple[TrainingJob, ...] = ()
-        for severity in severities:
-            split = split_runs([run for run in runs if run.severity == severity], budget.most_runs(spread=True))
-            jobs += tuple(
-                TrainingJob(
-                    name,
-                    SEVERITY,
-                    part_key(severity, index, len(split)),
-                    group,
-                    budget.minutes(len(group), True),
-                    index,
-                )  # fmt: skip
-                for index, group in enumerate(split)
-            )
-        return jobs, len(split)
+        return tuple(
+            job
+            for severity in severities
+            for job in parts_within_cap(name, SEVERITY, severity, [r for r in runs if r.severity == severity], budget)
+        )
     if "pack_runs" in experiment:
         size = min(experiment["pack_runs"], budget.most_runs(spread=False))
         packs = [runs[i : i + size] for i in range(0, len(runs), size)]
         return tuple(
             TrainingJob(name, PACKED, PACK_KEY.format(index=index), pack, budget.minutes(len(pack), False))
             for index, pack in enumerate(packs)
-        ), 1
-    return tuple(TrainingJob(name, ONE_RUN, run.folder, (run,), budget.runtime) for run in runs), 1
+        )
+    return tuple(TrainingJob(name, ONE_RUN, run.folder, (run,), budget.runtime) for run in runs)
+
+
+def parts_within_cap(
+    name: str, shape: str, key: str, runs: Sequence[PlannedRun], budget: JobBudget, layout: TuningLayout | None = None
+) -> tuple[TrainingJob, ...]:
+    """The jobs of runs that one job spreads over its processes (a severity's, a tuning grid's), in as
+    many parts as resources.max_runtime needs, each keyed `cluster.part_key`."""
+    split = split_runs(runs, budget.most_runs(spread=True))
+    return tuple(
+        TrainingJob(name, shape, part_key(key, index, len(split)), part, budget.minutes(len(part), True), layout)
+        for index, part in enumerate(split)
+    )
 
 
 def tuning_jobs(
@@ -332,19 +335,7 @@ def tuning_jobs(
     grid's edges (`searched`: the runs the search may add), one job, since each step of the search reads
     the scores of all the runs before it."""
     if searched is None:
-        split = split_runs(runs, budget.most_runs(spread=True))
-        return tuple(
-            TrainingJob(
-                layout.experiment,
-                TUNING,
-                part_key(layout.job, index, len(split)),
-                group,
-                budget.minutes(len(group), True),
-                index,
-                layout,
-            )
-            for index, group in enumerate(split)
-        )
+        return parts_within_cap(layout.experiment, TUNING, layout.job, runs, budget, layout)
     minutes = budget.minutes(len(runs), True) + searched * budget.runtime  # a search's steps may train one run each
     if minutes > budget.cap:
         raise InputError(
@@ -353,7 +344,7 @@ def tuning_jobs(
             f"over resources.max_runtime {budget.cap}: raise max_runtime or resources.train.processes, "
             "or lower runtime to what a run takes"
         )
-    return (TrainingJob(layout.experiment, TUNING, layout.job, runs, minutes, 0, layout),)
+    return (TrainingJob(layout.experiment, TUNING, layout.job, runs, minutes, layout),)
 
 
 def planned_tuning_runs(
