@@ -77,13 +77,13 @@ def test_a_run_of_a_hundred_thousand_clients_asks_about_few_of_them(tmp_path):
     """The whole engine with every part of the clients' world on (the bench's `WORLD`), 100,000 clients,
     10 rounds of J = M = 100: the clients whose availability was drawn are about those dispatched
     (1,000 and the replacements of lost ones) over their online share, not all 100,000."""
-    from asyncfl.bench.synthetic import WORLD, NullTrainer, engine_data
+    from asyncfl.bench.synthetic import WORLD, engine_data
     from asyncfl.sim.engine import Simulation
     from asyncfl.spec.config import make_config
 
     dataset, partition = engine_data(100_000)
-    settings = {**WORLD, "clients_per_round": 100, "rounds": 10, "local_epochs": 1, "eval_every": 10}
-    simulation = Simulation(make_config(settings), dataset, partition, tmp_path, trainer=NullTrainer())
+    settings = {**WORLD, "clients_per_round": 100, "rounds": 10, "local_epochs": 1, "trainer": "none"}
+    simulation = Simulation(make_config(settings), dataset, partition, tmp_path)
     simulation.run()
     availability = simulation.context.world.availability
     assert availability is not None and simulation.state.version == 10

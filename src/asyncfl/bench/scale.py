@@ -1,13 +1,13 @@
-"""The engine at cross-device scale (docs/performance.md "The engine at scale"): the bench's null-trainer
-run (`synthetic.engine_overhead`) at C = 10^4, 10^5 and 10^6 clients, the clients' world off and on,
-each in a process of its own, so that its peak memory is its own.
+"""The engine at cross-device scale (docs/performance.md "The engine at scale"): the bench's timing-only
+run (`synthetic.engine_overhead`, `trainer: none`) at C = 10^4, 10^5 and 10^6 clients, the clients' world
+off and on, each in a process of its own, so that its peak memory is its own.
 
-Reported per row: seconds per round (between the first round and the last, which holds the run's only
-evaluation), the first round (setting up the run included: what grows with C before anything is
-dispatched), the process's peak resident memory, and that peak beyond the data, per client: the
-engine's own cost of a client. The data are the clients' images and labels (the resident memory once
-they exist is the baseline) and the run's normalised float copy of the images; the rest, the run's
-fixed cost included (about 100 MB: the model, torch's workspace), is counted against the clients.
+Reported per row: seconds per round (between the first round and the last), the first round (setting up
+the run included: what grows with C before anything is dispatched), the process's peak resident memory,
+and that peak beyond the data, per client: the engine's own cost of a client. The data are the clients'
+images and labels (the resident memory once they exist is the baseline; a timing-only run copies none of
+them); the rest, the run's fixed cost included (about 100 MB: the model, torch's workspace), is counted
+against the clients.
 """
 
 import json
@@ -46,13 +46,12 @@ def measure(clients: int, world: bool, rounds: int = ROUNDS) -> dict:
 
     data = engine_data(clients)
     baseline = peak_resident_bytes()
-    normalised = data[0].train_images.numel() * 4  # float32 (`context.prepare_run`)
     with tempfile.TemporaryDirectory() as scratch:
         row = engine_overhead(clients, PER_ROUND, rounds, Path(scratch), world, data)
     peak = peak_resident_bytes()
     return row | {
         "peak_memory_mib": round(peak / 2**20, 1),
-        "bytes_per_client": round((peak - baseline - normalised) / clients, 1),
+        "bytes_per_client": round((peak - baseline) / clients, 1),
     }
 
 

@@ -1,6 +1,6 @@
 """Synthetic runs of the real engine for the bench: equal clients of random images (speed does not
 depend on the values), trained by `Simulation` in a folder the caller gives; and the engine's own
-overhead, measured with a trainer that does no work."""
+overhead, measured by timing-only runs (`trainer: none`), which train nothing."""
 
 import contextlib
 import csv
@@ -16,7 +16,7 @@ from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
 from asyncfl.spec.config import make_config
 from asyncfl.spec.layout import TIMINGS
-from asyncfl.training.interface import LocalResult, LocalTask, Trainer
+from asyncfl.spec.names import TIMING_ONLY
 from asyncfl.training.runtime import configure_process
 
 
@@ -48,31 +48,24 @@ class RunWalls(NamedTuple):
         return [float(seconds) for seconds in np.diff(self.rounds)[:-1]]
 
 
-def synthetic_run(
-    dataset: Dataset, partition: Partition, settings: dict[str, Any], out: Path, trainer: Trainer | None = None
-) -> RunWalls:
+def synthetic_run(dataset: Dataset, partition: Partition, settings: dict[str, Any], out: Path) -> RunWalls:
     """An AFL run of `settings` into `out`, quietly, evaluated (without the full-batch gradient, which no
-    measure reports) and checkpointed at its last round only."""
+    measure reports; a timing-only run scores nothing) and checkpointed at its last round only."""
     from asyncfl.sim.engine import Simulation
 
     rounds = settings["rounds"]
-    once = {"eval_every": rounds, "checkpoint_every": rounds, "eval_gradient": False}
+    once = {"eval_every": rounds, "checkpoint_every": rounds}
+    if settings.get("trainer") != TIMING_ONLY:
+        once["eval_gradient"] = False
     config = make_config({"algorithm": "afl", **once, **settings})
     configure_process(config.precision)
     with contextlib.redirect_stdout(io.StringIO()):
         started = time.perf_counter()
-        simulation = Simulation(config, dataset, partition, out, trainer=trainer)
+        simulation = Simulation(config, dataset, partition, out)
         setup = time.perf_counter() - started
         simulation.run()
     with open(Path(out) / TIMINGS) as stream:
         return RunWalls(setup, [float(row["wall_seconds"]) for row in csv.DictReader(stream)])
-
-
-class NullTrainer:
-    """Returns every client's start state at once: what remains is the engine's own work."""
-
-    def train(self, tasks: list[LocalTask]) -> list[LocalResult]:
-        return [LocalResult(task.start_model, 0.0, 1) for task in tasks]
 
 
 # Every part of the clients' world on (docs/design.md "The clients' world"), for the engine's measure:
@@ -102,14 +95,14 @@ def engine_overhead(
     data: tuple[Dataset, Partition] | None = None,
 ) -> dict:
     """Arrivals per second of the event loop, sampling and aggregation for `clients` clients, cnn-sized
-    state: a synthetic run into `out` whose trainer does no work; with `world`, every part of the
+    state: a timing-only synthetic run into `out` (`trainer: none`); with `world`, every part of the
     clients' world on (`WORLD`) and M = `per_round` clients in flight at most. `data`: the clients'
     data made beforehand (`engine_data`), or None: made here."""
     dataset, partition = data or engine_data(clients)
-    settings = {"clients_per_round": per_round, "rounds": rounds, "local_epochs": 1, "device": "cpu"}
-    walls = synthetic_run(dataset, partition, settings | (WORLD if world else {}), out, NullTrainer())
+    settings = {"clients_per_round": per_round, "rounds": rounds, "local_epochs": 1, "device": "cpu", "trainer": "none"}
+    walls = synthetic_run(dataset, partition, settings | (WORLD if world else {}), out)
     wall = walls.rounds
-    # between the first round (the loop's start) and the last (the run's only evaluation): the engine alone
+    # between the first round (the loop's start) and the last (the run's end): the engine alone
     timed_rounds = rounds - 2
     seconds, arrivals = wall[-2] - wall[0], timed_rounds * per_round
     return {

@@ -64,6 +64,9 @@ EVENTS_COLUMNS = (
     "n_samples",
     "train_loss",
 )
+# What only training makes, left empty in both logs by a timing-only run (`trainer: none`), which trains
+# nothing and keeps its initial model: the losses, the epochs, the step sizes and the model's movement
+TRAINING_COLUMNS = ("train_loss", "train_loss_as_coded", "epochs_run", "lr", "update_norm")
 TIMINGS_COLUMNS = ("round", "wall_seconds")
 # evaluations.csv, a run that evaluates on a time grid (`eval_every_seconds`): the global model standing at
 # each grid time, with the work spent by then (client updates aggregated, dispatches, client-busy seconds,
@@ -135,14 +138,15 @@ class Progress:
         self.every = max(1, total // 20)
         self.bar = tqdm(total=total, initial=start, unit="round", file=stream) if self.interactive else None
 
-    def update(self, round_: int, virtual_time: float, train_loss: float, test_accuracy: float | None) -> None:
+    def update(self, round_: int, virtual_time: float, train_loss: float | None, test_accuracy: float | None) -> None:
         accuracy = "n/a" if test_accuracy is None else f"{test_accuracy:.4f}"
+        loss = "n/a" if train_loss is None else f"{train_loss:.4f}"
         if self.bar is not None:
             self.bar.set_postfix_str(f"virtual {virtual_time:.1f} s, test acc {accuracy}", refresh=False)
             self.bar.update(round_ - self.bar.n)
         elif round_ % self.every == 0 or round_ == self.total:
             print(
-                f"round {round_}/{self.total}  virtual time {virtual_time:.1f} s  train loss {train_loss:.4f}  "
+                f"round {round_}/{self.total}  virtual time {virtual_time:.1f} s  train loss {loss}  "
                 f"test accuracy {accuracy}",
                 flush=True,
             )
@@ -180,6 +184,7 @@ class Aggregation:
     samples_trained: Sequence[int] = ()  # each job's samples trained, under partial work
     losses: Sequence[dict] = ()  # events.csv's rows of the dispatches set aside since the previous aggregation
     accounting: dict[str, int] = field(default_factory=dict)  # metrics.csv's accounting cells, where logged
+    trained: bool = True  # false in a timing-only run (`trainer: none`): TRAINING_COLUMNS are left empty
 
     @property
     def train_loss(self) -> float:
@@ -194,7 +199,7 @@ class Aggregation:
 
     def metrics_row(self) -> dict:
         taus = self.stalenesses
-        return {
+        row = {
             "round": self.version,
             "virtual_time": self.now,
             "train_loss": self.train_loss,
@@ -211,6 +216,7 @@ class Aggregation:
             "train_loss_as_coded": self.train_loss_as_coded,
             **self.accounting,
         }
+        return row if self.trained else row | dict.fromkeys(TRAINING_COLUMNS)
 
     def event_rows(self) -> list[dict]:
         columns = zip(
@@ -227,6 +233,8 @@ class Aggregation:
             strict=True,
         )
         rows = [dict(zip(EVENTS_COLUMNS[1:], row, strict=True), round=self.version) for row in columns]
+        if not self.trained:
+            rows = [row | dict.fromkeys(TRAINING_COLUMNS) for row in rows]
         for row, phases in zip(rows, self.phases, strict=False):  # none where the clients have no links
             row.update(zip(PHASE_COLUMNS, phases, strict=True))
         for row, samples in zip(rows, self.samples_trained, strict=False):  # none without partial work
@@ -272,7 +280,8 @@ class RunLogs:
         self.metrics.append([aggregation.metrics_row()])
         self.events.append(aggregation.event_rows())
         self.timings.append([{"round": aggregation.version, "wall_seconds": wall_seconds}])
-        self.progress.update(aggregation.version, aggregation.now, aggregation.train_loss, aggregation.test_accuracy)
+        loss = aggregation.train_loss if aggregation.trained else None
+        self.progress.update(aggregation.version, aggregation.now, loss, aggregation.test_accuracy)
 
     def settled_texts(self) -> dict[str, str]:
         """The logs' texts by file name, for a checkpoint or run.json, after making the files on disk hold them."""

@@ -20,10 +20,12 @@ from asyncfl.sim.outcomes import accounting_columns
 from asyncfl.sim.state import Job
 from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
+from asyncfl.spec.names import TIMING_ONLY
 from asyncfl.spec.random_streams import client_init_seed, shuffle_key
 from asyncfl.training.graphed import graphable
 from asyncfl.training.interface import LocalSettings, LocalTask, Trainer, TrainerPool
 from asyncfl.training.runtime import choose_device, trainer_class, trainer_name
+from asyncfl.training.timing_only import TimingOnlyTrainer
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,11 @@ class RunContext:
         """metrics.csv's accounting columns (`outcomes.accounting_columns`)."""
         caps = self.config.max_staleness is not None
         return accounting_columns(self.strategy, caps, self.world.loses_dispatches)
+
+    @property
+    def trains(self) -> bool:
+        """Whether the run trains its clients and scores its model: not a timing-only run (`trainer: none`)."""
+        return self.config.trainer != TIMING_ONLY
 
     @property
     def parameter_names(self) -> list[str]:
@@ -115,8 +122,12 @@ def prepare_run(
     model = build_model(config.model, dataset.info, config.seed).to(device)
     model_bytes = state_bytes(model)
     strategy, system, world = checked_parts(config, dataset, partition, device, model_bytes)
-    images, test_images = dataset.normalized(device)
-    labels = dataset.train_labels.to(device)
+    trains = config.trainer != TIMING_ONLY
+    # a timing-only run reads no image: none is copied, normalised, to the device
+    images, test_images = dataset.normalized(device) if trains else (torch.empty(0), torch.empty(0))
+    labels = dataset.train_labels.to(device) if trains else torch.empty(0, dtype=torch.long)
+    if trainer is None and not trains:
+        trainer = TimingOnlyTrainer()
     if trainer is None:
         name = trainer_name(config.trainer, device, graphable(config.prox_mu, strategy.optimizer_per_epoch))
         trainer = trainer_class(name, device)(model, images, labels, LocalSettings.of(config))
@@ -124,14 +135,14 @@ def prepare_run(
             # what makes two runs' trainers interchangeable: one trains both runs' clients
             kind = (dataset.info.name, config.model, str(device), name, LocalSettings.of(config))
             trainer = pool.port(trainer, kind)
-    held = None if partition.validation is None else dataset.held_out(device, partition.validation)
+    held = None if partition.validation is None or not trains else dataset.held_out(device, partition.validation)
     return RunContext(
         config,
         run_identity(config, dataset.info.name, partition_sha256, tuned),
         device,
         model,
         test_images,
-        dataset.test_labels.to(device),
+        dataset.test_labels.to(device) if trains else torch.empty(0, dtype=torch.long),
         images,
         labels,
         None if held is None else held[0],

@@ -133,7 +133,8 @@ class Simulation:
         self.stop_reason = stop_condition(
             config, state.version, state.now, record.update_norm, arrived, state.dispatched
         )
-        if evaluation_due(config, state.version, arrived - folded, arrived) or self.stop_reason:
+        due = evaluation_due(config, state.version, arrived - folded, arrived) or self.stop_reason
+        if due and self.context.trains:  # a timing-only run's model is its initial one: nothing to score
             evaluate_global(self.context, new, record)
         logs.record(record, self.elapsed())
         return bool(self.stop_reason)

@@ -65,6 +65,8 @@ class EvaluationGrid:
         if self.scored is not None and self.scored[0] is model:
             return self.scored[1]
         context = self.context
+        if not context.trains:  # a timing-only run: the work spent by each instant, no model scored
+            return {"test_loss": None, "test_accuracy": None}
         loss, accuracy = evaluate(context.model, model, context.test_images, context.test_labels)
         scores: dict[str, float | None] = {"test_loss": loss, "test_accuracy": accuracy}
         if context.validation_images is not None:

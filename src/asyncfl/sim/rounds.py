@@ -37,6 +37,7 @@ def folded_round(
     sizes = [update.size for update in updates]
     record = aggregation_record(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
     record.phases = logged_phases(context, jobs)
+    record.trained = context.trains
     if context.strategy.partial_work:
         record.samples_trained = [samples_trained(context, job, result) for job, result in buffer]
     record.losses = [loss_row(context, state.version + 1, *item) for item in unaggregated.jobs]

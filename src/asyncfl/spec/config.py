@@ -23,6 +23,7 @@ from asyncfl.spec.names import (
     SERVER_OPTIMIZER_LR,
     SERVER_OPTIMIZER_OF,
     SERVER_OPTIMIZERS,
+    TIMING_ONLY,
     TRAINERS,
     UPDATES_PER_ROUND,
 )
@@ -270,7 +271,10 @@ class TrainConfig:
     trainer: str = setting(Group.MACHINE, "auto", TRAINERS)
     """`vectorised`: the clients in flight train as one batch (torch.func); `plain`: one client after another
     (the reference); `graphed`: each client's step a CUDA graph replay (no FedProx term); `auto`: graphed on
-    CUDA, vectorised there for FedProx and `afl_as_coded`, plain on the CPU (docs/performance.md "Speed")"""
+    CUDA, vectorised there for FedProx and `afl_as_coded`, plain on the CPU (docs/performance.md "Speed");
+    `none`: a timing-only run, every dispatch, staleness and version as a trained run's and no training (the
+    training columns of the logs empty, no model scored, model.pt the initial model; settings only training
+    reads refused: docs/design.md "The clients' world")"""
     precision: str = setting(Group.MACHINE, "fp32", PRECISIONS)
     """speed knob: `fp32` (IEEE everywhere, TF32 switched off), `tf32` (CUDA matmuls and convolutions in
     TensorFloat-32; refused on the CPU), `bf16` (autocast: activations in bfloat16, parameters, Adam state and
@@ -405,6 +409,8 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
                     f"set that, or leave out the population and give its settings yourself (config/README.md)"
                 )
             raise InputError(f"{source}: {key} applies only with {needs}; set that or remove {key}")
+    if config.trainer == TIMING_ONLY:
+        check_timing_only(config, defaults, source)
     if (config.arrivals == "poisson") != (config.checkin_rate is not None):
         raise InputError(f"{source}: arrivals: poisson and checkin_rate (check-ins per virtual second) go together")
     for item in dataclasses.fields(TrainConfig):  # a setting the algorithm ignores would mislead: refused
@@ -415,6 +421,19 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
                 "remove it"
             )
     return config
+
+
+def check_timing_only(config: TrainConfig, defaults: dict[str, Any], source: str) -> None:
+    """A timing-only run (`trainer: none`) trains nothing: a setting only training or the model's scores
+    read would be recorded in its run.json and never used, so it is refused."""
+    # FedAvgM's, FedAdam's, FedYogi's optimizer is their name's, not a setting the user gave
+    defaults = defaults | {"server_optimizer": SERVER_OPTIMIZER_OF.get(config.algorithm, "none")}
+    for key in TRAINING_ONLY:
+        if getattr(config, key) != defaults[key]:
+            raise InputError(
+                f"{source}: {key} is read only by training or scoring, and trainer: none trains nothing (a "
+                f"timing-only run); remove {key}, or choose another trainer"
+            )
 
 
 def with_implied_server_optimizer(values: dict[str, Any], source: str) -> dict[str, Any]:
@@ -478,6 +497,30 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
         lambda c: c.jitter_distribution == "exponential" or c.jitter_sigma > 0,
     ),
 }
+
+
+# Settings read only by local training, the server's step on the model, or the model's scores: a
+# timing-only run refuses them (`check_timing_only`); the clock, the world and the evaluation instants stay
+TRAINING_ONLY = (
+    *settings_of(Group.LOCAL),
+    "staleness",
+    "staleness_a",
+    "staleness_b",
+    "mixing",
+    "fedasync_alpha",
+    "server_lr",
+    "server_optimizer",
+    "server_optimizer_lr",
+    "server_momentum",
+    "server_beta1",
+    "server_beta2",
+    "server_tau",
+    "kappa",
+    "eval_gradient",
+    "profile",  # before what it presets: the line names the setting the user gave
+    "precision",
+    "channels_last",
+)
 
 
 def applies(key: str, algorithm: str) -> bool:

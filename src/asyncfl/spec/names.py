@@ -35,5 +35,7 @@ OPTIMIZERS = ("adam", "sgd")
 SERVER_OPTIMIZER_LR = {"sgd": 1.0, "adagrad": 0.1, "adam": 0.1, "yogi": 0.01}
 SERVER_OPTIMIZERS = ("none", *SERVER_OPTIMIZER_LR)
 DEVICES = ("auto", "cpu", "cuda")
-TRAINERS = ("auto", "vectorised", "plain", "graphed")
+# `trainer: none` trains nothing: a timing-only run (`training/timing_only.py`)
+TIMING_ONLY = "none"
+TRAINERS = ("auto", "vectorised", "plain", "graphed", TIMING_ONLY)
 PRECISIONS = ("fp32", "tf32", "bf16")

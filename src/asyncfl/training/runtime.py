@@ -9,7 +9,7 @@ import os
 import torch
 
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import TRAINERS
+from asyncfl.spec.names import TIMING_ONLY, TRAINERS
 from asyncfl.training.gpus import held_gpu
 from asyncfl.training.graphed import GraphedTrainer
 from asyncfl.training.interface import LocalTrainer
@@ -56,8 +56,9 @@ TRAINER_CLASSES: dict[str, type[LocalTrainer]] = {
 }
 
 
-if {"auto", *TRAINER_CLASSES} != set(TRAINERS):  # the config's choices are exactly the trainers here and auto
-    raise ImportError(f"trainers {sorted(TRAINER_CLASSES)} (and auto) differ from names.TRAINERS {TRAINERS}")
+# the config's choices are exactly the trainers here, auto and the timing-only run's none (`timing_only`)
+if {"auto", TIMING_ONLY, *TRAINER_CLASSES} != set(TRAINERS):
+    raise ImportError(f"trainers {sorted(TRAINER_CLASSES)} (and auto, none) differ from names.TRAINERS {TRAINERS}")
 
 
 def trainer_class(name: str, device: torch.device, graphable: bool = True) -> type[LocalTrainer]:
