@@ -1,6 +1,7 @@
 """peers/compare.py refuses bad arguments before any run, in one line, and never reports success for a
 comparison whose runs failed."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,36 @@ def test_a_comparison_whose_runs_fail_exits_non_zero(tmp_path):
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "runs failed; their logs are in" in result.stderr
+
+
+def test_nvflares_loop_re_expressed_gives_the_five_published_counts_at_its_seed():
+    """NVFlare's FedRevive numbers are one seed (10) of its scheduler: re-expressed draw for draw
+    (peers/nvflare_fedrevive_clock.py), the loop must give exactly them, or it is not NVFlare's."""
+    import yaml
+
+    sys.path.insert(0, str(REPO / "peers"))
+    from fedrevive import nvflare_runs
+
+    setup = yaml.safe_load((REPO / "config" / "fedrevive.yaml").read_text())
+    counts = nvflare_runs(setup, list(setup["presets"]), 1, 1.0)
+    assert {name: runs[0][2] for name, runs in counts.items()} == {
+        name: preset["published"] for name, preset in setup["presets"].items()
+    }
+
+
+@pytest.mark.subprocess
+def test_the_fedrevive_table_sets_asyncfl_beside_nvflare_over_seeds(tmp_path):
+    """Two presets, three seeds, a tenth of the budget: asyncfl's counts within NVFlare's spread."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "peers" / "fedrevive.py"), "--seeds", "3", "--budget-fraction", "0.05",
+         "--presets", "fedavg", "fedbuff_shifted", "--out", str(tmp_path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    counts = json.loads((tmp_path / "counts.json").read_text())
+    for name in ("fedavg", "fedbuff_shifted"):
+        ours, theirs = [run[0] for run in counts["asyncfl"][name]], [run[0] for run in counts["nvflare"][name]]
+        assert len(ours) == len(theirs) == 3
+        width = max(theirs) - min(theirs) + 0.02 * max(theirs) + 1
+        assert min(theirs) - width <= sum(ours) / 3 <= max(theirs) + width
+    assert "| fedbuff_shifted | 100, 2, 1 | 5 |" in (tmp_path / "table.md").read_text()

@@ -183,3 +183,41 @@ def test_a_subset_partition_draws_its_samples_by_the_seed_and_records_them(tmp_p
 def test_an_impossible_subset_is_one_line(tmp_path, capsys, extra, message):
     assert partition_cli(tmp_path, "bad", *extra)[0] == 1
     assert message in capsys.readouterr().err and not (tmp_path / "bad.npz").exists()
+
+
+@pytest.mark.parametrize("clients,alpha", [(7, 0.1), (20, 0.5), (1000, 0.5), (5000, 1.0)])
+def test_equal_sizes_give_every_client_the_same_count_each_sample_at_most_once(clients, alpha):
+    part = DirichletSplit(clients, alpha, 0, equal_sizes=True).partition(LABELS, "synthetic")[0]
+    assert set(part.sizes) == {len(LABELS) // clients}
+    assert len(np.unique(part.indices)) == len(part.indices) == len(LABELS) // clients * clients
+    assert part.subset_of == (len(LABELS) if len(LABELS) % clients else None)  # the few left over stay out
+
+
+def test_equal_sizes_keep_the_label_skew_of_alpha():
+    def entropy(alpha: float) -> float:
+        part = DirichletSplit(50, alpha, 0, equal_sizes=True).partition(LABELS, "synthetic")[0]
+        return float(label_entropy(class_counts(part, LABELS, 10)).mean())
+
+    assert entropy(0.1) < entropy(1.0) < entropy(100.0) and entropy(100.0) > 3.0
+
+
+def test_equal_sizes_are_drawn_by_the_seed_and_written_as_such(tmp_path, capsys):
+    args = ["partition", "--dataset", "digits", "--clients", "1000", "--alpha", "0.5", "--seed", "3"]
+    args += ["--sizes", "equal"]
+    assert main([*args, "--out", str(tmp_path / "a.npz")]) == 0
+    assert main([*args, "--out", str(tmp_path / "b.npz")]) == 0
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    stats = json.loads((tmp_path / "a.json").read_text())
+    assert stats["equal_sizes"] is True and set(stats["sizes"]) == {1} and stats["clients"] == 1000
+    assert load_partition(tmp_path / "a.npz").subset_of == 1437
+
+
+@pytest.mark.parametrize(
+    ("clients", "min_size", "message"),
+    [(2000, 1, "2000 clients exceed the 1437 training samples"), (700, 3, "equal sizes give each of 700 clients 2")],
+)
+def test_equal_sizes_the_data_cannot_give_are_one_line(tmp_path, capsys, clients, min_size, message):
+    args = ["partition", "--dataset", "digits", "--clients", str(clients), "--alpha", "0.5", "--seed", "0"]
+    assert main([*args, "--sizes", "equal", "--min-size", str(min_size), "--out", str(tmp_path / "p.npz")]) != 0
+    error = capsys.readouterr().err.strip()
+    assert message in error and len(error.splitlines()) == 1 and not (tmp_path / "p.npz").exists()

@@ -52,3 +52,32 @@ def test_evaluations_without_the_gradient_leave_everything_else_byte_identical(t
     assert all(not row[key] for row in without for key in dropped)
     strip = [{k: v for k, v in row.items() if k not in dropped} for row in with_gradient]
     assert strip == [{k: v for k, v in row.items() if k not in dropped} for row in without]
+
+
+def test_a_compute_time_per_dispatch_ignores_the_clients_data():
+    config = make_config({"seconds_per_dispatch": 2.0, "speed_distribution": "constant", "speed_classes": "1:1,1:3"})
+    system = ClientSystem.draw(config, 10)
+    computes = {system.median_phases(c, size).compute for c in range(10) for size in (1, 50, 5000)}
+    assert computes == {2.0, 6.0}
+
+
+FEDREVIVE_CLASSES = {"speed_classes": "0.25:1,0.5:1.3,0.25:1.6", "speed_distribution": "constant"}
+
+
+def middle_class(settings: dict) -> int:
+    """How many of 1,000 clients are in the middle class (compute 1.3 times slower)."""
+    return int(np.sum(np.isclose(ClientSystem.draw(make_config(settings), 1000).speed, 1 / 1.3)))
+
+
+def test_classes_drawn_by_probability_vary_with_the_seed_around_their_probabilities():
+    assert {middle_class(FEDREVIVE_CLASSES | {"seed": seed}) for seed in range(5)} == {500}  # shares: exactly
+    drawn = [middle_class(FEDREVIVE_CLASSES | {"class_draw": "probability", "seed": seed}) for seed in range(20)]
+    # binomial(1000, 0.5) per seed: its mean over 20 seeds within 4 standard errors of 500
+    assert len(set(drawn)) > 5 and abs(np.mean(drawn) - 500) < 4 * np.sqrt(1000 * 0.25 / 20)
+
+
+def test_class_probabilities_that_do_not_sum_to_one_are_refused():
+    with pytest.raises(InputError, match="speed_classes's shares sum to 0.9, .* class_draw: probability") as raised:
+        make_config({"speed_classes": "0.4:1,0.5:2", "class_draw": "probability"})
+    assert len(str(raised.value).splitlines()) == 1
+    assert make_config({"speed_classes": "0.4:1,0.5:2"}).class_draw == "shares"  # relative weights: fine

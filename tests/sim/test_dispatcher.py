@@ -142,3 +142,75 @@ def test_events_at_one_time_are_served_wake_check_in_arrival_deadline():
     job = Job(2, 0, 0, 0.0, 1.0, (0.1,))
     events = [Event(1.0, Kind.DEADLINE), Event.arrival(job), Event(1.0, Kind.CHECK_IN, (4,)), Event(1.0, Kind.WAKE)]
     assert [event.kind for event in sorted(events)] == [Kind.WAKE, Kind.CHECK_IN, Kind.ARRIVAL, Kind.DEADLINE]
+
+
+def test_open_slots_wait_for_the_redistribution_threshold_then_fill_at_once():
+    def scenario(dispatcher):
+        made = [dispatcher.closed_loop(1) for _ in range(7)]
+        return made, dispatcher.state.held
+
+    made, held = dispatched({"algorithm": "fedbuff", "concurrency": 4, "redistribution_threshold": 3}, scenario)
+    assert made == [0, 0, 3, 0, 0, 3, 0] and held == 1
+    assert dispatched({"algorithm": "fedbuff", "concurrency": 4}, scenario)[0] == [1] * 7  # O = 1: today's loop
+
+
+def timing_events(tmp_path, **settings):
+    from asyncfl.sim.engine import Simulation
+    from engine_cases import read_csv
+
+    config = make_config({**fixed_clients(0.5, 0.05), "trainer": "none", "rounds": 30, "jitter_distribution":
+                          "exponential", **settings})  # fmt: skip
+    Simulation(config, tiny_dataset(sum(SIZES)), contiguous_partition(SIZES), tmp_path).run()
+    return read_csv(tmp_path / "events.csv")
+
+
+def test_a_threshold_of_every_slot_makes_a_synchronous_cohort(tmp_path):
+    """K = B = O: every dispatch of a cohort leaves at one time from one version, and nothing is stale."""
+    events = timing_events(tmp_path, algorithm="fedbuff", concurrency=3, buffer_size=3, redistribution_threshold=3)
+    by_round: dict[str, set] = {}
+    for row in events:
+        by_round.setdefault(row["round"], set()).add((row["dispatch_time"], row["dispatch_version"]))
+    assert all(len(cohort) == 1 for cohort in by_round.values()) and len(by_round) == 30
+    assert {row["staleness"] for row in events} == {"0"}
+
+
+def test_a_threshold_dispatches_in_groups_of_at_least_o(tmp_path):
+    events = timing_events(tmp_path, algorithm="fedasync", concurrency=4, redistribution_threshold=2)
+    groups: dict[str, int] = {}
+    for row in events:
+        groups[row["dispatch_time"]] = groups.get(row["dispatch_time"], 0) + 1
+    assert groups.pop("0.0") == 4 and set(groups.values()) <= {2, 3, 4} and 2 in groups.values()
+
+
+def test_a_client_freed_after_training_is_drawn_again_while_its_upload_is_on_the_way(tmp_path):
+    """Six clients, five in flight, uploads longer than the training: under `after_training` a client's
+    next dispatch may leave before its last one arrives, never before that one's training ended."""
+    world = {"download_seconds": "1:0.01", "upload_seconds": "1:2.0", "algorithm": "fedasync", "concurrency": 5}
+    for freed, overlaps in (("at_arrival", False), ("after_training", True)):
+        events = timing_events(tmp_path / freed, client_freed=freed, **world)
+        by_client: dict[str, list] = {}
+        for row in sorted(events, key=lambda row: float(row["dispatch_time"])):
+            by_client.setdefault(row["client"], []).append(row)
+        seen = False
+        for rows in by_client.values():
+            for before, after in zip(rows, rows[1:], strict=False):
+                trained = float(before["dispatch_time"]) + float(before["download_seconds"]) + float(
+                    before["compute_seconds"])  # fmt: skip
+                assert float(after["dispatch_time"]) >= trained - 1e-12
+                seen |= float(after["dispatch_time"]) < float(before["arrival_time"])
+        assert seen == overlaps
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"algorithm": "fedbuff", "concurrency": 4, "redistribution_threshold": 5}, "redistribution_threshold .O. = 5 "
+         "exceeds the 4 slots of concurrency"),
+        ({"algorithm": "fedbuff", "redistribution_threshold": 0}, "redistribution_threshold must be"),
+        ({"algorithm": "sync", "redistribution_threshold": 2}, "redistribution_threshold does not apply to algorithm"),
+    ],
+)  # fmt: skip
+def test_a_threshold_outside_one_to_m_is_one_line(settings, message):
+    with pytest.raises(InputError, match=message) as raised:
+        make_config(settings)
+    assert len(str(raised.value).splitlines()) == 1

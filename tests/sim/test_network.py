@@ -94,3 +94,62 @@ def test_a_run_with_links_resumes_to_the_same_bytes(tmp_path):
     run(tmp_path / "resumed", **FIXED, **LINKS, checkpoint_every=1).run()
     for name in ("metrics.csv", "events.csv", "model.pt"):
         assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+
+
+TIMED = dict(FIXED, download_seconds="1:0.1", upload_seconds="1:0.13-0.17,1:0.23-0.27")
+
+
+def test_transfer_times_of_their_own_ignore_the_model_and_stay_the_clients_per_client():
+    system = ClientSystem.draw(make_config(TIMED), 1000, model_bytes=10**9)
+    downloads = {system.phases(c, 5, i).download for c in range(1000) for i in range(3)}
+    assert downloads == {0.1}
+    uploads = np.array([system.phases(c, 5, 0).upload for c in range(1000)])
+    assert np.all(((uploads >= 0.13) & (uploads <= 0.17)) | ((uploads >= 0.23) & (uploads <= 0.27)))
+    assert abs(np.mean(uploads < 0.2) - 0.5) < 1e-9  # shares: exactly half of the clients in each class
+    assert all(system.phases(c, 5, 7).upload == uploads[c] for c in range(1000))  # drawn once per client
+
+
+def test_per_dispatch_draws_stay_in_the_clients_class_and_depend_on_the_dispatch_alone():
+    config = make_config({**TIMED, "transfer_draws": "per_dispatch"})
+    system, again = ClientSystem.draw(config, 50), ClientSystem.draw(config, 50)
+    for client in range(50):
+        uploads = [system.phases(client, 5, index).upload for index in range(40)]
+        slow = system.phases(client, 5, 0).upload > 0.2
+        low, high = (0.23, 0.27) if slow else (0.13, 0.17)
+        assert all(low <= upload <= high for upload in uploads) and len(set(uploads)) == 40
+        assert uploads == [again.phases(client, 5, index).upload for index in range(40)]
+    spread = [system.phases(0, 5, index).upload for index in range(2000)]  # uniform in its class: its mean
+    assert np.mean(spread) == pytest.approx(0.25 if spread[0] > 0.2 else 0.15, abs=2e-3)
+
+
+def test_per_dispatch_link_classes_draw_each_dispatchs_bandwidth_in_its_class():
+    config = make_config({**FIXED, "link_classes": "1:20-100", "transfer_draws": "per_dispatch"})
+    system = ClientSystem.draw(config, 4, model_bytes=10**6)
+    downloads = [system.phases(0, 5, index).download for index in range(200)]
+    assert min(downloads) >= 8e6 / 100e6 and max(downloads) <= 8e6 / 20e6 and len(set(downloads)) == 200
+    assert all(system.phases(0, 5, i).upload == pytest.approx(downloads[i] / 0.25) for i in range(200))
+
+
+def test_events_log_each_dispatchs_own_transfer_times(tmp_path):
+    simulation = run(tmp_path / "run", **TIMED, transfer_draws="per_dispatch", jitter_distribution="exponential")
+    simulation.run()
+    logged = rows(tmp_path / "run" / "events.csv")
+    assert {row["download_seconds"] for row in logged} == {"0.1"}
+    uploads = [float(row["upload_seconds"]) for row in logged]
+    assert len(set(uploads)) == len(uploads) and all(0.13 <= u <= 0.27 for u in uploads)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"upload_seconds": "1:-0.02-0.1"}, "is not SHARE:VALUE or SHARE:LOW-HIGH"),
+        ({"upload_seconds": "1:0.17-0.13"}, "low ≤ high"),
+        ({"download_seconds": "1:0.1", "bandwidth_median": 5.0}, "download_seconds gives the transfers' times and ban"),
+        ({"upload_seconds": "1:0.1", "server_bandwidth": 5.0}, "server_bandwidth applies only with bandwidth_median"),
+        ({"upload_seconds": "1:0.1", "upload_fraction": 0.5}, "upload_fraction applies only with bandwidth_median"),
+    ],
+)  # fmt: skip
+def test_bad_transfer_times_are_one_line(settings, message):
+    with pytest.raises(InputError, match=message) as raised:
+        make_config(settings)
+    assert len(str(raised.value).splitlines()) == 1

@@ -35,6 +35,17 @@ from asyncfl.spec.traces import read_trace
         # a shape without its scale: byte-identical to no jitter, yet recorded as half_normal
         ({"jitter_distribution": "half_normal"}, "jitter_distribution applies only with jitter_sigma > 0"),
         ({"population": "mobile", "availability": "always"}, "population mobile sets online_mean, which applies"),
+        ({"seconds_per_dispatch": 1.0, "seconds_per_sample": 0.01}, "seconds_per_sample applies only with second"),
+        ({"class_draw": "probability"}, "class_draw applies only with speed_classes, link_classes, download_sec"),
+        ({"bandwidth_median": 5.0, "transfer_draws": "per_dispatch"}, "transfer_draws applies only with link_classes"),
+        (
+            {"link_classes": "1:20-100", "server_bandwidth": 100.0, "transfer_draws": "per_dispatch"},
+            "transfer_draws applies only with .* and server_bandwidth null",
+        ),
+        (
+            {"algorithm": "fedbuff", "arrivals": "poisson", "checkin_rate": 1.0, "redistribution_threshold": 2},
+            "redistribution_threshold applies only with arrivals: closed",
+        ),
     ],
 )  # fmt: skip
 def test_a_setting_that_applies_only_with_another_is_refused_without_it(settings, message):
@@ -69,6 +80,10 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "server_beta1": {"server_optimizer": "adagrad"},
         "server_beta2": {"algorithm": "fedyogi"},
         "server_tau": {"server_optimizer": "adam"},
+        "seconds_per_sample": {},
+        "class_draw": {"speed_classes": "0.25:1,0.75:2"},
+        "transfer_draws": {"upload_seconds": "1:0.13-0.17"},
+        "redistribution_threshold": {"algorithm": "fedbuff", "concurrency": 4},
     }
     assert set(where) == set(NEEDS)
     other = {
@@ -83,6 +98,8 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "server_optimizer_lr": 0.05,
         "jitter_sigma": 0.3,
         "jitter_distribution": "half_normal",
+        "class_draw": "probability",
+        "transfer_draws": "per_dispatch",
     }
     for key, context in where.items():
         value = other[key] if key in other else 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5

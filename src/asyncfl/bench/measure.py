@@ -253,10 +253,12 @@ def run_bench(
     report: Callable[[str], None] = print,
     sweep: Path | None = None,
     engine_only: bool = False,
+    scales: tuple[int, ...] | None = None,
 ) -> dict:
     """The whole benchmark: every case × trainer, the engine's share of the fastest cnn round, then
     the paper round through the real engine and the projected cost of the `sweep` config; last, the
-    engine at cross-device scale (`scale.engine_scale`). `engine_only`: that last part alone.
+    engine at cross-device scale (`scale.engine_scale`, at `scales` clients: None, its own). `engine_only`:
+    that last part alone.
 
     `report` gets each part as it is measured (the full run takes minutes); the JSON-ready result is returned.
     """
@@ -264,7 +266,7 @@ def run_bench(
     result: dict = {"device": str(device), "torch": torch.__version__, "quick": quick}
     if not engine_only:
         result |= trainer_bench(device, quick, report, sweep)
-    result["engine_scale"] = engine_scale(QUICK_SCALES if quick else SCALES, report)
+    result["engine_scale"] = engine_scale(scales or (QUICK_SCALES if quick else SCALES), report)
     return result
 
 

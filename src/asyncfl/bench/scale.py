@@ -1,6 +1,7 @@
 """The engine at cross-device scale (docs/performance.md "The engine at scale"): the bench's timing-only
-run (`synthetic.engine_overhead`, `trainer: none`) at C = 10^4, 10^5 and 10^6 clients, the clients' world
-off and on, each in a process of its own, so that its peak memory is its own.
+run (`synthetic.engine_overhead`, `trainer: none`) at C = 10^4, 10^6, 10^7 and 10^8 clients (`--scales`), the
+clients' world off and on, each in a process of its own, so that its peak memory is its own; past 10^7 the
+clients hold their sizes only (`synthetic.engine_data`).
 
 Reported per row: seconds per round (between the first round and the last), the first round (setting up
 the run included: what grows with C before anything is dispatched), the process's peak resident memory,
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import asyncfl
 
-SCALES = (10_000, 100_000, 1_000_000)
+SCALES = (10_000, 1_000_000, 10_000_000, 100_000_000)
 QUICK_SCALES = (1_000, 10_000)
 PER_ROUND = 100  # J = M: Bonawitz et al. 2019's order of clients at once is 10^2–10^4
 ROUNDS = 12
@@ -45,11 +46,13 @@ def measure(clients: int, world: bool, rounds: int = ROUNDS) -> dict:
     from asyncfl.bench.synthetic import engine_data, engine_overhead
 
     data = engine_data(clients)
+    holds = "sizes" if data[1].sizes_only else "images"
     baseline = peak_resident_bytes()
     with tempfile.TemporaryDirectory() as scratch:
         row = engine_overhead(clients, PER_ROUND, rounds, Path(scratch), world, data)
     peak = peak_resident_bytes()
     return row | {
+        "data": holds,
         "peak_memory_mib": round(peak / 2**20, 1),
         "bytes_per_client": round((peak - baseline) / clients, 1),
     }
@@ -78,7 +81,15 @@ def engine_scale(scales: tuple[int, ...], report: Callable[[str], None] = print)
     return rows
 
 
-COLUMNS = ("clients", "world", "seconds_per_round", "first_round_seconds", "peak_memory_mib", "bytes_per_client")
+COLUMNS = (
+    "clients",
+    "data",
+    "world",
+    "seconds_per_round",
+    "first_round_seconds",
+    "peak_memory_mib",
+    "bytes_per_client",
+)
 
 
 def format_header() -> str:

@@ -33,7 +33,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
     elif args.together:
         result = together_result(args)
     else:
-        result = run_bench(args.device, args.quick, sweep=None if args.engine else args.sweep, engine_only=args.engine)
+        sweep = None if args.engine else args.sweep
+        result = run_bench(
+            args.device, args.quick, sweep=sweep, engine_only=args.engine, scales=tuple(args.scales or ())
+        )
     if args.json:
         write_json(args.json, result)
 
@@ -60,7 +63,16 @@ def register(commands: Commands) -> None:
     bench.add_argument("--quick", action="store_true", help="smaller data, one repeat: under a minute on a CPU")
     bench.add_argument("--json", type=Path, help="also write the results as JSON")
     bench.add_argument(
-        "--engine", action="store_true", help="only the engine at C = 10^4, 10^5 and 10^6 (--quick: 10^3, 10^4)"
+        "--engine",
+        action="store_true",
+        help="only the engine at C = 10^4, 10^6, 10^7 and 10^8, past 10^7 with sizes only (--quick: 10^3, 10^4)",
+    )
+    bench.add_argument(
+        "--scales",
+        type=at_least(1, 1_000_000_000, " clients"),
+        nargs="+",
+        metavar="C",
+        help="the engine's rows at these numbers of clients instead (each about 110 bytes of memory a client)",
     )
     bench.add_argument(
         "--profile-cost",

@@ -32,7 +32,7 @@ def cmd_partition(args: argparse.Namespace) -> None:
     subset = None
     if args.subset_fraction is not None or args.subset_size is not None:
         subset = Subset(args.subset_fraction, args.subset_size)
-    split = DirichletSplit(args.clients, args.alpha, args.seed, args.min_size)
+    split = DirichletSplit(args.clients, args.alpha, args.seed, args.min_size, args.sizes == "equal")
     holdout = Holdout(args.validation_fraction) if args.validation_fraction is not None else None
     print("\n".join(make_partition(args.dataset, args.root, split, args.out, subset, holdout)))
 
@@ -55,6 +55,13 @@ def register(commands: Commands) -> None:
     part.add_argument("--alpha", type=float, required=True, help="Dirichlet concentration (smaller: more skew)")
     part.add_argument("--seed", type=at_least(0), required=True)
     part.add_argument("--min-size", type=at_least(0), default=1, help="fewest samples a client may get (default 1)")
+    part.add_argument(
+        "--sizes",
+        choices=("dirichlet", "equal"),
+        default="dirichlet",
+        help="dirichlet: each class split among the clients by Dir(alpha), sizes as they fall (the paper's); "
+        "equal: every client floor(n/C) samples, its class mix drawn from Dir(alpha) over the classes",
+    )
     part.add_argument("--out", type=Path, required=True, help="FILE.npz (stats go to FILE.json)")
     part_subset = part.add_mutually_exclusive_group()
     part_subset.add_argument(

@@ -3,6 +3,11 @@
 For each class k a share vector p_k ~ Dir(α·1_C) splits that class's (shuffled)
 indices among the C clients; every sample goes to exactly one client. All of it is
 vectorised NumPy driven by one explicit Generator, so equal inputs give equal bytes.
+
+With `sizes: equal` every client holds exactly ⌊n/C⌋ samples instead, its class mix drawn from
+Dir(α·1_K) over the K classes (Hsu et al. 2019's per-client form, the one simulators with equal clients
+use, e.g. NVFlare's FedRevive): each client in turn takes its mix from the classes still unassigned,
+its shares renormalised over those left where a class runs out; the n mod C samples left over stay out.
 """
 
 import math
@@ -37,6 +42,18 @@ class Partition:
     subset_of: int | None = None  # a subset partition: the training set's size it was drawn from
     validation: np.ndarray | None = None  # the training indices held out as the validation split, if any
 
+    @classmethod
+    def of_sizes(cls, sizes: np.ndarray, dataset: str) -> "Partition":
+        """Clients that own a count of samples and no sample: a timing-only run's (`trainer: none`), which
+        never reads its clients' data, so that C = 10^8 clients fit a machine whose data could not."""
+        offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        return cls(np.zeros(0, dtype=np.int64), offsets, dataset, "a partition of sizes only")
+
+    @property
+    def sizes_only(self) -> bool:
+        """Whether the clients own counts and no samples (`of_sizes`)."""
+        return len(self.indices) != self.offsets[-1]
+
     @property
     def num_clients(self) -> int:
         return len(self.offsets) - 1
@@ -59,12 +76,14 @@ class DirichletSplit:
         seed: of the draw (and of a subset's draw).
         min_size: the fewest samples a client may get; client shares are redrawn (same generator, so
             still deterministic) until every client has them, at most MAX_REDRAWS times.
+        equal_sizes: every client exactly ⌊n/C⌋ samples, its class mix its own Dirichlet draw (see above).
     """
 
     clients: int
     alpha: float
     seed: int
     min_size: int = 1
+    equal_sizes: bool = False
 
     def check(self, n: int, dataset: str) -> None:
         """A one-line error for a split that `n` training samples cannot give."""
@@ -80,6 +99,11 @@ class DirichletSplit:
         if self.clients > n:
             raise InputError(
                 f"{self.clients} clients exceed the {n} training samples of {dataset}; use at most {n} clients"
+            )
+        if self.equal_sizes and self.min_size > n // self.clients:
+            raise InputError(
+                f"equal sizes give each of {self.clients} clients {n // self.clients} of {dataset}'s {n} samples, "
+                f"fewer than --min-size {self.min_size}; use fewer clients or a lower --min-size"
             )
         if self.min_size < 0 or self.clients * self.min_size > n:
             raise InputError(
@@ -97,6 +121,8 @@ class DirichletSplit:
         # Shuffle once, then group by class: each class's indices in random order, classes ascending.
         shuffled = rng.permutation(n)
         by_class = shuffled[np.argsort(labels[shuffled], kind="stable")]
+        if self.equal_sizes:
+            return self.equal_partition(rng, by_class, class_sizes, dataset), 0
         for redraw in range(MAX_REDRAWS):
             shares = rng.dirichlet(np.full(clients, self.alpha), size=len(classes))
             counts = split_counts(shares, class_sizes)
@@ -110,6 +136,33 @@ class DirichletSplit:
             f"no Dirichlet draw gave all {clients} clients at least {self.min_size} samples in {MAX_REDRAWS} tries "
             f"(alpha={self.alpha}); lower --min-size, raise --alpha or use fewer clients"
         )
+
+    def equal_partition(
+        self, rng: np.random.Generator, by_class: np.ndarray, class_sizes: np.ndarray, dataset: str
+    ) -> Partition:
+        """Every client ⌊n/C⌋ samples, its class mix drawn from Dir(α·1_K), taken in client order from the
+        classes' shuffled indices still unassigned (`by_class`, grouped by class)."""
+        size, left = len(by_class) // self.clients, class_sizes.astype(np.int64).copy()
+        counts = np.zeros((self.clients, len(class_sizes)), dtype=np.int64)
+        for client in range(self.clients):
+            shares = rng.dirichlet(np.full(len(class_sizes), self.alpha))
+            while (need := size - counts[client].sum()) > 0:  # a class run out: the shares of those left
+                open_shares = np.where(left > 0, shares, 0.0)
+                open_shares = open_shares if open_shares.sum() > 0 else (left > 0).astype(float)
+                take = np.minimum(split_counts(open_shares[None] / open_shares.sum(), np.array([need]))[0], left)
+                if not take.any():  # rounding left the rest to a class run out: one from the largest share left
+                    take[np.argmax(open_shares)] = 1
+                counts[client] += take
+                left -= take
+        starts = np.concatenate([[0], np.cumsum(class_sizes)[:-1]])  # where each class begins in by_class
+        taken = np.cumsum(counts, axis=0) - counts  # per client, how many of each class earlier clients took
+        indices = np.concatenate(
+            [by_class[starts[k] + taken[c, k] : starts[k] + taken[c, k] + counts[c, k]] for c in range(self.clients)
+             for k in range(len(class_sizes))]
+        ).astype(np.int64)  # fmt: skip
+        offsets = np.arange(0, size * self.clients + 1, size, dtype=np.int64)
+        leftover = len(by_class) - len(indices)
+        return Partition(indices, offsets, dataset, subset_of=len(by_class) if leftover else None)
 
     def partition_subset(
         self, labels: np.ndarray, dataset: str, subset: "Subset | None", holdout: Holdout | None = None
@@ -187,6 +240,7 @@ def partition_stats(partition: Partition, labels: np.ndarray, num_classes: int, 
         "alpha": split.alpha,
         "seed": split.seed,
         "min_size": split.min_size,
+        **({"equal_sizes": True} if split.equal_sizes else {}),
         "num_samples": int(partition.offsets[-1]),
         "sizes": partition.sizes.tolist(),
         "class_counts": counts.tolist(),
@@ -293,7 +347,7 @@ def make_partition(
     entropy, sizes = label_entropy(counts), partition.sizes
     lines = [
         f"{dataset}: {len(partition.indices)}{f' of {len(labels)}' if subset else ''} samples into {clients} clients "
-        f"(alpha={split.alpha}, seed={split.seed}) "
+        f"(alpha={split.alpha}, seed={split.seed}{', equal sizes' if split.equal_sizes else ''}) "
         f"in {seconds:.3f} s, {redraws} redraws → {out}",
         f"{'client':>6} {'samples':>7} {'entropy':>7}  per-class counts",
     ]

@@ -17,6 +17,7 @@ from asyncfl.sim.partial_work import samples_after
 from asyncfl.sim.world import World
 from asyncfl.spec.config import TrainConfig
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.names import TIMING_ONLY
 from asyncfl.training.graphed import graphable
 from asyncfl.training.runtime import trainer_name
 
@@ -31,6 +32,11 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
         raise InputError(
             f"{partition.source} was made for {partition.dataset} ({made_from} samples), "
             f"not {dataset.info.name} ({n}); make one with asyncfl partition"
+        )
+    if partition.sizes_only and config.trainer != TIMING_ONLY:
+        raise InputError(
+            f"{partition.source} gives its clients' sizes and no samples: only a timing-only run (trainer: none) "
+            "can use it; make a partition with asyncfl partition"
         )
     if len(partition.indices) and (partition.indices.min() < 0 or partition.indices.max() >= n):
         raise InputError(

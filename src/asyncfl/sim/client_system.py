@@ -4,7 +4,8 @@
 The draws depend only on the seed and the number of clients, never on the algorithm,
 so afl and sync runs of one seed see the same clients (paired comparison). One
 dispatch of client c costs  duration = I·n_c·seconds_per_sample / speed_c · jitter + latency_c
-(+ the model's download and upload over the client's links, where they are on: `network.Links`)
+(or seconds_per_dispatch / speed_c · jitter + latency_c, whatever the client's data), + the model's
+download and upload over the client's links, or their own times, where they are on (`network`)
 of virtual time; jitter (`jitter.py`: lognormal, exponential or half-normal) has its own stream per
 (client, dispatch).
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from asyncfl.sim.jitter import jitter_factor
-from asyncfl.sim.network import Links
+from asyncfl.sim.network import Links, TransferTimes
 from asyncfl.sim.server_link import ServerLink
 from asyncfl.spec import random_streams
 from asyncfl.spec.classes import drawn_per_client
@@ -37,7 +38,9 @@ class ClientSystem:
         jitter_sigma: σ of that jitter (0: none, where the shape reads σ).
         delay_is_latency: d_c of the learning rate is the latency only (config `lr_delay: latency`),
             not the whole duration (which includes the transfers).
-        links: the clients' down- and uplinks, or None: transfers take no time.
+        seconds_per_dispatch: instead, a dispatch's compute seconds at speed 1 whatever its data (None:
+            I·n_c·seconds_per_sample).
+        links: the clients' down- and uplinks, or their transfers' own times, or None: transfers take no time.
         server: the server's link that every transfer shares (`server_link`), or None: each transfer
             has its client's link to itself.
     """
@@ -50,7 +53,8 @@ class ClientSystem:
     jitter_distribution: str
     jitter_sigma: float
     delay_is_latency: bool
-    links: Links | None = None
+    seconds_per_dispatch: float | None = None
+    links: Links | TransferTimes | None = None
     server: ServerLink | None = None
 
     @classmethod
@@ -58,7 +62,7 @@ class ClientSystem:
         rng = np.random.default_rng([config.seed, random_streams.SYSTEM])
         speed = draw(rng, config.speed_distribution, 1.0, config.speed_sigma, num_clients)
         speed = slowed(speed, config.seed, config.slow_fraction, config.slow_factor)
-        speed = classed(speed, config.seed, config.speed_classes)
+        speed = classed(speed, config.seed, config.speed_classes, config.class_draw == "probability")
         latency = draw(rng, config.latency_distribution, config.latency_median, config.latency_sigma, num_clients)
         links = Links.draw(config, speed, model_bytes)
         return cls(
@@ -70,14 +74,18 @@ class ClientSystem:
             config.jitter_distribution,
             config.jitter_sigma,
             config.lr_delay == "latency",
+            config.seconds_per_dispatch,
             links,
-            ServerLink.of(config.server_bandwidth, links),
+            ServerLink.of(config.server_bandwidth, links if isinstance(links, Links) else None),
         )
 
     def median_phases(self, client: int, n_samples: int) -> "Phases":
         """The phases of a dispatch of this client at its own compute time, without jitter (the jitter's
         median when lognormal, its mean when exponential, its least when half-normal)."""
-        compute = self.local_epochs * n_samples * self.seconds_per_sample / self.speed[client]
+        work = self.seconds_per_dispatch
+        if work is None:
+            work = self.local_epochs * n_samples * self.seconds_per_sample
+        compute = work / self.speed[client]
         links = self.links
         down, up = (links.download(client), links.upload(client)) if links else (0.0, 0.0)
         return Phases(down, float(compute), up, float(self.latency[client]))
@@ -97,6 +105,8 @@ class ClientSystem:
         factor = jitter_factor(self.jitter_distribution, self.jitter_sigma, self.seed, client, dispatch_index)
         if factor is not None:
             phases = replace(phases, compute=phases.compute * factor)
+        if transfers is None and self.links is not None:  # the client's own, or this dispatch's draws
+            transfers = self.links.times(client, dispatch_index)
         if transfers is not None:
             phases = replace(phases, download=transfers[0], upload=transfers[1])
         return phases if samples is None else phases.cut(samples, self.local_epochs * n_samples)
@@ -165,11 +175,11 @@ def slowed(speed: np.ndarray, seed: int, fraction: float, factor: float) -> np.n
     return slower
 
 
-def classed(speed: np.ndarray, seed: int, speed_classes: str | None) -> np.ndarray:
+def classed(speed: np.ndarray, seed: int, speed_classes: str | None, by_probability: bool) -> np.ndarray:
     """`speed` with each device class's clients FACTOR times slower (`speed_classes`, a factor drawn
     uniformly where the class gives a range), the classes' members and factors from their own stream.
     Without classes the speeds are returned untouched, bit for bit."""
     if speed_classes is None:
         return speed
     rng = np.random.default_rng([seed, random_streams.SPEED_CLASSES])
-    return speed / drawn_per_client(speed_classes, "speed_classes", rng, len(speed))
+    return speed / drawn_per_client(speed_classes, "speed_classes", rng, len(speed), by_probability)

@@ -81,7 +81,7 @@ class RunContext:
         stream, and the local objective's proximal weight μ."""
         indices = self.client_indices(job.client)
         # partial work: the epochs it begins (`LocalTask.samples` cuts the last)
-        lrs = job.lrs if job.samples is None else job.lrs[: math.ceil(job.samples / len(indices))]
+        lrs = job.lrs if job.samples is None else job.lrs[: math.ceil(job.samples / int(self.sizes[job.client]))]
         return LocalTask(
             start,
             indices,

@@ -11,6 +11,7 @@ from asyncfl.sim.availability import NEVER
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
+from asyncfl.sim.network import Links
 from asyncfl.sim.partial_work import samples_that_fit
 from asyncfl.sim.sampling import ClientPicker
 from asyncfl.sim.state import Job, SimulationState
@@ -101,8 +102,16 @@ class Dispatcher:
         return jobs
 
     def closed_loop(self, count: int) -> int:
-        """`count` replacement dispatches in a closed loop; none where clients check in by themselves."""
-        return 0 if self.context.world.open_loop else count
+        """The replacement dispatches to make now for `count` more open slots in a closed loop: none where
+        clients check in by themselves; none until at least O slots are open (`redistribution_threshold`),
+        then all of them at once, every one from the current version."""
+        if self.context.world.open_loop:
+            return 0
+        self.state.held += count
+        if self.state.held < self.context.config.redistribution_threshold:
+            return 0
+        count, self.state.held = self.state.held, 0
+        return count
 
     def start_round(self, count: int) -> None:
         """Dispatch `count` clients as `request` does; under a round deadline, a new round begins now
@@ -201,7 +210,7 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
     system, size = context.system, int(context.sizes[client])
     index = state.count_dispatch(client)
     phases, transfers = system.phases(client, size, index), None
-    if system.server is not None and system.links is not None and state.link is not None:
+    if system.server is not None and isinstance(system.links, Links) and state.link is not None:
         transfers = system.server.book_transfers(state.link, system.links, client, state.now, phases.compute)
         phases = system.phases(client, size, index, None, transfers)
     samples = None
@@ -214,4 +223,7 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
     duration = phases.total
     lrs = context.strategy.learning_rates(state.version, updates, system.delay(client, duration))
     ends, lost = context.world.fate(client, index, state.now, state.now + phases.uploaded, state.now + duration)
-    return Job(client, index, state.version, state.now, ends, lrs, lost, samples, transfers)
+    trained_at = None
+    if context.config.client_freed == "after_training":  # free again once its training ends
+        trained_at = min(ends, state.now + phases.download + phases.compute)
+    return Job(client, index, state.version, state.now, ends, lrs, lost, samples, transfers, trained_at)

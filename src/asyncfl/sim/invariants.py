@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from asyncfl.fl.strategy import Strategy
 from asyncfl.sim.client_system import ClientSystem
+from asyncfl.sim.network import Links
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.sim.world import OFFLINE
 from asyncfl.spec.errors import InputError
@@ -92,7 +93,7 @@ class SelfCheck:
         phases = system.phases(job.client, size, job.dispatch_index, job.samples, job.transfers)
         if not all(math.isfinite(value) and value >= 0 for value in vars(phases).values()):
             violated(f"every phase finite and ≥ 0 ({phases})", event)
-        if job.transfers is not None and system.server is not None and system.links is not None:
+        if job.transfers is not None and system.server is not None and isinstance(system.links, Links):
             fastest = system.server.fastest(system.links, job.client)
             if any(took < least * (1 - TOLERANCE) for took, least in zip(job.transfers, fastest, strict=True)):
                 violated(f"no transfer faster than its link alone allows ({job.transfers} against {fastest})", event)

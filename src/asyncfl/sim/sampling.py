@@ -81,6 +81,11 @@ class ClientPicker:
         replacement is asked for); a client whose dispatch was lost may be drawn again, having
         contributed nothing."""
         busy = list(self.in_flight)
+        if self.context.config.client_freed == "after_training":  # only those still training are busy
+            now = self.state.now
+            busy = [
+                job.client for job in self.state.outstanding.values() if job.trained_at is None or job.trained_at > now
+            ]
         if self.context.strategy.synchronous:
             busy += [job.client for job, _ in self.buffer]
         return np.unique(np.array(busy, dtype=np.int64))

@@ -29,6 +29,7 @@ class Job:
     lost: str = ""  # why its result never arrives (`world.OFFLINE`, `world.FAILED`; "" when it does)
     samples: int | None = None  # partial work at a deadline: the samples it trains (None: all its epochs')
     transfers: tuple[float, float] | None = None  # its download and upload seconds on a shared server link
+    trained_at: float | None = None  # under client_freed: after_training, when its training ends (None: not kept)
 
     @property
     def key(self) -> tuple[float, int, int]:
@@ -65,6 +66,7 @@ class SimulationState:
     rejected: int = kept(0)  # asynchronous updates rejected as staler than the cap
     deadline_at: float | None = kept(None)  # when the open synchronous round ends, under a round_deadline
     waiting: int = kept(0)  # dispatches the server wants but has no online idle client for yet
+    held: int = kept(0)  # slots opened since the last refill, fewer than redistribution_threshold (O)
     checkins: int = kept(0)  # Poisson check-ins handled so far, under arrivals: poisson
     busy_seconds: float = kept(0.0)  # client-seconds of the dispatches ended so far (`Dispatcher.arrived`)
     uploads: int = kept(0)  # updates whose upload completed (arrived, aggregated or not)

@@ -3,7 +3,8 @@ clients' world"): `SHARE:VALUE` or `SHARE:LOW-HIGH` items separated by commas, e
 edge devices `1:1,1:1.81,1:11.6` (compute time relative to the first) or its links `1:150-600,1:20-100`
 (Mbit/s, uniform within the range). Shares are relative weights; a run's C clients are split among the
 classes in proportion, by largest remainder (ties to the earlier class), and which client is in which
-class is drawn from the class's own random stream.
+class is drawn from the class's own random stream. Under `class_draw: probability` each client's class is
+drawn on its own instead, the shares its probabilities, from the same stream.
 """
 
 import math
@@ -64,16 +65,35 @@ def class_counts(shares: list[float], clients: int) -> list[int]:
     return counts
 
 
-def class_of_each_client(classes: tuple[ClientClass, ...], rng: np.random.Generator, clients: int) -> np.ndarray:
-    """Per client, the index of its class: the counts of `class_counts`, shuffled by `rng`."""
-    counts = class_counts([c.share for c in classes], clients)
-    return rng.permutation(np.repeat(np.arange(len(classes)), counts))
+def class_of_each_client(
+    classes: tuple[ClientClass, ...], rng: np.random.Generator, clients: int, by_probability: bool = False
+) -> np.ndarray:
+    """Per client, the index of its class: the counts of `class_counts`, shuffled by `rng`; or each
+    client's drawn on its own, the shares its probabilities (`by_probability`)."""
+    shares = np.array([c.share for c in classes])
+    if by_probability:
+        return rng.choice(len(classes), size=clients, p=shares / shares.sum())
+    return rng.permutation(np.repeat(np.arange(len(classes)), class_counts(list(shares), clients)))
 
 
-def drawn_per_client(text: str, key: str, rng: np.random.Generator, clients: int) -> np.ndarray:
-    """Per client, a value drawn uniformly within its class's range (its class's value where the class
-    gives one): the classes of `text` (setting `key`), their members and the draws all from `rng`."""
+@dataclass(frozen=True)
+class ClassRanges:
+    """Per client, its class's range and the value drawn within it once (`value`)."""
+
+    low: np.ndarray
+    high: np.ndarray
+    value: np.ndarray
+
+
+def class_ranges(text: str, key: str, rng: np.random.Generator, clients: int, by_probability: bool) -> ClassRanges:
+    """Per client, its class's range and a value drawn uniformly within it (its class's value where the
+    class gives one): the classes of `text` (setting `key`), their members and the draws all from `rng`."""
     classes = parse_classes(text, key)
-    members = class_of_each_client(classes, rng, clients)
-    lows, highs = (np.array([getattr(c, end) for c in classes])[members] for end in ("low", "high"))
-    return rng.uniform(lows, highs)
+    members = class_of_each_client(classes, rng, clients, by_probability)
+    low, high = (np.array([getattr(c, end) for c in classes])[members] for end in ("low", "high"))
+    return ClassRanges(low, high, rng.uniform(low, high))
+
+
+def drawn_per_client(text: str, key: str, rng: np.random.Generator, clients: int, by_probability: bool) -> np.ndarray:
+    """Per client, the value `class_ranges` draws once."""
+    return class_ranges(text, key, rng, clients, by_probability).value

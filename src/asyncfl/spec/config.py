@@ -37,6 +37,9 @@ JITTER_DISTRIBUTIONS = ("lognormal", "exponential", "half_normal")
 LR_CLOCKS = ("round", "equivalent_round", "epoch")
 AVAILABILITY_MODELS = ("always", "exponential", "lognormal", "diurnal", "trace")
 ARRIVAL_PROCESSES = ("closed", "poisson")
+CLASS_DRAWS = ("shares", "probability")
+TRANSFER_DRAWS = ("per_client", "per_dispatch")
+CLIENT_FREEDOM = ("at_arrival", "after_training")
 
 
 # Algorithms that read the learning-rate clock settings: AFL as coded has its own (t = epoch, d = 2 s)
@@ -160,6 +163,10 @@ class TrainConfig:
     """σ of the lognormal latencies (**project's choice**)"""
     seconds_per_sample: float = setting(Group.WORLD, 0.001, lowest=NON_NEGATIVE, at_most=1e6)
     """virtual compute seconds per sample and epoch at speed 1 (**project's choice**)"""
+    seconds_per_dispatch: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e9)
+    """instead: a dispatch's virtual compute seconds at speed 1, whatever the client's data and epochs (the
+    timing setups of simulators whose clients' times do not follow their sizes, e.g. NVFlare's FedRevive);
+    null: I·n_c·`seconds_per_sample`"""
     jitter_distribution: str = setting(Group.WORLD, "lognormal", JITTER_DISTRIBUTIONS)
     """each dispatch's compute time around its client's own (`sim/jitter.py`): `lognormal`, median the
     client's, σ `jitter_sigma`; `exponential`, mean the client's (each client a queue's exponential server,
@@ -176,6 +183,11 @@ class TrainConfig:
     """device classes, `SHARE:FACTOR,…`: each class's share of the clients (by largest remainder; which clients
     from their own stream) computes FACTOR times slower than its drawn speed, a factor drawn uniformly where a
     class gives `LOW-HIGH`; e.g. AFL-Lib's edge devices `1:1,1:1.81,1:11.6` (`spec/classes.py`)"""
+    class_draw: str = setting(Group.WORLD, "shares", CLASS_DRAWS)
+    """how the classes of `speed_classes`, `link_classes`, `download_seconds` and `upload_seconds` take their
+    clients: `shares`, each class exactly its share of the C clients (by largest remainder); `probability`,
+    each client's class drawn on its own with the classes' shares as probabilities (which must sum to 1), so a
+    class's count varies with the seed, as in simulators that draw each client's profile"""
     bandwidth_median: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e9, at_least=1e-6)
     """the clients' downlink in Mbit/s, median over clients: each dispatch downloads the global model and
     uploads the client's, the model's bytes over the client's link (null: transfers take no time); at least 1e-6
@@ -184,6 +196,16 @@ class TrainConfig:
     """link classes instead of `bandwidth_median`'s lognormal, `SHARE:LOW-HIGH,…` Mbit/s down, each client's
     uniform within its class's range (which clients and their draws from their own stream); e.g. AFL-Lib's WiFi
     and 4G `1:150-600,1:20-100`; not with `bandwidth_median`"""
+    download_seconds: str | None = setting(Group.WORLD, None)
+    """instead of bandwidths: each dispatch's download in virtual seconds, whatever the model's size,
+    `SHARE:SECONDS` or `SHARE:LOW-HIGH` classes (`spec/classes.py`); null with `upload_seconds` set: 0"""
+    upload_seconds: str | None = setting(Group.WORLD, None)
+    """each dispatch's upload in virtual seconds, classes as `download_seconds`; e.g. FedRevive's
+    `1:0.13-0.17,1:0.23-0.27` (a mean of 0.15 or 0.25 ± 0.02) with `transfer_draws: per_dispatch`"""
+    transfer_draws: str = setting(Group.WORLD, "per_client", TRANSFER_DRAWS)
+    """where a class gives a range (`link_classes`, `download_seconds`, `upload_seconds`): `per_client`, a
+    value drawn once per client; `per_dispatch`, each dispatch draws its own uniformly within its client's
+    class's range, from a stream of its own per (client, dispatch); not with `server_bandwidth`"""
     bandwidth_sigma: float = setting(Group.WORLD, 0.5, lowest=NON_NEGATIVE, at_most=10.0)
     """σ of the lognormal spread of the clients' bandwidths around that median, drawn once per run from their
     own stream (**project's choice**)"""
@@ -231,6 +253,15 @@ class TrainConfig:
     failure_probability: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=0.99)
     """per dispatch, the chance its result never arrives (its work lost at its would-be arrival), drawn per
     (client, dispatch) from its own stream (**project's choice**)"""
+    client_freed: str = setting(Group.WORLD, "at_arrival", CLIENT_FREEDOM)
+    """when a dispatched client may be drawn again: `at_arrival`, once its update has arrived (or its
+    dispatch ended otherwise); `after_training`, once its local training ends, its upload still on the way
+    (NVFlare's FedRevive scheduler). Either way a slot of M frees only when the dispatch ends"""
+    redistribution_threshold: int = setting(Group.SERVER, 1, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
+    """O: the server dispatches only once at least O of its M slots are open, then fills them all at once,
+    every new dispatch from one version (1: a slot is refilled as it opens, Algorithm 1's closed loop; M:
+    the whole cohort waits, a synchronous schedule; NVFlare's FedRevive (K, B, O) scheduler); at most M,
+    with `arrivals: closed`"""
     arrivals: str = setting(Group.WORLD, "closed", ARRIVAL_PROCESSES, read_by=ASYNCHRONOUS)
     """`closed`: M clients in flight, one dispatched per arrival (the paper's Algorithm 1); `poisson`: clients
     check in at rate `checkin_rate` and one is dispatched per check-in while fewer than M are in flight, for
@@ -377,7 +408,7 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     for item in dataclasses.fields(TrainConfig):
         if "rule" in item.metadata:
             item.metadata["rule"].check(item.name, getattr(config, item.name), source)
-    if config.seconds_per_sample == 0 and config.latency_median == 0:
+    if config.seconds_per_sample == 0 and config.latency_median == 0 and config.seconds_per_dispatch is None:
         raise InputError(f"{source}: seconds_per_sample and latency_median are both 0, so clients would take no time")
     if config.eval_every_updates is not None and config.eval_every != 1:
         raise InputError(f"{source}: eval_every and eval_every_updates are both set; keep one")
@@ -388,11 +419,22 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
             f"the model {config.max_virtual_time / grid:.3g} times (evaluations.csv, a test pass each; at most "
             f"{MAX_GRID_ROWS:,}); set eval_every_seconds ≥ {config.max_virtual_time / MAX_GRID_ROWS:.3g}"
         )
-    for key in ("speed_classes", "link_classes"):
+    for key in CLASS_SETTINGS:
         if getattr(config, key) is not None:
-            parse_classes(getattr(config, key), key, source)
+            check_class_draw(parse_classes(getattr(config, key), key, source), key, config.class_draw, source)
     if config.link_classes is not None and config.bandwidth_median is not None:
         raise InputError(f"{source}: link_classes and bandwidth_median both set the links; keep one")
+    timed = [key for key in ("download_seconds", "upload_seconds") if getattr(config, key) is not None]
+    bandwidths = [key for key in ("bandwidth_median", "link_classes") if getattr(config, key) is not None]
+    if timed and bandwidths:
+        raise InputError(
+            f"{source}: {timed[0]} gives the transfers' times and {bandwidths[0]} their bandwidths; keep one"
+        )
+    if config.redistribution_threshold > config.concurrency_or_default:
+        raise InputError(
+            f"{source}: redistribution_threshold (O) = {config.redistribution_threshold} exceeds the "
+            f"{config.concurrency_or_default} slots of concurrency (M); O is at most M"
+        )
     if config.partial_work and config.server_bandwidth is not None:
         raise InputError(
             f"{source}: partial_work with server_bandwidth is not modelled (a cut dispatch's upload would move "
@@ -421,6 +463,16 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
                 "remove it"
             )
     return config
+
+
+def check_class_draw(classes: tuple, key: str, class_draw: str, source: str) -> None:
+    """Drawn by probability, a setting's shares are its classes' probabilities: they must sum to 1."""
+    total = sum(item.share for item in classes)
+    if class_draw == "probability" and abs(total - 1) > 1e-9:
+        raise InputError(
+            f"{source}: {key}'s shares sum to {total:g}, and with class_draw: probability they are the classes' "
+            "probabilities, which sum to 1; rescale them, or use class_draw: shares (relative weights)"
+        )
 
 
 def check_timing_only(config: TrainConfig, defaults: dict[str, Any], source: str) -> None:
@@ -456,6 +508,8 @@ def with_implied_server_optimizer(values: dict[str, Any], source: str) -> dict[s
 MAX_GRID_ROWS = 100_000
 DRAWN_PERIODS = ("exponential", "lognormal", "diurnal")
 ADAPTIVE_SERVER = ("adagrad", "adam", "yogi")
+# The settings written as client classes (`spec/classes.py`); the speeds' first, the transfers' after
+CLASS_SETTINGS = ("speed_classes", "link_classes", "download_seconds", "upload_seconds")
 # Settings read only where another setting holds: given without it, refused (what it needs, and the test)
 NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "min_report_fraction": ("round_deadline set", lambda c: c.round_deadline is not None),
@@ -466,6 +520,16 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
         "bandwidth_median set and bandwidth_follows_speed false",
         lambda c: c.bandwidth_median is not None and not c.bandwidth_follows_speed,
     ),
+    "seconds_per_sample": ("seconds_per_dispatch null", lambda c: c.seconds_per_dispatch is None),
+    "class_draw": (
+        "speed_classes, link_classes, download_seconds or upload_seconds set",
+        lambda c: any(getattr(c, key) is not None for key in CLASS_SETTINGS),
+    ),
+    "transfer_draws": (
+        "link_classes, download_seconds or upload_seconds set, and server_bandwidth null",
+        lambda c: c.server_bandwidth is None and any(getattr(c, key) is not None for key in CLASS_SETTINGS[1:]),
+    ),
+    "redistribution_threshold": ("arrivals: closed", lambda c: c.arrivals == "closed"),
     "upload_fraction": (
         "bandwidth_median or link_classes set",
         lambda c: c.bandwidth_median is not None or c.link_classes is not None,

@@ -22,6 +22,9 @@ SLOW_CLIENTS = 10  # which clients are the heavy tail's slow ones (`client_syste
 VALIDATION = 11  # which training samples the validation split holds (`holdout.Holdout`)
 SPEED_CLASSES = 12  # which clients are in which device class (`client_system.classed`)
 LINK_CLASSES = 13  # which clients are in which link class, and their bandwidths (`network.Links`)
+TRANSFERS = 14  # one (client, dispatch)'s own transfer draws, under transfer_draws: per_dispatch (`network`)
+DOWNLOADS = 15  # which clients are in which download-time class, and their times (`network.TransferTimes`)
+UPLOADS = 16  # which clients are in which upload-time class, and their times (`network.TransferTimes`)
 
 
 def client_init_seed(seed: int, client: int) -> int:
