@@ -214,3 +214,12 @@ def test_a_threshold_outside_one_to_m_is_one_line(settings, message):
     with pytest.raises(InputError, match=message) as raised:
         make_config(settings)
     assert len(str(raised.value).splitlines()) == 1
+
+
+def test_fedbuff_at_k_b_o_all_m_times_as_sync_at_j_m(tmp_path):
+    """NVFlare's FedAvg is its scheduler at K = B = O: asyncfl's sync round at J = M makes the very cohorts."""
+    cohort = timing_events(tmp_path / "fedbuff", algorithm="fedbuff", concurrency=4, buffer_size=4,
+                           redistribution_threshold=4)  # fmt: skip
+    sync = timing_events(tmp_path / "sync", algorithm="sync", clients_per_round=4)
+    columns = ("round", "client", "dispatch_version", "dispatch_time", "arrival_time", "staleness")
+    assert [[row[c] for c in columns] for row in cohort] == [[row[c] for c in columns] for row in sync]

@@ -29,7 +29,7 @@ def reference_timeline(seed: int, client: int, chunks: int) -> tuple[bool, list[
 
 
 def test_a_saved_stream_goes_on_as_the_open_generator_would():
-    streams, rng = ClientStreams(3, 5), np.random.default_rng([3, random_streams.AVAILABILITY, 4])
+    streams, rng = ClientStreams(3), np.random.default_rng([3, random_streams.AVAILABILITY, 4])
     opened = streams.opened(4)
     assert opened.random() == rng.random()
     streams.save(4, opened)

@@ -10,6 +10,7 @@ use, e.g. NVFlare's FedRevive): each client in turn takes its mix from the class
 its shares renormalised over those left where a class runs out; the n mod C samples left over stay out.
 """
 
+import functools
 import math
 import time
 import zipfile
@@ -58,8 +59,9 @@ class Partition:
     def num_clients(self) -> int:
         return len(self.offsets) - 1
 
-    @property
+    @functools.cached_property
     def sizes(self) -> np.ndarray:
+        """n_c per client, computed once (0.7 s at 10^8 clients)."""
         return np.diff(self.offsets)
 
     def client_indices(self, client: int) -> np.ndarray:

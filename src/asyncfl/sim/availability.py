@@ -41,7 +41,7 @@ class Availability:
         self.model, self.streams = model, streams
         self.starts_online = np.full(clients, -1, dtype=np.int8)
         self.windows: dict[int, np.ndarray] = {}
-        self.online_now = np.zeros(clients, dtype=bool)
+        self.online_now = np.full(clients, False)  # written now: lazy zero pages fault at random dispatches
         self.known_from, self.known_until = np.full(clients, NEVER), np.full(clients, -NEVER)
 
     @classmethod
@@ -51,7 +51,7 @@ class Availability:
             return None
         if config.availability == "trace":
             return cls.from_trace(read_trace(Path(str(config.availability_trace)), clients))
-        return cls(clients, period_model(config, clients), ClientStreams(config.seed, clients))
+        return cls(clients, period_model(config, clients), ClientStreams(config.seed))
 
     @classmethod
     def from_trace(cls, intervals: dict[int, list[tuple[float, float]]]) -> "Availability":

@@ -5,7 +5,7 @@ rhythm (`diurnal`). Imports only numpy and the spec layer, so figures can draw a
 A client's stream (`random_streams.AVAILABILITY`, keyed by client) gives, in order: its diurnal phase
 (diurnal only), whether it starts online, then its periods, CHUNK pairs at a time. It is opened the
 first time the run asks about the client, and between two chunks only its generator's state is kept
-(40 bytes, where an open generator costs a kilobyte): whatever times a run asks about, in whatever
+(its four numbers, where an open generator costs a kilobyte): whatever times a run asks about, in whatever
 order, and whether it resumed from a checkpoint or not, a client's periods are the same numbers, no
 other draw of the run moves, and a million clients cost what those asked about cost.
 """
@@ -22,8 +22,6 @@ from asyncfl.spec.errors import InputError
 
 CHUNK = 16  # pairs of periods drawn at a time per client: fixed, so its periods never depend on the queries
 DAY = 86_400.0  # virtual seconds: the diurnal cycle's period
-LOW_32 = (1 << 32) - 1
-LOW_64 = (1 << 64) - 1
 
 
 class ClientStreams:
@@ -31,13 +29,17 @@ class ClientStreams:
 
     Attributes:
         seed: the run's seed.
-        saved: per client, its state after its last draw (state and increment, high and low words;
-            the buffered 32-bit draw), meaningful once the client's stream was opened.
+        saved: per client whose stream was opened, its state after its last draw (state, increment, and
+            the buffered 32-bit draw's flag and value). A dict of the clients asked about, not an array of
+            all C: a run asks about few of them, and an array's pages, touched at random, each cost a
+            dispatch a page fault (at 10^7 clients they made a world round 2.4× the 10^4 one) and stay
+            resident (2 MB each under transparent huge pages: 4 GB at 10^8 for a few thousand clients).
         shared: the one generator that takes each client's saved state in turn.
     """
 
-    def __init__(self, seed: int, clients: int):
-        self.seed, self.saved = seed, np.zeros((clients, 5), dtype=np.uint64)
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.saved: dict[int, tuple[int, int, int, int]] = {}
         self.shared = np.random.default_rng(0)  # never draws from its own seed: a client's state is set first
 
     def opened(self, client: int) -> np.random.Generator:
@@ -46,20 +48,19 @@ class ClientStreams:
 
     def resumed(self, client: int) -> np.random.Generator:
         """The client's stream where its last draw left it (`save`)."""
-        state_high, state_low, inc_high, inc_low, buffered = self.saved[client].tolist()
+        state, inc, has_uint32, uinteger = self.saved[client]
         self.shared.bit_generator.state = {
             "bit_generator": "PCG64",
-            "state": {"state": state_high << 64 | state_low, "inc": inc_high << 64 | inc_low},
-            "has_uint32": buffered >> 32,
-            "uinteger": buffered & LOW_32,
+            "state": {"state": state, "inc": inc},
+            "has_uint32": has_uint32,
+            "uinteger": uinteger,
         }
         return self.shared
 
     def save(self, client: int, rng: np.random.Generator) -> None:
         """Keep the client's stream's state after a draw from `rng`."""
         state = rng.bit_generator.state
-        value, inc, buffered = state["state"]["state"], state["state"]["inc"], state["has_uint32"] << 32
-        self.saved[client] = (value >> 64, value & LOW_64, inc >> 64, inc & LOW_64, buffered | state["uinteger"])
+        self.saved[client] = (state["state"]["state"], state["state"]["inc"], state["has_uint32"], state["uinteger"])
 
 
 class PeriodModel(Protocol):
