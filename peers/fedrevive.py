@@ -10,6 +10,12 @@ random schedule: NVFlare's spread over seeds is the yardstick, and the table giv
 range, and the difference's 95 % confidence interval (Welch). Mean staleness is set beside (K − 1)/B.
 
     .venv/bin/python peers/fedrevive.py --seeds 10 --out results/fedrevive
+
+One preset, one seed, from asyncfl's own command line (a partition of 1,000 clients of equal size):
+
+    asyncfl partition --dataset digits --clients 1000 --alpha 0.5 --seed 0 --sizes equal --out p.npz
+    asyncfl train --dataset digits --partition p.npz --out run \
+        --settings "$(.venv/bin/python peers/fedrevive.py --settings fedrevive_shifted)"
 """
 
 import argparse
@@ -149,11 +155,17 @@ def main() -> None:
     parser.add_argument("--budget-fraction", type=float, default=1.0, help="every budget × this, for a quick look")
     parser.add_argument("--processes", type=int, default=1, help="asyncfl train-many --processes [1]")
     parser.add_argument("--out", type=Path, default=Path("results/fedrevive"))
+    parser.add_argument(
+        "--settings", metavar="PRESET", help="only print the preset's settings as JSON, for asyncfl train --settings"
+    )
     args = parser.parse_args()
     setup = yaml.safe_load(SETUP.read_text())
-    names = args.presets or list(setup["presets"])
+    names = args.presets or ([args.settings] if args.settings else list(setup["presets"]))
     if unknown := sorted(set(names) - set(setup["presets"])):
-        parser.error(f"--presets: {', '.join(unknown)} not in {SETUP.name} (it has {', '.join(setup['presets'])})")
+        parser.error(f"{', '.join(unknown)}: not a preset of {SETUP.name} (it has {', '.join(setup['presets'])})")
+    if args.settings:
+        print(json.dumps(preset_settings(setup, args.settings, 1.0)))
+        return
     if not 1 <= args.seeds <= 1000 or not 0 < args.budget_fraction <= 1:
         parser.error("--seeds must be 1…1000 and --budget-fraction in (0, 1]")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from asyncfl.spec.catalogue import Scope, scope_figures
 from asyncfl.spec.layout import RUN_OUTPUTS
 from conftest import ENV, QUICK_CONFIG, REPO, figure_names, snakemake
 
@@ -207,6 +208,14 @@ def test_snakefmt_is_clean():
         (lambda c: c["resources"].update(max_runtime=float("inf")), "inf is not of type 'integer'"),
         (lambda c: c["resources"].update(partitions={"gpu": "../gpu"}), "resources.partitions.gpu is '../gpu'"),
         (lambda c: c["resources"].update(partitions={"tpu": "x"}), "'tpu' was unexpected"),
+        (  # a timing-only sweep would train for hours, then find no accuracy to judge
+            lambda c: c["experiments"]["digits_stragglers"]["train"].update(trainer="none"),
+            "digits_stragglers.train.trainer: none (timing-only) trains no model, and a severity sweep's",
+        ),
+        (
+            lambda c: c["experiments"]["digits_mlp"]["train"].update(trainer="none"),
+            "digits_mlp.train: lr_time is read only by training or scoring, and trainer: none trains nothing",
+        ),
     ],
 )
 def test_bad_config_is_refused_naming_the_key(tmp_path, edit, message):
@@ -502,3 +511,22 @@ def test_per_severity_tuning_chooses_at_each_severity_and_each_severitys_runs_tr
     (archive,) = [job for job in dry.stdout.split("\n\n") if "rule archive:" in job]
     assert all(path in archive for path in chosen.values())
     assert "rule tune_digits_stragglers" not in dry.stdout and "rule select_tuning" not in dry.stdout  # done
+
+
+@pytest.mark.subprocess
+def test_a_timing_only_experiment_runs_and_draws_the_clocks_figures(tmp_path):
+    """`train: {trainer: none}`: every run timing-only, and the figures drawn from the clock alone
+    (no loss, no score, no theory probe of a model that never trained)."""
+    config = tiny_config()
+    config["experiments"]["tiny"]["algorithms"] = ["afl", "sync", "fedbuff"]
+    config["experiments"]["tiny"]["train"] = {"trainer": "none", "eval_every": 5, "checkpoint_every": 10}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = snakemake("--cores", "2", "--configfile", str(path), workdir=tmp_path)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    drawn = sorted(path.name for path in (tmp_path / "results/figures/tiny").glob("*.png"))
+    timing = scope_figures(Scope.EXPERIMENT, 5, timing_only=True)
+    assert drawn == sorted(f"{figure.name}.png" for figure in timing)
+    assert {"system_timeline.png", "staleness_distribution.png"} <= set(drawn) and "afl_vs_sync.png" not in drawn
+    for record in (tmp_path / "results/tiny/runs").glob("*/J5/seed0/run.json"):
+        assert json.loads(record.read_text())["config"]["trainer"] == "none"

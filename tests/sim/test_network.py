@@ -153,3 +153,21 @@ def test_bad_transfer_times_are_one_line(settings, message):
     with pytest.raises(InputError, match=message) as raised:
         make_config(settings)
     assert len(str(raised.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("shape", "sigma", "centre"),
+    [("exponential", 0.0, np.mean), ("lognormal", 0.3, np.median), ("half_normal", 0.2, np.min)],
+)
+def test_transfer_jitter_draws_each_dispatchs_transfers_around_the_clients_own(shape, sigma, centre):
+    """Each direction its own factor per dispatch, in the compute jitter's shapes: the mean of the
+    exponential, the median of the lognormal, the least of the half-normal is the client's own time."""
+    jitter = {"transfer_jitter_distribution": shape, "transfer_jitter_sigma": sigma}
+    system = ClientSystem.draw(
+        make_config({**FIXED, "download_seconds": "1:0.1", "upload_seconds": "1:0.2", **jitter}), 2
+    )
+    phases = [system.phases(1, 5, index) for index in range(4000)]
+    downloads, uploads = np.array([p.download for p in phases]), np.array([p.upload for p in phases])
+    assert centre(downloads) == pytest.approx(0.1, rel=0.06) and centre(uploads) == pytest.approx(0.2, rel=0.06)
+    assert not np.allclose(downloads / 0.1, uploads / 0.2)  # each direction draws its own factor
+    assert [p.upload for p in phases[:50]] == [system.phases(1, 5, index).upload for index in range(50)]

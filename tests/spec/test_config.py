@@ -42,6 +42,11 @@ from asyncfl.spec.traces import read_trace
             {"link_classes": "1:20-100", "server_bandwidth": 100.0, "transfer_draws": "per_dispatch"},
             "transfer_draws applies only with .* and server_bandwidth null",
         ),
+        ({"transfer_jitter_distribution": "exponential"}, "transfer_jitter_distribution applies only with .* link"),
+        (
+            {"bandwidth_median": 5.0, "server_bandwidth": 50.0, "transfer_jitter_sigma": 0.2},
+            "transfer_jitter_sigma applies only with .* server_bandwidth null",
+        ),
         (
             {"algorithm": "fedbuff", "arrivals": "poisson", "checkin_rate": 1.0, "redistribution_threshold": 2},
             "redistribution_threshold applies only with arrivals: closed",
@@ -84,6 +89,8 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "class_draw": {"speed_classes": "0.25:1,0.75:2"},
         "transfer_draws": {"upload_seconds": "1:0.13-0.17"},
         "redistribution_threshold": {"algorithm": "fedbuff", "concurrency": 4},
+        "transfer_jitter_sigma": {"bandwidth_median": 5.0},
+        "transfer_jitter_distribution": {"upload_seconds": "1:0.2", "transfer_jitter_sigma": 0.3},
     }
     assert set(where) == set(NEEDS)
     other = {
@@ -100,6 +107,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "jitter_distribution": "half_normal",
         "class_draw": "probability",
         "transfer_draws": "per_dispatch",
+        "transfer_jitter_distribution": "half_normal",
     }
     for key, context in where.items():
         value = other[key] if key in other else 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5

@@ -26,7 +26,7 @@ from asyncfl.spec.layout import TRAIN_PLAN
 from asyncfl.spec.layout import VALIDATED_PARTITION
 from asyncfl.spec.names import ALGORITHMS
 from asyncfl.spec.plan import ONE_RUN, PACKED, SEVERITY, partition_file, plan_workflow
-from asyncfl.spec.plan import prepared_marker
+from asyncfl.spec.plan import prepared_marker, timing_only
 from asyncfl.spec.tuning import tuning_budget, tuning_metric
 from asyncfl.spec.workflow_config import check_config_files, check_workflow_config
 from asyncfl.spec.workflow_config import config_name, record_command
@@ -88,6 +88,10 @@ TRAIN_RESOURCES = gpu_job_resources(config["resources"])
 CPU_RESOURCES = cpu_job_resources(config["resources"])
 # The figures each rule draws (asyncfl.spec.catalogue)
 FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)
+TIMING_FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J, timing_only=True)
+# The experiments whose runs are timing-only (train: {trainer: none}), and the others
+TIMED = [name for name, setup in config["experiments"].items() if timing_only(setup)]
+TRAINED = [name for name in config["experiments"] if name not in TIMED]
 EMULATION_FIGURES = scope_figures(Scope.EMULATION, REFERENCE_J)
 STRAGGLER_FIGURES = scope_figures(Scope.SEVERITY_SWEEP, REFERENCE_J)
 SAMPLING_VARIANCE_FIGURE = catalogued("sampling_variance")
@@ -155,6 +159,11 @@ wildcard_constraints:
     seed=r"\d+",
     J=r"\d+",
     algorithm="|".join(ALGORITHMS),
+
+
+def one_of(names):
+    """A wildcard's pattern that matches exactly these names (none: nothing)."""
+    return "|".join(re.escape(name) for name in names) or "(?!)"
 
 
 def experiment(wildcards):

@@ -1,25 +1,37 @@
-rule figures:
-    input:
-        runs=lambda wildcards: run_files(wildcards.experiment, RUN_SUMMARY),
-        stats=get_partition_stats,
-        trace=get_availability_trace,
-    output:
-        [figure_png(figure) for figure in FIGURES],
-        [figure_pdf(figure) for figure in FIGURES],
-    log:
-        "logs/figures/{experiment}.log",
-    conda:
-        torch_env
-    resources:
-        **CPU_RESOURCES,
-    params:
-        out=subpath(output[0], parent=True),
-        runs=lambda wildcards: run_folders(wildcards.experiment),
-        reference_j=REFERENCE_J,
-    shell:
-        ASYNCFL
-        + " figures --runs {params.runs:q} --partition-stats {input.stats:q} --reference-j {params.reference_j:q}"
-        " --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
+# An experiment's figures; a timing-only experiment's (train: {trainer: none}) are those drawn from the
+# clock alone, by a rule of its own that matches only those experiments (asyncfl figures sees the runs'
+# kind itself).
+for kind, figures, names in (
+    ("figures", FIGURES, TRAINED),
+    ("timing_figures", TIMING_FIGURES, TIMED),
+):
+
+    rule:
+        name:
+            kind
+        input:
+            runs=lambda wildcards: run_files(wildcards.experiment, RUN_SUMMARY),
+            stats=get_partition_stats,
+            trace=get_availability_trace,
+        output:
+            [figure_png(figure) for figure in figures],
+            [figure_pdf(figure) for figure in figures],
+        log:
+            "logs/figures/{experiment}.log",
+        wildcard_constraints:
+            experiment=one_of(names),
+        conda:
+            torch_env
+        resources:
+            **CPU_RESOURCES,
+        params:
+            out=subpath(output[0], parent=True),
+            runs=lambda wildcards: run_folders(wildcards.experiment),
+            reference_j=REFERENCE_J,
+        shell:
+            ASYNCFL
+            + " figures --runs {params.runs:q} --partition-stats {input.stats:q} --reference-j {params.reference_j:q}"
+            " --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
 
 
 # The figures of the paper's code as it ran beside the algorithms as described, each drawn where the

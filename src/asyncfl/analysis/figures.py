@@ -31,7 +31,7 @@ from asyncfl.spec.config import CLIENTS_WORLD  # noqa: E402
 from asyncfl.spec.errors import InputError  # noqa: E402
 from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads  # noqa: E402
 from asyncfl.spec.layout import EVENTS, METRICS, NPZ_HASH, RUN_DIR, RUN_LOGS  # noqa: E402
-from asyncfl.spec.names import base_algorithm  # noqa: E402
+from asyncfl.spec.names import TIMING_ONLY, base_algorithm  # noqa: E402
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 
@@ -173,8 +173,8 @@ def draw_figures(
     emulation: str | None = None,
 ) -> list[Path]:
     """Draw every figure of an experiment as PNG (300 dpi) and PDF into `out` (with `emulation`, only
-    that figure of the paper's code as it ran beside the algorithms as described, `Scope.EMULATION`);
-    return the paths written."""
+    that figure of the paper's code as it ran beside the algorithms as described, `Scope.EMULATION`; of
+    timing-only runs, the figures drawn from the clock alone); return the paths written."""
     sns.set_theme(
         context="paper", style="whitegrid", font_scale=0.9, rc={"legend.fontsize": "small", "legend.framealpha": 0.8}
     )
@@ -188,8 +188,14 @@ def draw_figures(
             f"no AFL run with J = {reference_j} among --runs; the figures compare against it: add one, "
             "or set --reference-j to a J that AFL ran"
         )
+    timed = {record["config"]["trainer"] == TIMING_ONLY for _, record in loaded.records.values()}
+    if len(timed) > 1:
+        raise InputError("--runs mixes timing-only runs (trainer: none) with trained ones; draw each kind apart")
+    if timed == {True} and emulation:
+        raise InputError(f"{emulation} compares losses, and the runs are timing-only (trainer: none): none to draw")
     emulations = scope_figures(Scope.EMULATION, reference_j)
-    figures = [f for f in emulations if f.name == emulation] or scope_figures(Scope.EXPERIMENT, reference_j)
+    experiment = scope_figures(Scope.EXPERIMENT, reference_j, timing_only=timed == {True})
+    figures = [f for f in emulations if f.name == emulation] or experiment
     for algorithm in figures[0].compares if emulation else ():
         if algorithm not in set(drawing.reference.algorithm):
             raise InputError(f"no {algorithm} run with J = {reference_j} among --runs; add one to draw {emulation}")

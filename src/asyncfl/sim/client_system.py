@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from asyncfl.sim.jitter import jitter_factor
+from asyncfl.sim.jitter import jitter_factor, transfer_factors
 from asyncfl.sim.network import Links, TransferTimes
 from asyncfl.sim.server_link import ServerLink
 from asyncfl.spec import random_streams
@@ -36,6 +36,7 @@ class ClientSystem:
         seconds_per_sample: virtual compute seconds per sample-epoch at speed 1.
         jitter_distribution: the shape of each dispatch's compute time around the client's (`jitter.py`).
         jitter_sigma: σ of that jitter (0: none, where the shape reads σ).
+        transfer_jitter: the shape and σ of each dispatch's transfer jitter (`transfer_jitter_*`).
         delay_is_latency: d_c of the learning rate is the latency only (config `lr_delay: latency`),
             not the whole duration (which includes the transfers).
         seconds_per_dispatch: instead, a dispatch's compute seconds at speed 1 whatever its data (None:
@@ -52,6 +53,7 @@ class ClientSystem:
     seconds_per_sample: float
     jitter_distribution: str
     jitter_sigma: float
+    transfer_jitter: tuple[str, float]
     delay_is_latency: bool
     seconds_per_dispatch: float | None = None
     links: Links | TransferTimes | None = None
@@ -73,6 +75,7 @@ class ClientSystem:
             config.seconds_per_sample,
             config.jitter_distribution,
             config.jitter_sigma,
+            (config.transfer_jitter_distribution, config.transfer_jitter_sigma),
             config.lr_delay == "latency",
             config.seconds_per_dispatch,
             links,
@@ -107,6 +110,9 @@ class ClientSystem:
             phases = replace(phases, compute=phases.compute * factor)
         if transfers is None and self.links is not None:  # the client's own, or this dispatch's draws
             transfers = self.links.times(client, dispatch_index)
+            factors = transfer_factors(*self.transfer_jitter, self.seed, client, dispatch_index)
+            if factors is not None:
+                transfers = (transfers[0] * factors[0], transfers[1] * factors[1])
         if transfers is not None:
             phases = replace(phases, download=transfers[0], upload=transfers[1])
         return phases if samples is None else phases.cut(samples, self.local_epochs * n_samples)

@@ -40,3 +40,14 @@ def jitter_factor(distribution: str, sigma: float, seed: int, client: int, dispa
         return None
     rng = np.random.default_rng([seed, random_streams.JITTER, client, dispatch_index])
     return JITTER_FACTORS[distribution](rng, sigma)
+
+
+def transfer_factors(
+    distribution: str, sigma: float, seed: int, client: int, dispatch_index: int
+) -> tuple[float, float] | None:
+    """The factors of this dispatch's download and upload times (`transfer_jitter_*`), in that order from
+    the dispatch's own stream (`random_streams.TRANSFER_JITTER`), or None where there are none."""
+    if sigma == 0 and distribution != "exponential":
+        return None
+    rng = np.random.default_rng([seed, random_streams.TRANSFER_JITTER, client, dispatch_index])
+    return JITTER_FACTORS[distribution](rng, sigma), JITTER_FACTORS[distribution](rng, sigma)

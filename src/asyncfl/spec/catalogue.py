@@ -36,6 +36,8 @@ class Figure:
         compares: for a figure of the paper's code as it ran, the algorithms it compares: it is drawn
             (by its own workflow rule) where the experiment runs every one of them.
         reference_j: the J its single-J panels show, once `at` has placed it in an experiment.
+        timing: drawn from the clock alone (who was dispatched when, staleness, the partition): a
+            timing-only experiment's figures (`trainer: none`), which have no loss or score to draw.
     """
 
     key: str
@@ -48,6 +50,7 @@ class Figure:
     height_per_client: float = 0.0
     compares: tuple[str, ...] = ()
     reference_j: int | None = None  # set by `at`
+    timing: bool = False
 
     @property
     def name(self) -> str:
@@ -65,14 +68,16 @@ class Figure:
 
 CATALOGUE = (
     Figure("server_loss", "AFL server loss, {j}", per_j=True),
-    Figure("client_selection", "Client participation, {j}", per_j=True, height=3.6),
-    Figure("participation", "Updates per client vs duration, {j}", per_j=True, height=3.4),
+    Figure("client_selection", "Client participation, {j}", per_j=True, height=3.6, timing=True),
+    Figure("participation", "Updates per client vs duration, {j}", per_j=True, height=3.4, timing=True),
     Figure("participation_sweep", "AFL server loss by clients per round"),
     Figure("afl_vs_sync", "AFL vs synchronous FL at equal client updates, {j}"),
     Figure("test_metrics_updates", "Global model on the test set by client updates, {j}", panels=2, height=3.4),
     Figure("test_metrics_time", "Global model on the test set over virtual time, {j}", panels=2, height=3.4),
-    Figure("staleness_distribution", "Staleness of aggregated updates, {j}", height=3.0),
-    Figure("partition_heatmap", "Training samples per client and class", height=0.9, height_per_client=0.18),
+    Figure("staleness_distribution", "Staleness of aggregated updates, {j}", height=3.0, timing=True),
+    Figure(
+        "partition_heatmap", "Training samples per client and class", height=0.9, height_per_client=0.18, timing=True
+    ),
     Figure("algorithms_compared", "Algorithms compared at their budget, {j}", panels=2),
     Figure("gradient_norm", "Training-gradient norm of the global model, {j}", panels=2, height=4.4),
     Figure(
@@ -82,6 +87,7 @@ CATALOGUE = (
         rows=2,
         height=2.0,
         height_per_client=0.3,
+        timing=True,
     ),
     Figure(
         "as_coded_vs_described",
@@ -136,9 +142,10 @@ CATALOGUE = (
 )
 
 
-def scope_figures(scope: Scope, reference_j: int) -> list[Figure]:
-    """The figures of one scope, in the catalogue's order, named and titled for `reference_j`."""
-    return [figure.at(reference_j) for figure in CATALOGUE if figure.scope == scope]
+def scope_figures(scope: Scope, reference_j: int, timing_only: bool = False) -> list[Figure]:
+    """The figures of one scope, in the catalogue's order, named and titled for `reference_j`; of a
+    timing-only experiment's runs, those drawn from the clock alone."""
+    return [figure.at(reference_j) for figure in CATALOGUE if figure.scope == scope and figure.timing >= timing_only]
 
 
 def catalogued(key: str) -> Figure:

@@ -202,6 +202,12 @@ class TrainConfig:
     upload_seconds: str | None = setting(Group.WORLD, None)
     """each dispatch's upload in virtual seconds, classes as `download_seconds`; e.g. FedRevive's
     `1:0.13-0.17,1:0.23-0.27` (a mean of 0.15 or 0.25 ± 0.02) with `transfer_draws: per_dispatch`"""
+    transfer_jitter_distribution: str = setting(Group.WORLD, "lognormal", JITTER_DISTRIBUTIONS)
+    """each dispatch's download and upload times around their client's own, a factor each from the
+    dispatch's own stream, in the shapes of `jitter_distribution` (`sim/jitter.py`); not with
+    `server_bandwidth`"""
+    transfer_jitter_sigma: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=10.0)
+    """σ of that transfer jitter (0: none)"""
     transfer_draws: str = setting(Group.WORLD, "per_client", TRANSFER_DRAWS)
     """where a class gives a range (`link_classes`, `download_seconds`, `upload_seconds`): `per_client`, a
     value drawn once per client; `per_dispatch`, each dispatch draws its own uniformly within its client's
@@ -510,6 +516,16 @@ DRAWN_PERIODS = ("exponential", "lognormal", "diurnal")
 ADAPTIVE_SERVER = ("adagrad", "adam", "yogi")
 # The settings written as client classes (`spec/classes.py`); the speeds' first, the transfers' after
 CLASS_SETTINGS = ("speed_classes", "link_classes", "download_seconds", "upload_seconds")
+JITTERED_TRANSFERS = "the clients' links or transfer times set, and server_bandwidth null"
+
+
+def transfers_jitter(config: TrainConfig) -> bool:
+    """Whether the transfers can take a jitter: they take time on the clients' own links (a shared server
+    link books each transfer's time when its dispatch is made)."""
+    timed = any(getattr(config, key) is not None for key in ("bandwidth_median", *CLASS_SETTINGS[1:]))
+    return timed and config.server_bandwidth is None
+
+
 # Settings read only where another setting holds: given without it, refused (what it needs, and the test)
 NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "min_report_fraction": ("round_deadline set", lambda c: c.round_deadline is not None),
@@ -530,6 +546,16 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
         lambda c: c.server_bandwidth is None and any(getattr(c, key) is not None for key in CLASS_SETTINGS[1:]),
     ),
     "redistribution_threshold": ("arrivals: closed", lambda c: c.arrivals == "closed"),
+    "transfer_jitter_sigma": (
+        f"transfer_jitter_distribution: lognormal or half_normal, {JITTERED_TRANSFERS}",
+        lambda c: c.transfer_jitter_distribution in ("lognormal", "half_normal") and transfers_jitter(c),
+    ),
+    "transfer_jitter_distribution": (
+        f"transfer_jitter_sigma > 0 (exponential alone takes none), {JITTERED_TRANSFERS}",
+        lambda c: (
+            (c.transfer_jitter_distribution == "exponential" or c.transfer_jitter_sigma > 0) and transfers_jitter(c)
+        ),
+    ),
     "upload_fraction": (
         "bandwidth_median or link_classes set",
         lambda c: c.bandwidth_median is not None or c.link_classes is not None,

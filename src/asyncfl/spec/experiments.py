@@ -24,7 +24,7 @@ from asyncfl.spec.config import (
     updates_per_round,
 )
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import ALGORITHMS, DATASETS, MODELS, VARIANT_SUFFIX, base_algorithm
+from asyncfl.spec.names import ALGORITHMS, DATASETS, MODELS, TIMING_ONLY, VARIANT_SUFFIX, base_algorithm
 from asyncfl.spec.traces import read_trace
 
 # Keys of `train:` that the workflow sets itself, per experiment or per job
@@ -107,6 +107,11 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
         )
     train = experiment.get("train", {})
     check_owned(f"{key}.train", train)
+    if train.get("trainer") == TIMING_ONLY and "severities" in experiment:
+        raise InputError(
+            f"{key}.train.trainer: none (timing-only) trains no model, and a severity sweep's verdicts compare "
+            "accuracies; sweep trained runs, or drop severities: for the clock's figures alone"
+        )
     check_severities(key, experiment, reference_j)
     check_budget_owned(key, experiment)
     for trace in experiment_traces(experiment):  # a client ≥ C, a bad row: refused before any job runs

@@ -34,7 +34,7 @@ from asyncfl.spec.layout import (
     VALIDATED_PARTITION,
     TuningLayout,
 )
-from asyncfl.spec.names import base_algorithm
+from asyncfl.spec.names import TIMING_ONLY, base_algorithm
 from asyncfl.spec.tuning import (
     per_severity,
     point_label,
@@ -383,12 +383,19 @@ def planned_runs(
             yield PlannedRun(algorithm, j, seed, severity, folder, partition_file(experiment, seed), settings, choices)
 
 
+def timing_only(experiment: dict[str, Any]) -> bool:
+    """Whether the experiment's runs are timing-only (`train: {trainer: none}`)."""
+    return experiment.get("train", {}).get("trainer") == TIMING_ONLY
+
+
 def figures_of(experiment: dict[str, Any], reference_j: int) -> list[Figure]:
     """An experiment's figures: a sweep's straggler claim; otherwise every figure, the sampling check, and
     each figure of the paper's code as it ran where the experiment runs every algorithm it compares."""
     if experiment.get("severities"):
         tuning = scope_figures(Scope.TUNING, reference_j) if "tune" in experiment else []
         return [*scope_figures(Scope.SEVERITY_SWEEP, reference_j), *tuning]
+    if timing_only(experiment):  # no model to probe, no loss to compare: the clock's figures alone
+        return scope_figures(Scope.EXPERIMENT, reference_j, timing_only=True)
     algorithms = set(experiment["algorithms"])
     emulations = [f for f in scope_figures(Scope.EMULATION, reference_j) if set(f.compares) <= algorithms]
     return [*scope_figures(Scope.EXPERIMENT, reference_j), *scope_figures(Scope.THEORY, reference_j), *emulations]

@@ -25,6 +25,7 @@ LINK_CLASSES = 13  # which clients are in which link class, and their bandwidths
 TRANSFERS = 14  # one (client, dispatch)'s own transfer draws, under transfer_draws: per_dispatch (`network`)
 DOWNLOADS = 15  # which clients are in which download-time class, and their times (`network.TransferTimes`)
 UPLOADS = 16  # which clients are in which upload-time class, and their times (`network.TransferTimes`)
+TRANSFER_JITTER = 17  # one (client, dispatch)'s download and upload jitter (`jitter.transfer_factors`)
 
 
 def client_init_seed(seed: int, client: int) -> int:
