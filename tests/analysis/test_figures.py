@@ -269,3 +269,30 @@ def test_a_folder_given_twice_counts_once_and_a_copy_is_refused(runs):
     shutil.copytree(runs / "runs" / "sync" / "J5" / "seed1", copy)
     with pytest.raises(InputError, match="hold the same run"):
         load_runs([*run_folders(runs), copy], partitions(runs))
+
+
+def timing_only(folder) -> None:
+    """The run's record as a timing-only run's (`trainer: none`)."""
+    config = {
+        "algorithm": folder.parts[-3],
+        "clients_per_round": int(folder.parts[-2][1:]),
+        "seed": int(folder.parts[-1][4:]),
+    }
+    seal(folder, config={**config, "trainer": "none"})
+
+
+def test_timing_only_runs_draw_the_clocks_figures_and_a_mix_is_refused(runs):
+    folders = run_folders(runs)
+    timing_only(folders[0])
+    with pytest.raises(InputError, match="mixes timing-only runs .trainer: none. with trained ones"):
+        draw_figures(folders, [runs / "stats.json"], 5, runs / "figures", "tiny")
+    for folder in folders[1:]:
+        timing_only(folder)
+    written = draw_figures(folders, [runs / "stats.json"], 5, runs / "figures", "tiny")
+    timing = scope_figures(Scope.EXPERIMENT, 5, timing_only=True)
+    assert {p.name for p in written} == {f"{figure.name}.{ext}" for figure in timing for ext in ("png", "pdf")}
+    assert {figure.key for figure in timing} == {
+        "client_selection", "participation", "staleness_distribution", "partition_heatmap", "system_timeline"
+    }  # fmt: skip
+    with pytest.raises(InputError, match="compares losses, and the runs are timing-only"):
+        draw_figures(folders, [runs / "stats.json"], 5, runs / "figures", "tiny", "as_coded_vs_described")

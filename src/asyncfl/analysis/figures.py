@@ -188,7 +188,7 @@ def draw_figures(
             f"no AFL run with J = {reference_j} among --runs; the figures compare against it: add one, "
             "or set --reference-j to a J that AFL ran"
         )
-    timed = {record["config"]["trainer"] == TIMING_ONLY for _, record in loaded.records.values()}
+    timed = {record["config"].get("trainer") == TIMING_ONLY for _, record in loaded.records.values()}
     if len(timed) > 1:
         raise InputError("--runs mixes timing-only runs (trainer: none) with trained ones; draw each kind apart")
     if timed == {True} and emulation:

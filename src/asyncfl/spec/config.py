@@ -259,10 +259,11 @@ class TrainConfig:
     failure_probability: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=0.99)
     """per dispatch, the chance its result never arrives (its work lost at its would-be arrival), drawn per
     (client, dispatch) from its own stream (**project's choice**)"""
-    client_freed: str = setting(Group.WORLD, "at_arrival", CLIENT_FREEDOM)
+    client_freed: str = setting(Group.WORLD, "at_arrival", CLIENT_FREEDOM, read_by=ASYNCHRONOUS)
     """when a dispatched client may be drawn again: `at_arrival`, once its update has arrived (or its
     dispatch ended otherwise); `after_training`, once its local training ends, its upload still on the way
-    (NVFlare's FedRevive scheduler). Either way a slot of M frees only when the dispatch ends"""
+    (NVFlare's FedRevive scheduler). Either way a slot of M frees only when the dispatch ends; a
+    synchronous round draws its clients without replacement, so only the asynchronous algorithms read it"""
     redistribution_threshold: int = setting(Group.SERVER, 1, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
     """O: the server dispatches only once at least O of its M slots are open, then fills them all at once,
     every new dispatch from one version (1: a slot is refilled as it opens, Algorithm 1's closed loop; M:
