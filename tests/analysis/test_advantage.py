@@ -14,8 +14,8 @@ IN_FLIGHT = {"afl": 5, "afl-m7": 7, "sync": 5, "sync-overselect": 7, "sync-deadl
 def verdict(severity: str, reference: str, other: str, difference: float, metric: str = "time_to_stay") -> dict:
     low, high = difference - 1.0, difference + 1.0
     return dict(target=0.9, severity=severity, metric=metric, reference=reference, other=other, seeds=10,
-                difference=difference, ci_low=low, ci_high=high, p_holm=0.01,
-                reference_accuracy=0.8, other_accuracy=0.7,
+                difference=difference, ci_low=low, ci_high=high, p_holm=0.01, family_size=16,
+                reference_reached=10, other_reached=10 if difference < 0 else 3,
                 verdict=FASTER if high < 0 else TIED)  # fmt: skip
 
 
@@ -87,3 +87,8 @@ def test_the_map_draws_a_row_of_panels_per_asynchronous_algorithm_and_a_column_p
         assert "no FedBuff at\nM = 5" in words and any(word.endswith("n.s.\np 0.01") for word in words)
     finally:
         plt.close(figure)
+
+
+def test_a_cell_whose_runs_did_not_all_reach_the_target_is_decided_and_says_how_many_did():
+    row = pd.Series(verdict("tail", "afl", "sync", 4.0) | {"family": "afl", "replication": "", "seeds": 10})
+    assert cell_text(row, IN_FLIGHT) == "+4.0 s\n[+3.0, +5.0]\nn.s.\np 0.01\nreached 10 vs 3"

@@ -77,8 +77,9 @@ def test_a_target_no_run_reaches_is_marked_not_dropped(sweep, tmp_path):
     _, runs, stats = sweep
     written = draw_straggler_claim(runs, [stats], SEVERITIES, [1.0, 0.5], BUDGET, tmp_path, "x")
     figures = [f"{name}.{ext}" for name in ("straggler_claim", "straggler_curves") for ext in ("png", "pdf")]
-    advantage = ["async_advantage.png", "async_advantage.pdf"]
-    assert [path.name for path in written] == [*figures, *advantage, "straggler_claim.csv", "straggler_verdicts.csv"]
+    maps = [f"{name}.{ext}" for name in ("async_advantage", "verdict_over_budget") for ext in ("png", "pdf")]
+    tables = ["straggler_claim.csv", "straggler_verdicts.csv", "verdict_over_budget.csv"]
+    assert [path.name for path in written] == [*figures, *maps, *tables]
     assert all(path.stat().st_size > 1000 for path in written if path.suffix != ".csv")
     table = pd.read_csv(tmp_path / "straggler_claim.csv")
     assert len(table) == len(runs) and table.time_to_target.isna().all()  # every run is in it, without a time
@@ -215,6 +216,10 @@ def test_verdicts_at_a_shorter_budget_are_those_of_runs_trained_to_it(grid_sweep
     for first, second in zip(alone, both, strict=True):  # the figures and the claim's table: T's, unchanged
         assert first.name == second.name
         assert first.name == "straggler_verdicts.csv" or first.read_bytes() == second.read_bytes(), first.name
+    curve = pd.read_csv(tmp_path / "both" / "verdict_over_budget.csv")
+    at_half = curve[curve.budget == 6.0].drop(columns=["budget", "holds_from"]).reset_index(drop=True)
+    cut_primary = verdicts[(verdicts.budget == 6) & (verdicts.target == 0.15) & (verdicts.metric == "time_to_stay")]
+    assert list(at_half.difference) == pytest.approx(list(cut_primary.difference))  # the curve at T/2: the cut's
     short = train_sweep(tmp_path / "short", {"eval_every": 100_000, "eval_every_seconds": 0.5}, budget=6.0)
     draw_straggler_claim(short[1], [short[2]], SEVERITIES, [0.15, 0.3], 6.0, tmp_path / "short_out", "x")
     trained = pd.read_csv(tmp_path / "short_out" / "straggler_verdicts.csv")

@@ -1,7 +1,7 @@
 """Verdicts by confidence intervals: restricted mean times with censoring, a paired t interval that
 covers a known difference, time to stay first and time to reach beside it, the log-rank p beside the
-verdict, Holm's adjustment over a family, and no verdict from too few seeds or
-where most runs did not reach the target."""
+verdict, Holm's adjustment over a family declared by the sweep, no verdict from too few seeds, and a
+verdict however few runs reached the target."""
 
 import math
 
@@ -14,7 +14,6 @@ from asyncfl.analysis.stragglers import time_to_stay
 from asyncfl.analysis.verdicts import (
     FASTER,
     MIN_SEEDS,
-    NOT_REACHED,
     TIED,
     TOO_FEW,
     censored,
@@ -149,7 +148,8 @@ def test_the_table_counts_the_runs_that_reached_the_target():
     assert (row.reference_reached, row.other_reached) == (5, 2)
     assert row.reference_median == 7.0 and math.isnan(row.other_median)
     assert row.other_time == (10 + 12 + 3 * 30) / 5
-    assert row.verdict == NOT_REACHED  # 2 of 5 sync runs reached it: the means mostly compare T with T
+    # 2 of 5 sync runs reached it: the restricted means (RMST at T) still decide, the counts beside
+    assert row.verdict == FASTER and row.p_holm == row.p_value < 0.05
 
 
 def test_given_the_clients_in_flight_the_lines_compare_equal_resources_only():
@@ -173,9 +173,27 @@ def test_the_table_gives_each_sides_accuracy_at_t_and_client_work_to_the_target(
     (row,) = verdict_table(pd.DataFrame(rows, columns=columns), 30.0).itertuples()
     assert (row.reference_accuracy, row.other_accuracy) == pytest.approx((0.8, 0.6))
     assert (row.reference_work, row.other_work) == (102.0, 50.0)  # over the seeds that reached the target
-    assert row.verdict == NOT_REACHED and math.isnan(row.p_holm)  # 1 of 5: not tested, not in the family
+    assert row.verdict == FASTER and row.family_size == 1  # 1 of 5 sync runs reached it: decided all the same
     (line,) = verdict_lines(verdict_table(pd.DataFrame(rows, columns=columns), 30.0))
-    assert line.endswith("sync: not reached by most runs (accuracy at T 0.80 vs 0.60)")
+    assert line.endswith(": faster (reached 5/5 vs 1/5)")
+
+
+def test_the_family_is_every_configured_comparison_whatever_reached_or_had_seeds():
+    """Three comparisons of one metric: one clear, one whose other side never reached the target, one
+    with too few seeds. All three are the family (its size 3, the clear one's p × 3 at the first step),
+    the one with too few seeds counted at p = 1 and undecided."""
+    rows = [("s", "afl", seed, 10.0 + seed) for seed in range(6)]
+    rows += [("s", "sync", seed, 12.0 + seed + 0.3 * (seed % 2)) for seed in range(6)]
+    rows += [("s", "sync-deadline", seed, math.nan) for seed in range(6)]
+    rows += [("t", "afl", seed, 10.0) for seed in range(2)] + [("t", "sync", seed, 20.0) for seed in range(2)]
+    table = pd.DataFrame(rows, columns=["severity", "algorithm", "seed", "time_to_stay"])
+    verdicts = verdict_table(table, 30.0).set_index(["severity", "other"])
+    assert set(verdicts.family_size) == {3}
+    keys = [("s", "sync"), ("s", "sync-deadline"), ("t", "sync")]
+    declared = holm(np.array([verdicts.loc[keys[0], "p_value"], verdicts.loc[keys[1], "p_value"], 1.0]))
+    assert list(verdicts.loc[keys, "p_holm"]) == pytest.approx(list(declared))
+    assert verdicts.loc[("s", "sync-deadline"), "verdict"] == FASTER  # never reached: T, decided
+    assert verdicts.loc[("t", "sync"), "verdict"] == TOO_FEW
 
 
 def test_replication_seeds_are_judged_apart_and_the_lines_say_whether_they_agree():

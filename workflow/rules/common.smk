@@ -96,6 +96,7 @@ EMULATION_FIGURES = scope_figures(Scope.EMULATION, REFERENCE_J)
 STRAGGLER_FIGURES = scope_figures(Scope.SEVERITY_SWEEP, REFERENCE_J)
 SAMPLING_VARIANCE_FIGURE = catalogued("sampling_variance")
 TUNING_FIGURE = catalogued("tuning")
+VERDICT_CURVE_FIGURE = catalogued("verdict_over_budget")
 # The archive of this config's results, apart from another config's in the same clone
 try:
     CONFIG_NAME = config_name(workflow.configfiles)

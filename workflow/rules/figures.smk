@@ -77,6 +77,8 @@ rule straggler_claim:
         + ".csv",
         verdicts=FIGURE.format(experiment="{experiment}", name=STRAGGLER_VERDICTS)
         + ".csv",
+        curve=FIGURE.format(experiment="{experiment}", name=VERDICT_CURVE_FIGURE.name)
+        + ".csv",
     log:
         "logs/figures/{experiment}_straggler_claim.log",
     priority: 1  # the end of the pipeline's longest chain (tuning, choice, severities)

@@ -7,8 +7,8 @@ the paired difference of restricted mean times to stay above the target (`verdic
 with its 95 % CI and its verdict, Holm-adjusted over the target's comparisons (`verdicts`). One row of
 panels per asynchronous algorithm the sweep runs (AFL, FedAsync, FedBuff: "does asynchrony win", not
 only "does AFL win"), one column per target. The colour is the difference (blue: asynchrony faster); a
-cell with no significant difference is hatched; one with too few seeds, or whose target most runs did
-not reach by T (its accuracies at T given instead), is grey and says so. Where the experiment names
+cell with no significant difference is hatched; one with too few seeds is grey and says so; a cell
+some of whose runs never reached the target says how many of each side did. Where the experiment names
 replication seeds, a cell shows the discovery seeds' verdict and says whether the replication seeds
 gave it; one they did not give is hatched orange.
 """
@@ -26,7 +26,6 @@ from asyncfl.analysis.verdicts import (
     METRIC_WORDS,
     METRICS,
     MIN_SEEDS,
-    NOT_REACHED,
     SLOWER,
     TIED,
     TOO_FEW,
@@ -63,8 +62,8 @@ def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataF
                 found = first.loc[key] if reference is not None and key in first.index else None
                 cell = {"family": family, "target": target, "severity": severity, "other": other,
                         "reference": reference or ""}  # fmt: skip
-                numbers = ("seeds", "difference", "ci_low", "ci_high", "p_holm", "reference_accuracy",
-                           "other_accuracy", "verdict")  # fmt: skip
+                numbers = ("seeds", "difference", "ci_low", "ci_high", "p_holm", "family_size", "reference_reached",
+                           "other_reached", "verdict")  # fmt: skip
                 cell |= {column: (found[column] if found is not None else math.nan) for column in numbers}
                 cell["replication"] = replications[target].get((severity, METRICS[0], reference, other), "")
                 rows.append(cell)
@@ -75,7 +74,7 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
     """One heatmap per asynchronous algorithm (a row of panels) and target (a column, in increasing
     order): rows the severities, columns the synchronous run names."""
     columns = list(dict.fromkeys(cells.other))
-    coloured = cells.difference.where(cells.verdict != NOT_REACHED)  # a cell not reached has no time to colour
+    coloured = cells.difference
     span = float(np.nanmax(np.abs(coloured.to_numpy(dtype=float)), initial=1.0)) or 1.0
     norm = TwoSlopeNorm(0.0, -span, span)
     families = list(dict.fromkeys(cells.family))
@@ -98,7 +97,7 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
                 fontsize=5,
                 color="white" if dark else "black",
             )
-            if row.verdict in (TIED, TOO_FEW, NOT_REACHED) or not row.reference:
+            if row.verdict in (TIED, TOO_FEW) or not row.reference:
                 colour = "grey" if row.verdict != TIED else "black"
                 ax.add_patch(hatched(x, y, colour, filled=row.verdict != TIED))
             elif row.replication and row.replication != row.verdict:
@@ -109,9 +108,11 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
         ax.grid(False)
         seeds = panel.seeds.dropna().unique()
         paired = f", {seeds[0]:.0f} paired seeds" if len(seeds) == 1 else ""
+        family_size = panel.family_size.dropna().unique()
+        over = f" over {family_size[0]:.0f}" if len(family_size) == 1 else ""
         ax.set_title(
             f"{ALGORITHMS[family]}: {METRIC_WORDS[METRICS[0]]} {target:.0%} test accuracy\n{paired.lstrip(', ')}"
-            f"{', ' if paired else ''}t 95 % CIs, p Holm-adjusted",
+            f"{', ' if paired else ''}t 95 % CIs, p Holm-adjusted{over}",
             fontsize="small",
         )
         ax.set_xlabel(
@@ -137,10 +138,10 @@ def cell_text(row: Any, in_flight: dict[str, int]) -> str:
         return f"no {name} at\nM = {in_flight[row.other]}"
     if row.verdict == TOO_FEW:
         return f"{row.difference:+.1f} s\n{row.seeds:.0f} seeds:\ntoo few (≥ {MIN_SEEDS})"
-    if row.verdict == NOT_REACHED:
-        return f"not reached\nby most runs;\naccuracy at T\n{row.reference_accuracy:.2f} vs {row.other_accuracy:.2f}"
     verdict = f"{CELL_VERDICTS[row.verdict].format(name)}\np {row.p_holm:.2g}"  # "FedAsync slower" fills a line
     text = f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{verdict}"
+    if min(row.reference_reached, row.other_reached) < row.seeds:  # censored runs: how many reached
+        text += f"\nreached {row.reference_reached:.0f} vs {row.other_reached:.0f}"
     if not row.replication:
         return text
     agrees = row.replication == row.verdict
@@ -150,7 +151,7 @@ def cell_text(row: Any, in_flight: dict[str, int]) -> str:
 
 def hatched(x: int, y: int, colour: str, filled: bool) -> Rectangle:
     """The mark of a cell that decides nothing: hatched (no significant difference; orange: a verdict
-    the replication seeds did not give), or greyed and hatched (too few seeds, the target not reached
-    by most runs, or no asynchronous run to compare)."""
+    the replication seeds did not give), or greyed and hatched (too few seeds, or no asynchronous run
+    to compare)."""
     face = (0.85, 0.85, 0.85, 0.8) if filled else "none"
     return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor=colour, hatch="///", lw=0, alpha=0.5)

@@ -25,6 +25,7 @@ from asyncfl.analysis.advantage import asynchronous_families, draw_advantage, ma
 from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
 from asyncfl.analysis.run_styles import display_name, run_names, run_styles  # noqa: E402
 from asyncfl.analysis.straggler_curves import draw_curves  # noqa: E402
+from asyncfl.analysis.verdict_curve import curve_budgets, draw_verdict_curve, verdict_curve  # noqa: E402
 from asyncfl.analysis.verdicts import seed_set_verdicts, verdict_lines  # noqa: E402
 from asyncfl.files import written_together  # noqa: E402
 from asyncfl.fl.algorithms import make_strategy  # noqa: E402
@@ -304,9 +305,10 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
                          targets: list[float], budget: float, out: Path, title: str,
                          replication_seeds: Sequence[int] = (), other_budgets: Sequence[float] = ()
                          ) -> list[Path]:  # fmt: skip
-    """The sweep's figures as PNG and PDF, `straggler_claim`, `straggler_curves` and `async_advantage`,
-    the claim's numbers, one row per run, as straggler_claim.csv, and every paired comparison at each
-    of `targets` (the first: the figures' target) as straggler_verdicts.csv (`settings`: each
+    """The sweep's figures as PNG and PDF, `straggler_claim`, `straggler_curves`, `async_advantage` and
+    `verdict_over_budget` (its numbers as verdict_over_budget.csv: the first target's comparisons with the
+    runs cut at T/4 … T), the claim's numbers, one row per run, as straggler_claim.csv, and every paired
+    comparison at each of `targets` (the first: the figures' target) as straggler_verdicts.csv (`settings`: each
     severity's, by name, in the figures' order), on the discovery and the `replication_seeds` apart
     where they are given (`verdicts.seed_set_verdicts`). With `other_budgets`, the verdicts are also
     read with the runs cut at each of those shorter virtual times (a `budget` column says which; the
@@ -339,6 +341,12 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
         advantage, panels=len(targets), rows=rows, height=(advantage.height + 0.5 * len(severities)) * rows
     )
     height = claim.height + LINE_INCHES * max(sum(line.count("\n") + 1 for line in lines) - VERDICT_LINES_FITTED, 0)
+    first_evaluation = float(trajectories.groupby(["severity", "algorithm", "seed"]).virtual_time.min().max())
+    curve = verdict_curve(
+        lambda each: budget_verdicts(trajectories, settings, [target], each, replication_seeds),
+        curve_budgets(budget, first_evaluation),
+    )
+    over_budget = dataclasses.replace(catalogued("verdict_over_budget"), panels=len(severities))
     drawn = [
         drawn_figure(lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, height,
                      f"{title}: {claim.title}", stem),
@@ -346,8 +354,14 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
                      f"{title}: {curves.title}", Path(out) / curves.name),
         drawn_figure(lambda axes: draw_advantage(axes, cells, severities, in_flight), advantage, advantage.height,
                      f"{title}: {advantage.title}", Path(out) / advantage.name),
+        drawn_figure(lambda axes: draw_verdict_curve(axes, curve, severities, in_flight), over_budget,
+                     over_budget.height, f"{title}: {over_budget.title}", Path(out) / over_budget.name),
     ]  # fmt: skip
-    frames = {stem.with_suffix(".csv"): table, Path(out) / f"{STRAGGLER_VERDICTS}.csv": verdicts}
+    frames = {
+        stem.with_suffix(".csv"): table,
+        Path(out) / f"{STRAGGLER_VERDICTS}.csv": verdicts,
+        Path(out) / f"{over_budget.name}.csv": curve,
+    }
     written = [*(path for each in drawn for path in each.paths()), *frames]
     with written_together(written) as temporaries:  # all drawn and computed first: all written, or none
         write_figures(drawn, temporaries)

@@ -130,6 +130,14 @@ CATALOGUE = (
         Scope.SEVERITY_SWEEP,
         height=1.6,
     ),
+    # One panel per severity; its numbers are NAME.csv beside it
+    Figure(
+        "verdict_over_budget",
+        "Verdicts over the budget: asynchronous minus plain synchronous FL, runs cut at T/4 … T",
+        Scope.SEVERITY_SWEEP,
+        panels=3,
+        height=2.8,
+    ),
     Figure("sampling_variance", "Variance of the sampled mean update", Scope.THEORY, height=2.8),
     # With the table of its numbers (NAME.csv) beside the choice (tuning/chosen.json)
     Figure(
