@@ -147,3 +147,22 @@ def test_the_sweep_projection_reads_the_projects_own_configs():
     quick = load_sweep(QUICK_CONFIG)["runs"]
     assert set(quick) == {"resnet20", "mlp"} and all(count > 0 for count in quick.values())  # no CNN since 2026-11-27
     assert set(load_sweep(REPO / "config/config.yaml")["runs"]) >= {"cnn", "resnet20"}
+
+
+@pytest.mark.subprocess
+def test_the_engine_rows_at_the_scales_asked_for(tmp_path):
+    """`--scales`: the engine's rows at those C, world off and on; past 10^7 the clients hold sizes only."""
+    from asyncfl.bench.synthetic import MOST_CLIENTS_WITH_DATA, engine_data
+
+    out = tmp_path / "engine.json"
+    command = [sys.executable, "-m", "asyncfl", "bench", "--engine", "--scales", "300", "--json", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(out.read_text())["engine_scale"]
+    assert [(row["clients"], row["world"], row["data"]) for row in rows] == [
+        (300, False, "images"),
+        (300, True, "images"),
+    ]
+    assert engine_data(MOST_CLIENTS_WITH_DATA + 1)[1].sizes_only and not engine_data(300)[1].sizes_only
+    refused = subprocess.run([*command[:6], "0"], capture_output=True, text=True, cwd=REPO)
+    assert refused.returncode == 2 and "--scales: must be an integer ≥ 1" in refused.stderr
