@@ -289,12 +289,13 @@ def cut_at(trajectories: pd.DataFrame, budget: float) -> pd.DataFrame:
 
 
 def budget_verdicts(trajectories: pd.DataFrame, settings: dict[str, dict], targets: list[float], budget: float,
-                    replication_seeds: Sequence[int]) -> pd.DataFrame:  # fmt: skip
-    """Every paired comparison of the runs cut at `budget`, at each of `targets` (`seed_set_verdicts`)."""
+                    replication_seeds: Sequence[int], brief: bool = False) -> pd.DataFrame:  # fmt: skip
+    """Every paired comparison of the runs cut at `budget`, at each of `targets` (`seed_set_verdicts`;
+    `brief`: the primary time's alone)."""
     shown = cut_at(trajectories, budget)
     return pd.concat(
         [
-            seed_set_verdicts(table_of(shown, settings, each), budget, replication_seeds).assign(target=each)
+            seed_set_verdicts(table_of(shown, settings, each), budget, replication_seeds, brief).assign(target=each)
             for each in targets
         ],
         ignore_index=True,
@@ -343,7 +344,7 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     height = claim.height + LINE_INCHES * max(sum(line.count("\n") + 1 for line in lines) - VERDICT_LINES_FITTED, 0)
     first_evaluation = float(trajectories.groupby(["severity", "algorithm", "seed"]).virtual_time.min().max())
     curve = verdict_curve(
-        lambda each: budget_verdicts(trajectories, settings, [target], each, replication_seeds),
+        lambda each: budget_verdicts(trajectories, settings, [target], each, replication_seeds, brief=True),
         curve_budgets(budget, first_evaluation),
     )
     over_budget = dataclasses.replace(catalogued("verdict_over_budget"), panels=len(severities))

@@ -112,17 +112,18 @@ def decided(difference: float, p_adjusted: float, seeds: int) -> str:
     return TIED
 
 
-def verdict_table(table: pd.DataFrame, budget: float) -> pd.DataFrame:
+def verdict_table(table: pd.DataFrame, budget: float, brief: bool = False) -> pd.DataFrame:
     """Per severity, metric (`METRICS`), reference (each asynchronous run name: AFL, FedAsync, FedBuff and
     their variants) and other (each synchronous run name):
     the seeds paired, the restricted mean times, the seeds that reached the target, the Kaplan–Meier
     medians, the mean accuracies at T, the mean client work (busy seconds) to the target of the seeds
     that reached it, the mean paired difference (reference − other) with its
     interval, raw and Holm-adjusted p-values (one family per metric), the log-rank p-value, and the
-    verdict (`table`: `claim_table`'s rows, of one target)."""
+    verdict (`table`: `claim_table`'s rows, of one target). `brief`: the primary time's comparisons alone,
+    without the medians, accuracies, work and log-rank beside them (the budget curve's 16 readings)."""
     references = [name for name in table.algorithm.unique() if base_algorithm(name) in ASYNCHRONOUS]
     rows = []
-    metrics = [metric for metric in METRICS if metric in table]
+    metrics = [metric for metric in METRICS[: 1 if brief else None] if metric in table]
     for (severity, runs), metric in itertools.product(table.groupby("severity", sort=False), metrics):
         times = runs.pivot(index="seed", columns="algorithm", values=metric)
         per_seed = {
@@ -137,31 +138,50 @@ def verdict_table(table: pd.DataFrame, budget: float) -> pd.DataFrame:
                 mine, theirs = censored(times.loc[pair, reference], budget), censored(times.loc[pair, other], budget)
                 differences = mine - theirs
                 low, high, p = paired_test(differences) if len(differences) > 1 else (math.nan,) * 3
-                rows.append(
-                    {
-                        "severity": severity,
-                        "metric": metric,
-                        "reference": reference,
-                        "other": other,
-                        "seeds": len(differences),
-                        "reference_time": float(mine.mean()),
-                        "other_time": float(theirs.mean()),
-                        "reference_reached": int(times.loc[pair, reference].notna().sum()),
-                        "other_reached": int(times.loc[pair, other].notna().sum()),
-                        "reference_median": median_time(times.loc[pair, reference], budget),
-                        "other_median": median_time(times.loc[pair, other], budget),
-                        "reference_accuracy": mean_of(per_seed.get("accuracy_at_budget"), pair, reference),
-                        "other_accuracy": mean_of(per_seed.get("accuracy_at_budget"), pair, other),
-                        "reference_work": mean_of(per_seed.get("work_to_target"), pair, reference),
-                        "other_work": mean_of(per_seed.get("work_to_target"), pair, other),
-                        "difference": float(differences.mean()),
-                        "ci_low": low,
-                        "ci_high": high,
-                        "p_value": p,
-                        "p_logrank": logrank_p(times.loc[pair, reference], times.loc[pair, other], budget),
-                    }
-                )
-    return with_verdicts(pd.DataFrame(rows))
+                row = {
+                    "severity": severity,
+                    "metric": metric,
+                    "reference": reference,
+                    "other": other,
+                    "seeds": len(differences),
+                    "reference_time": float(mine.mean()),
+                    "other_time": float(theirs.mean()),
+                    "reference_reached": int(times.loc[pair, reference].notna().sum()),
+                    "other_reached": int(times.loc[pair, other].notna().sum()),
+                    "difference": float(differences.mean()),
+                    "ci_low": low,
+                    "ci_high": high,
+                    "p_value": p,
+                }
+                if not brief:
+                    row |= beside_the_verdict(times, per_seed, pair, reference, other, budget)
+                rows.append(row)
+    columns = [*rows[0]] if rows and brief else list(VERDICT_COLUMNS)
+    return with_verdicts(pd.DataFrame(rows, columns=columns))
+
+
+# The table's columns, in order, before the adjusted p, the family's size and the verdict
+VERDICT_COLUMNS = (
+    "severity", "metric", "reference", "other", "seeds", "reference_time", "other_time", "reference_reached",
+    "other_reached", "reference_median", "other_median", "reference_accuracy", "other_accuracy", "reference_work",
+    "other_work", "difference", "ci_low", "ci_high", "p_value", "p_logrank",
+)  # fmt: skip
+
+
+def beside_the_verdict(
+    times: pd.DataFrame, per_seed: dict[str, pd.DataFrame], pair: list, reference: str, other: str, budget: float
+) -> dict[str, float]:
+    """What the table gives beside a comparison's verdict: each side's Kaplan–Meier median, mean accuracy
+    at T and mean client work to the target, and the log-rank p-value."""
+    return {
+        "reference_median": median_time(times.loc[pair, reference], budget),
+        "other_median": median_time(times.loc[pair, other], budget),
+        "reference_accuracy": mean_of(per_seed.get("accuracy_at_budget"), pair, reference),
+        "other_accuracy": mean_of(per_seed.get("accuracy_at_budget"), pair, other),
+        "reference_work": mean_of(per_seed.get("work_to_target"), pair, reference),
+        "other_work": mean_of(per_seed.get("work_to_target"), pair, other),
+        "p_logrank": logrank_p(times.loc[pair, reference], times.loc[pair, other], budget),
+    }
 
 
 def logrank_p(mine: pd.Series, theirs: pd.Series, budget: float) -> float:
@@ -182,15 +202,18 @@ def survival_data(times: np.ndarray, budget: float) -> stats.CensoredData:
     return stats.CensoredData(uncensored=times[reached], right=np.full(int((~reached).sum()), budget))
 
 
-def seed_set_verdicts(table: pd.DataFrame, budget: float, replication_seeds: Sequence[int] = ()) -> pd.DataFrame:
+def seed_set_verdicts(
+    table: pd.DataFrame, budget: float, replication_seeds: Sequence[int] = (), brief: bool = False
+) -> pd.DataFrame:
     """`verdict_table` over all the seeds (`seed_set` "all"), or, with `replication_seeds`, over the other
     seeds ("discovery") and over those ("replication") apart: a verdict is replicated where both sets give
     it, which a fresh set of seeds would have to (half of a published map's verdicts did not)."""
     if not replication_seeds:
-        return verdict_table(table, budget).assign(seed_set=ALL)
+        return verdict_table(table, budget, brief).assign(seed_set=ALL)
     replication = table.seed.isin(replication_seeds)
     sets = ((DISCOVERY, table[~replication]), (REPLICATION, table[replication]))
-    return pd.concat([verdict_table(rows, budget).assign(seed_set=name) for name, rows in sets], ignore_index=True)
+    tables = [verdict_table(rows, budget, brief).assign(seed_set=name) for name, rows in sets]
+    return pd.concat(tables, ignore_index=True)
 
 
 def replication_of(verdicts: pd.DataFrame) -> dict[tuple, str]:
