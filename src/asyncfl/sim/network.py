@@ -139,10 +139,10 @@ class TransferTimes:
         """One dispatch's download and upload seconds: the client's own, or drawn for this dispatch."""
         if not self.per_dispatch:
             return self.download(client), self.upload(client)
-        fractions = dispatch_fractions(self.seed, client, dispatch_index)
-        return tuple(  # type: ignore[return-value]
-            0.0 if ranges is None else within(ranges, client, fraction)
-            for ranges, fraction in zip((self.down, self.up), fractions, strict=True)
+        down, up = dispatch_fractions(self.seed, client, dispatch_index)
+        return (
+            0.0 if self.down is None else within(self.down, client, down),
+            0.0 if self.up is None else within(self.up, client, up),
         )
 
 
