@@ -12,7 +12,7 @@ from conftest import REPO
 PACKAGE = REPO / "src" / "asyncfl"
 ORDER = ["spec", "files", "runs", "data", "models", "fl", "training", "sim", "launch", "analysis"]
 BESIDE = {"bench": "launch"}  # imports up to and including this layer
-TOP = {"cli", "__main__", "__init__"}
+TOP = {"cli", "api", "__main__", "__init__"}  # the front doors: the command line and Python
 
 
 def imported(path: Path) -> set[str]:

@@ -1,0 +1,133 @@
+"""asyncfl from Python (docs/cli.md "From Python"): a partition, one run, several runs stepped together,
+each through the very code the command line runs (`asyncfl partition`, `asyncfl train`, `asyncfl
+train-many`), so a run made here has the bytes the command makes of it, resumes from its checkpoint the
+same way and is not trained again once finished.
+
+    from asyncfl import api
+
+    api.partition("digits", clients=10, alpha=0.5, seed=0, out="p.npz")
+    run = api.train("digits", "p.npz", "runs/afl", {"algorithm": "afl", "rounds": 20, "local_epochs": 2})
+    run.metrics.plot(x="virtual_time", y="test_accuracy")
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from asyncfl.data.partition import DirichletSplit, make_partition
+from asyncfl.launch import PlannedRun, TrainedFolder, train_run, train_together
+from asyncfl.spec.config import make_config, with_paths_from
+from asyncfl.spec.errors import InputError
+from asyncfl.spec.layout import EVALUATIONS, EVENTS, METRICS
+
+PathLike = str | Path
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A finished run: its folder and its run.json, its logs read on demand as DataFrames.
+
+    Attributes:
+        folder: the run folder (metrics.csv, events.csv, timings.csv, model.pt, run.json).
+        record: run.json's content (the settings, the environment, the outputs' hashes).
+        already_finished: the folder held this very run, finished: nothing was trained.
+    """
+
+    folder: Path
+    record: dict
+    already_finished: bool = False
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """metrics.csv: one row per aggregation (docs/outputs.md "Run folders")."""
+        return pd.read_csv(self.folder / METRICS)
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """events.csv: one row per client update aggregated (and per dispatch set aside, where any can be)."""
+        return pd.read_csv(self.folder / EVENTS)
+
+    @property
+    def evaluations(self) -> pd.DataFrame | None:
+        """evaluations.csv, the time grid's (`eval_every_seconds`); None for a run without one."""
+        path = self.folder / EVALUATIONS
+        return pd.read_csv(path) if path.is_file() else None
+
+
+def partition(
+    dataset: str,
+    clients: int,
+    alpha: float,
+    seed: int,
+    out: PathLike,
+    *,
+    equal_sizes: bool = False,
+    root: PathLike | None = None,
+) -> Path:
+    """`asyncfl partition`: the Dirichlet split of `dataset`'s training set into `clients` clients
+    (`equal_sizes`: ⌊n/C⌋ samples each), written to `out` (FILE.npz, its statistics beside as FILE.json)."""
+    split = DirichletSplit(clients, alpha, seed, equal_sizes=equal_sizes)
+    make_partition(dataset, None if root is None else Path(root), split, Path(out))
+    return Path(out)
+
+
+def checked_settings(settings: Mapping[str, Any] | None, source: str) -> Any:
+    """`asyncfl train`'s settings from a mapping: validated as the command validates its --settings
+    (a relative file path read against the current folder)."""
+    if settings is not None and not isinstance(settings, Mapping):
+        raise InputError(
+            f"{source}: settings must be a mapping of setting names to values, got {type(settings).__name__}"
+        )
+    return make_config(with_paths_from(dict(settings or {}), Path.cwd()), source)
+
+
+def train(
+    dataset: str,
+    partition: PathLike,
+    out: PathLike,
+    settings: Mapping[str, Any] | None = None,
+    *,
+    root: PathLike | None = None,
+    threads: int | None = None,
+    force: bool = False,
+) -> RunResult:
+    """One run of `settings` (any `asyncfl train` setting; config/README.md lists them) on `dataset`'s
+    `partition`, into `out`: `asyncfl train`'s code path (`launch.train_run`). A folder that holds
+    another run is refused unless `force` moves its outputs aside."""
+    config = checked_settings(settings, "settings")
+    outcome = train_run(
+        config, dataset, None if root is None else Path(root), Path(partition), Path(out), threads, force
+    )
+    return result(Path(out), outcome)
+
+
+def train_many(
+    dataset: str,
+    runs: Sequence[tuple[PathLike, PathLike, Mapping[str, Any]]],
+    *,
+    root: PathLike | None = None,
+    threads: int | None = None,
+) -> list[RunResult]:
+    """Several runs, each (partition, out, settings), stepped together in this process: `asyncfl
+    train-many`'s code path (`launch.train_together`), every run's bytes those it makes alone. Every
+    run's settings are checked before the first trains; a run that fails raises once the others end."""
+    planned = [
+        PlannedRun(checked_settings(settings, f"runs[{index}]"), Path(partition), Path(out), None)
+        for index, (partition, out, settings) in enumerate(runs)
+    ]
+    if len({run.out.resolve() for run in planned}) != len(planned):
+        raise InputError("runs: two runs share an out folder; give each run its own")
+    outcomes = train_together(planned, dataset, None if root is None else Path(root), threads, lambda run, done: None)
+    results = []
+    for run, outcome in zip(planned, outcomes, strict=True):
+        if isinstance(outcome, BaseException):  # the first run that failed, after every run ended
+            raise outcome
+        results.append(result(run.out, outcome))
+    return results
+
+
+def result(folder: Path, outcome: TrainedFolder) -> RunResult:
+    return RunResult(folder, outcome.summary, outcome.already_finished)
