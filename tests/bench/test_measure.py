@@ -41,14 +41,19 @@ def test_fast_numerics_per_device():
     assert fast_numerics(torch.device("cuda")) == ("graphed", Numerics("bf16"))
 
 
+def bench(tmp_path, *arguments: str) -> tuple[dict, subprocess.CompletedProcess]:
+    """`asyncfl bench ARGUMENTS --json FILE`, passed: its JSON report and the process."""
+    out = tmp_path / "bench.json"
+    command = [sys.executable, "-m", "asyncfl", "bench", *arguments, "--json", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    return json.loads(out.read_text()), result
+
+
 @pytest.mark.subprocess
 def test_quick_bench_command_writes_json(tmp_path):
     """The CI-sized run of `asyncfl bench`: every case, every trainer, the engine, in one JSON file."""
-    out = tmp_path / "bench.json"
-    command = [sys.executable, "-m", "asyncfl", "bench", "--quick", "--device", "cpu", "--json", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=REPO)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(out.read_text())
+    report, result = bench(tmp_path, "--quick", "--device", "cpu")
     assert report["quick"] and report["device"] == "cpu" and report["matmul_fp32_tflops"] > 0
     assert {(r["case"], r["trainer"]) for r in report["trainers"]} == {
         (case, trainer)
@@ -76,11 +81,7 @@ def test_quick_bench_command_writes_json(tmp_path):
 @pytest.mark.subprocess
 def test_the_engine_alone_at_scale(tmp_path):
     """`asyncfl bench --engine`: the engine's table only, each row from a process of its own."""
-    out = tmp_path / "engine.json"
-    command = [sys.executable, "-m", "asyncfl", "bench", "--engine", "--quick", "--json", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=REPO)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(out.read_text())
+    report, _ = bench(tmp_path, "--engine", "--quick")
     assert "trainers" not in report and "paper_round" not in report
     for row in report["engine_scale"]:
         assert row["rounds"] == 10 and row["seconds_per_round"] > 0 and row["first_round_seconds"] > 0
@@ -154,15 +155,12 @@ def test_the_engine_rows_at_the_scales_asked_for(tmp_path):
     """`--scales`: the engine's rows at those C, world off and on; past 10^7 the clients hold sizes only."""
     from asyncfl.bench.synthetic import MOST_CLIENTS_WITH_DATA, engine_data
 
-    out = tmp_path / "engine.json"
-    command = [sys.executable, "-m", "asyncfl", "bench", "--engine", "--scales", "300", "--json", str(out)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=REPO)
-    assert result.returncode == 0, result.stderr
-    rows = json.loads(out.read_text())["engine_scale"]
+    rows = bench(tmp_path, "--engine", "--scales", "300")[0]["engine_scale"]
     assert [(row["clients"], row["world"], row["data"]) for row in rows] == [
         (300, False, "images"),
         (300, True, "images"),
     ]
     assert engine_data(MOST_CLIENTS_WITH_DATA + 1)[1].sizes_only and not engine_data(300)[1].sizes_only
-    refused = subprocess.run([*command[:6], "0"], capture_output=True, text=True, cwd=REPO)
+    command = [sys.executable, "-m", "asyncfl", "bench", "--engine", "--scales", "0"]
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
     assert refused.returncode == 2 and "--scales: must be an integer ≥ 1" in refused.stderr

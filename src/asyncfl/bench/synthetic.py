@@ -108,7 +108,8 @@ def engine_overhead(
     clients' world on (`WORLD`) and M = `per_round` clients in flight at most. `data`: the clients'
     data made beforehand (`engine_data`), or None: made here."""
     dataset, partition = data or engine_data(clients)
-    settings = {"clients_per_round": per_round, "rounds": rounds, "local_epochs": 1, "device": "cpu", "trainer": "none"}
+    settings = {"clients_per_round": per_round, "rounds": rounds, "local_epochs": 1, "device": "cpu"}
+    settings["trainer"] = TIMING_ONLY
     walls = synthetic_run(dataset, partition, settings | (WORLD if world else {}), out)
     wall = walls.rounds
     # between the first round (the loop's start) and the last (the run's end): the engine alone

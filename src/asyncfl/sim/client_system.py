@@ -109,10 +109,12 @@ class ClientSystem:
         if factor is not None:
             phases = replace(phases, compute=phases.compute * factor)
         if transfers is None and self.links is not None:  # the client's own, or this dispatch's draws
-            transfers = self.links.times(client, dispatch_index)
+            if self.links.per_dispatch:
+                transfers = self.links.dispatch_times(client, dispatch_index)
             factors = transfer_factors(*self.transfer_jitter, self.seed, client, dispatch_index)
             if factors is not None:
-                transfers = (transfers[0] * factors[0], transfers[1] * factors[1])
+                down, up = transfers or (phases.download, phases.upload)
+                transfers = (down * factors[0], up * factors[1])
         if transfers is not None:
             phases = replace(phases, download=transfers[0], upload=transfers[1])
         return phases if samples is None else phases.cut(samples, self.local_epochs * n_samples)

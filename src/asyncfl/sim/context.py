@@ -68,8 +68,7 @@ class RunContext:
 
     @property
     def trains(self) -> bool:
-        """Whether the run trains its clients and scores its model: not a timing-only run (`trainer: none`)."""
-        return self.config.trainer != TIMING_ONLY
+        return trains(self.config)
 
     @property
     def parameter_names(self) -> list[str]:
@@ -91,6 +90,11 @@ class RunContext:
             self.strategy.optimizer_per_epoch,
             job.samples,
         )
+
+
+def trains(config: TrainConfig) -> bool:
+    """Whether a run trains its clients and scores its model: not a timing-only run (`trainer: none`)."""
+    return config.trainer != TIMING_ONLY
 
 
 def client_initial_states(
@@ -122,11 +126,11 @@ def prepare_run(
     model = build_model(config.model, dataset.info, config.seed).to(device)
     model_bytes = state_bytes(model)
     strategy, system, world = checked_parts(config, dataset, partition, device, model_bytes)
-    trains = config.trainer != TIMING_ONLY
+    training = trains(config)
     # a timing-only run reads no image: none is copied, normalised, to the device
-    images, test_images = dataset.normalized(device) if trains else (torch.empty(0), torch.empty(0))
-    labels = dataset.train_labels.to(device) if trains else torch.empty(0, dtype=torch.long)
-    if trainer is None and not trains:
+    images, test_images = dataset.normalized(device) if training else (torch.empty(0), torch.empty(0))
+    labels = dataset.train_labels.to(device) if training else torch.empty(0, dtype=torch.long)
+    if trainer is None and not training:
         trainer = TimingOnlyTrainer()
     if trainer is None:
         name = trainer_name(config.trainer, device, graphable(config.prox_mu, strategy.optimizer_per_epoch))
@@ -135,14 +139,14 @@ def prepare_run(
             # what makes two runs' trainers interchangeable: one trains both runs' clients
             kind = (dataset.info.name, config.model, str(device), name, LocalSettings.of(config))
             trainer = pool.port(trainer, kind)
-    held = None if partition.validation is None or not trains else dataset.held_out(device, partition.validation)
+    held = None if partition.validation is None or not training else dataset.held_out(device, partition.validation)
     return RunContext(
         config,
         run_identity(config, dataset.info.name, partition_sha256, tuned),
         device,
         model,
         test_images,
-        dataset.test_labels.to(device) if trains else torch.empty(0, dtype=torch.long),
+        dataset.test_labels.to(device) if training else torch.empty(0, dtype=torch.long),
         images,
         labels,
         None if held is None else held[0],

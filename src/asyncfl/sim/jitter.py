@@ -33,10 +33,14 @@ if tuple(JITTER_FACTORS) != JITTER_DISTRIBUTIONS:  # the config's choices are ex
     raise ImportError(f"jitter shapes {list(JITTER_FACTORS)} differ from the config's {JITTER_DISTRIBUTIONS}")
 
 
+def draws_nothing(distribution: str, sigma: float) -> bool:
+    """σ = 0 and a shape that reads σ: no factor, the time is the client's own, exactly."""
+    return sigma == 0 and distribution != "exponential"
+
+
 def jitter_factor(distribution: str, sigma: float, seed: int, client: int, dispatch_index: int) -> float | None:
-    """The factor of this dispatch's compute time, or None where it has none (σ = 0 and a shape that
-    reads σ: the compute time is the client's own, exactly)."""
-    if sigma == 0 and distribution != "exponential":
+    """The factor of this dispatch's compute time, or None where it has none (`draws_nothing`)."""
+    if draws_nothing(distribution, sigma):
         return None
     rng = np.random.default_rng([seed, random_streams.JITTER, client, dispatch_index])
     return JITTER_FACTORS[distribution](rng, sigma)
@@ -47,7 +51,7 @@ def transfer_factors(
 ) -> tuple[float, float] | None:
     """The factors of this dispatch's download and upload times (`transfer_jitter_*`), in that order from
     the dispatch's own stream (`random_streams.TRANSFER_JITTER`), or None where there are none."""
-    if sigma == 0 and distribution != "exponential":
+    if draws_nothing(distribution, sigma):
         return None
     rng = np.random.default_rng([seed, random_streams.TRANSFER_JITTER, client, dispatch_index])
     return JITTER_FACTORS[distribution](rng, sigma), JITTER_FACTORS[distribution](rng, sigma)

@@ -94,10 +94,9 @@ class Links:
     def upload(self, client: int) -> float:
         return float(self.model_bits / self.up[client])
 
-    def times(self, client: int, dispatch_index: int) -> tuple[float, float]:
-        """One dispatch's download and upload seconds: the client's own, or drawn for this dispatch."""
-        if self.per_dispatch is None:
-            return self.download(client), self.upload(client)
+    def dispatch_times(self, client: int, dispatch_index: int) -> tuple[float, float]:
+        """One dispatch's download and upload seconds, drawn for it (`per_dispatch` set)."""
+        assert self.per_dispatch is not None, "a dispatch draws its own times under transfer_draws: per_dispatch"
         ranges, upload_fraction, seed = self.per_dispatch
         down = within(ranges, client, dispatch_fractions(seed, client, dispatch_index)[0]) * MEGABIT
         return self.model_bits / down, self.model_bits / (down * upload_fraction)
@@ -135,10 +134,8 @@ class TransferTimes:
     def upload(self, client: int) -> float:
         return 0.0 if self.up is None else float(self.up.value[client])
 
-    def times(self, client: int, dispatch_index: int) -> tuple[float, float]:
-        """One dispatch's download and upload seconds: the client's own, or drawn for this dispatch."""
-        if not self.per_dispatch:
-            return self.download(client), self.upload(client)
+    def dispatch_times(self, client: int, dispatch_index: int) -> tuple[float, float]:
+        """One dispatch's download and upload seconds, drawn for it within its client's ranges."""
         down, up = dispatch_fractions(self.seed, client, dispatch_index)
         return (
             0.0 if self.down is None else within(self.down, client, down),
