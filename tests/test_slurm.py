@@ -137,12 +137,12 @@ def long_run(tmp_path_factory) -> tuple[Path, Path]:
     return config, folder / "local"
 
 
-def killed_mid_run(cluster: Path, config: Path, *options: str) -> subprocess.CompletedProcess:
+def killed_mid_run(cluster: Path, config: Path) -> subprocess.CompletedProcess:
     """The workflow on the cluster with the training job cancelled once it has a checkpoint and 10 rounds
     (`scancel`: SIGTERM, then SIGKILL, to the job's processes, as its time limit would); its outcome."""
     cluster.mkdir()
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(cluster),
-               *SLURM_PROFILE, "--configfile", str(config), *options]  # fmt: skip
+               *SLURM_PROFILE, "--configfile", str(config)]  # fmt: skip
     metrics = cluster / RUN / "metrics.csv"
     with started(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as workflow:
         wait_for(
@@ -174,15 +174,52 @@ def test_a_cancelled_training_job_resumes_from_its_checkpoint_when_run_again(tmp
     assert_resumed_to_the_straight_bytes(cluster, local)
 
 
-def test_a_killed_training_job_is_submitted_again_and_resumes_within_the_same_workflow(tmp_path, long_run):
-    """The profile's retries (2; one here): a job killed mid-run, by its time limit, preemption or
-    scancel, is submitted again by the running workflow and resumes from its checkpoint to the bytes of
-    an uninterrupted run, with nothing for the user to do."""
-    config, local = long_run
-    cluster = tmp_path / "cluster"
-    killed = killed_mid_run(cluster, config, "--retries", "1")
-    assert killed.returncode == 0, killed.stdout[-3000:]
-    assert_resumed_to_the_straight_bytes(cluster, local)
+# A run that outlasts a 1-minute limit on any machine: SLURM checks limits about every 30 s, so a job
+# asking for 1 minute is killed 60-90 s after it starts; the run's attempts then ask for 2, 4 and 8 min
+LIMITED_ROUNDS, LIMITED_EPOCHS = 1500, 10  # about 130 s of training on an idle 2-core machine (35 s at 400 rounds)
+
+
+def slurm_jobs(rule: str, folder: Path) -> list[dict[str, str]]:
+    """The cluster's jobs of `rule` run in `folder`, oldest first, finished ones too (MinJobAge keeps them
+    listed), each with the fields `scontrol show job` gives."""
+    listed = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%k|%Z"], capture_output=True, text=True)
+    ids = sorted(
+        int(job)
+        for job, comment, workdir in (line.split("|") for line in listed.stdout.splitlines())
+        if f"rule_{rule}_" in comment and Path(workdir) == folder
+    )
+    shown = [
+        subprocess.run(["scontrol", "show", "job", str(job)], capture_output=True, text=True).stdout for job in ids
+    ]
+    return [dict(field.split("=", 1) for field in job.split() if "=" in field) for job in shown]
+
+
+def test_a_job_killed_at_its_time_limit_is_submitted_again_with_twice_the_time_and_resumes(tmp_path):
+    """The real time limit: a training job asking for 1 minute (`runtime: 1`, nothing measured) whose run
+    takes longer is killed by SLURM (TIMEOUT), submitted again by the running workflow asking for twice
+    the time (the profile's retries), and resumes from its checkpoint, until the run ends with the bytes
+    of the same run trained straight through (here, beside it, on the other core)."""
+    config = write_config(
+        tmp_path / "limited.yaml", rounds=LIMITED_ROUNDS, local_epochs=LIMITED_EPOCHS, checkpoint_every=5, eval_every=50
+    )
+    limited = yaml.safe_load(config.read_text())
+    limited["resources"]["train"]["runtime"] = 1
+    config.write_text(yaml.safe_dump(limited))
+    straight = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--cores", "1",
+                "--directory", str(tmp_path / "local"), f"{RUN}/model.pt", "--configfile", str(config)]  # fmt: skip
+    with started(straight, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as local:
+        cluster = snakemake(
+            *SLURM_PROFILE, "--retries", "3", "--configfile", str(config), workdir=tmp_path / "cluster", timeout=3600
+        )
+        local_output, _ = local.communicate(timeout=3600)
+    assert local.returncode == 0, local_output[-3000:]
+    assert cluster.returncode == 0, (cluster.stdout + cluster.stderr)[-3000:]
+    jobs = slurm_jobs("train", tmp_path / "cluster")
+    states = [job["JobState"] for job in jobs]
+    assert states[0] == "TIMEOUT" and states[-1] == "COMPLETED" and set(states[1:-1]) <= {"TIMEOUT"}, states
+    limits = [job["TimeLimit"] for job in jobs]
+    assert limits == ["00:01:00", "00:02:00", "00:04:00", "00:08:00"][: len(jobs)], limits
+    assert_resumed_to_the_straight_bytes(tmp_path / "cluster", tmp_path / "local")
 
 
 def rows(path: Path) -> int | None:

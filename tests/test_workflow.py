@@ -208,6 +208,22 @@ def test_snakefmt_is_clean():
         (lambda c: c["resources"].update(max_runtime=float("inf")), "inf is not of type 'integer'"),
         (lambda c: c["resources"].update(partitions={"gpu": "../gpu"}), "resources.partitions.gpu is '../gpu'"),
         (lambda c: c["resources"].update(partitions={"tpu": "x"}), "'tpu' was unexpected"),
+        # where a job's minutes come from (asyncfl.spec.run_cost)
+        (
+            lambda c: c["resources"].update(cost={"device": "cuda-nosuch"}),
+            "resources.cost.device is 'cuda-nosuch', which config/costs.csv has no row of",
+        ),
+        (lambda c: c["resources"].update(cost={"device": "../gpu"}), "resources.cost.device is '../gpu'"),
+        (lambda c: c["resources"].update(cost={"safety": float("nan")}), "resources.cost.safety is nan"),
+        (lambda c: c["resources"].update(cost={"safety": 0.5}), "resources.cost.safety is 0.5: a factor from 1"),
+        (lambda c: c["resources"].update(cost={"safety": "x"}), "'x' is not of type 'number'"),
+        (  # every quick run's measured start alone is 2 × 60 s on the H100 row
+            lambda c: (
+                c["resources"].update(max_runtime=2, cost={"device": "cuda-h100-80gb-hbm3"}),
+                c["resources"]["train"].update(runtime=1),
+            ),
+            "min, over resources.max_runtime 2 min, the longest job",
+        ),
         (  # a timing-only sweep would train for hours, then find no accuracy to judge
             lambda c: c["experiments"]["digits_stragglers"]["train"].update(trainer="none"),
             "digits_stragglers.train.trainer: none (timing-only) trains no model, and a severity sweep's",

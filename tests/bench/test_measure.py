@@ -106,11 +106,12 @@ def test_sweep_counts_client_updates_under_budgets():
 
 def test_the_sweep_projection_counts_the_tuning_runs():
     """The quick config's straggler sweep tunes γ0 at 2 points × 8 run names × 1 tuning seed, at its
-    first severity, each run estimated as its final runs are (⌈M × T / one dispatch⌉ of a client of the
-    paper's size less the validation split: 1 epoch × 6,000 × 0.8 samples × 0.01 s + 1 s = 49 s, T =
-    30 s): 5 names at M or J = 5, ⌈3.06⌉ = 4, and 3 at M = 7, ⌈4.29⌉ = 5."""
+    first severity, each run estimated as its final runs are (⌈M × T / one dispatch⌉ of a client of
+    average size, the digits' 1,437 training samples less the validation split over 10 clients: 1 epoch ×
+    114.96 samples × 0.01 s + 1 s = 2.1496 s, T = 30 s): 5 names at M or J = 5, ⌈69.78⌉ = 70, and 3 at
+    M = 7, ⌈97.69⌉ = 98."""
     updates = sweep_updates(yaml.safe_load(QUICK_CONFIG.read_text()))
-    assert updates["tuning"] == {"mlp": 2 * (5 * 4 + 3 * 5)}
+    assert updates["tuning"] == {"mlp": 2 * (5 * 70 + 3 * 98)}
     assert updates["runs"]["mlp"] > updates["tuning"]["mlp"]
 
 

@@ -116,3 +116,76 @@ def test_fedavgm_fedadam_and_fedyogi_are_fedavg_with_the_servers_optimizer_their
     other = "adam" if kind != "adam" else "sgd"
     with pytest.raises(InputError, match=f"algorithm {algorithm} is FedAvg with server_optimizer {kind}, not {other}"):
         make_config({"algorithm": algorithm, "server_optimizer": other})
+
+
+def test_amsgrads_step_by_hand_keeps_the_largest_second_moment():
+    """FADAS's box (Wang et al. 2024, Algorithm 1), in Reddi et al.'s form: round 1, Δ = 0.5: m = 0.05,
+    v = v̂ = 0.99·τ² + 0.01·0.25; round 2, Δ = 0.01: m = 0.9·0.05 + 0.001, v falls to 0.99·v₁ + 0.01·1e-4,
+    v̂ stays v₁, and the step divides by √v̂ (Adam's would divide by the smaller √v)."""
+    ams = optimizer("amsgrad", server_optimizer_lr=0.1)
+    first, after_first = ams.step(OLD, AGGREGATE, {})
+    moments = after_first
+    v1 = 0.99 * 1e-6 + 0.01 * 0.25
+    assert first["w"][0].item() == pytest.approx(1.0 + 0.1 * 0.05 / (math.sqrt(v1) + 1e-3), rel=1e-12)
+    assert moments["v_max"]["w"][0].item() == pytest.approx(v1, rel=1e-12)
+    second, moments = ams.step(
+        first, {**first, "w": first["w"] + torch.tensor([0.01, -0.01], dtype=torch.float64)}, moments
+    )
+    m2, v2 = 0.9 * 0.05 + 0.1 * 0.01, 0.99 * v1 + 0.01 * 1e-4
+    assert moments["v"]["w"][0].item() == pytest.approx(v2, rel=1e-12) and v2 < v1
+    assert moments["v_max"]["w"][0].item() == pytest.approx(v1, rel=1e-12)
+    assert second["w"][0].item() == pytest.approx(first["w"][0].item() + 0.1 * m2 / (math.sqrt(v1) + 1e-3), rel=1e-12)
+    adam = optimizer("adam", server_optimizer_lr=0.1)
+    adam_second, _ = adam.step(first, {**first, "w": first["w"] + 0.01}, after_first)
+    assert adam_second["w"][0].item() > second["w"][0].item()  # the smaller √v: a longer step
+
+
+@pytest.mark.parametrize(("stalest", "eta"), [(0, 0.5), (3, 0.5), (4, 0.25), (20, 0.05)])
+def test_fadas_delay_adaptive_step_is_one_over_the_stalest_delay_past_the_threshold(stalest, eta):
+    """η_t = η while τ_max ≤ τ_c (3), min(η, 1/τ_max) past it: 1/4 at 4, 1/20 at 20 (FADAS, Algorithm 1;
+    AFL-Lib's code steps η/τ_max instead, 0.125 and 0.025 here)."""
+    config = make_config({"algorithm": "fadas", "server_optimizer_lr": 0.5, "delay_threshold": 3})
+    fadas = ServerOptimizer.of(config, ["w"])
+    assert fadas is not None and fadas.learning_rate(stalest) == eta
+    step, _ = fadas.step(OLD, AGGREGATE, {}, stalest)
+    v = 0.99 * 1e-6 + 0.01 * 0.25
+    assert step["w"][0].item() == pytest.approx(1.0 + eta * 0.05 / (math.sqrt(v) + 1e-3), rel=1e-12)
+
+
+def test_fadas_is_fedbuff_with_amsgrad_and_its_delay_step(tmp_path):
+    """The named algorithm trains exactly FedBuff with `server_optimizer: amsgrad` (the same bytes) where
+    no round is over τ_c; its threshold changes the run where rounds are (M = 4 clients in flight, K = 2:
+    updates arrive 2 or more versions behind, where 1/τ_max < η); it resumes its moments to the same
+    bytes; FADAS's own setting is refused for the others."""
+    settings = dict(clients_per_round=2, concurrency=4, buffer_size=2, rounds=6, local_epochs=1, batch_size=4,
+                    server_optimizer_lr=0.9, checkpoint_every=2)  # fmt: skip
+    sizes = [8, 8, 12, 12, 16]
+    assert make_config({"algorithm": "fadas"}).server_optimizer == "amsgrad"
+    named, _ = recorded_simulation(tmp_path / "named", sizes, algorithm="fadas", **settings)
+    named.run()
+    spelled, _ = recorded_simulation(
+        tmp_path / "spelled", sizes, algorithm="fedbuff", server_optimizer="amsgrad", **settings
+    )
+    spelled.run()
+    far, _ = recorded_simulation(tmp_path / "far", sizes, algorithm="fadas", delay_threshold=1000, **settings)
+    far.run()
+    near, _ = recorded_simulation(tmp_path / "near", sizes, algorithm="fadas", delay_threshold=0, **settings)
+    near.run()
+    crashed, _ = recorded_simulation(
+        tmp_path / "resumed", sizes, fail_on_call=3, algorithm="fadas", delay_threshold=0, **settings
+    )
+    with pytest.raises(RuntimeError, match="injected crash"):
+        crashed.run()
+    resumed, _ = recorded_simulation(tmp_path / "resumed", sizes, algorithm="fadas", delay_threshold=0, **settings)
+    resumed.run()
+    staleness = [row["staleness"] for row in read_csv(tmp_path / "near" / "events.csv")]
+    assert max(map(int, staleness)) >= 2  # 1/τ_max < η = 0.9 there: the delay-adapted step stepped less
+    for name in ("metrics.csv", "events.csv", "model.pt"):
+        assert (tmp_path / "named" / name).read_bytes() == (tmp_path / "spelled" / name).read_bytes(), name
+        assert (tmp_path / "far" / name).read_bytes() == (tmp_path / "named" / name).read_bytes(), name
+        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "near" / name).read_bytes(), name
+    assert (tmp_path / "near" / "model.pt").read_bytes() != (tmp_path / "named" / "model.pt").read_bytes()
+    with pytest.raises(InputError, match="algorithm fadas is FedBuff with server_optimizer amsgrad, not adam"):
+        make_config({"algorithm": "fadas", "server_optimizer": "adam"})
+    with pytest.raises(InputError, match="delay_threshold"):
+        make_config({"algorithm": "fedbuff", "delay_threshold": 3})

@@ -7,10 +7,11 @@ import torch
 
 from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aware_average
 from asyncfl.fl.algorithms import STRATEGIES, check_registry, make_strategy
+from asyncfl.fl.server_optimizer import ServerOptimizerParameters
 from asyncfl.fl.strategy import Update
 from asyncfl.spec.config import SETTING_READERS, TrainConfig, applies, make_config
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import UPDATES_PER_ROUND
+from asyncfl.spec.names import SERVER_OPTIMIZER_OF, UPDATES_PER_ROUND
 
 
 def state(value: float) -> dict[str, torch.Tensor]:
@@ -48,7 +49,7 @@ def test_round_shape_of_each_algorithm(settings, K, first, after_plain, after_ag
 
 def test_each_strategy_aggregates_with_its_pure_function():
     old = state(0.0)
-    updates = [Update(state(1.0), state(0.0), 10, 1.0), Update(state(3.0), state(-1.0), 30, 0.5)]
+    updates = [Update(state(1.0), state(0.0), 10, 1.0, 0), Update(state(3.0), state(-1.0), 30, 0.5, 2)]
     states, sizes, weights = (
         [u.state for u in updates],
         [u.size for u in updates],
@@ -129,7 +130,8 @@ def test_each_algorithm_reads_its_own_settings_by_name():
     """An algorithm's frozen parameters are read from the config keys of their names; a key read by one
     algorithm alone (config `read_by`, which the light spec layer keeps so the workflow validates
     without torch) is a field of that algorithm's parameters, and no field is a key its algorithm
-    does not read but stays at its default (the emulations inherit sync's rounds, straggler handling off)."""
+    does not read but stays at its default (the emulations inherit sync's rounds, straggler handling off),
+    or of the server optimizer its name implies (FADAS's `delay_threshold`)."""
     defaults = TrainConfig()
     for name, cls in STRATEGIES.items():
         strategy = cls(make_config({"algorithm": name}))
@@ -138,6 +140,8 @@ def test_each_algorithm_reads_its_own_settings_by_name():
         unread = {key for key in fields if not applies(key, name)}
         assert all(getattr(parameters, key) == getattr(defaults, key) for key in unread), (name, unread)
         own = {key for key, readers in SETTING_READERS.items() if readers == (name,)}
+        if SERVER_OPTIMIZER_OF[name] != "none":  # FADAS's delay step: a setting of the server's optimizer
+            own -= {item.name for item in dataclasses.fields(ServerOptimizerParameters)}
         if name in ("afl", "fedasync", "fedbuff"):
             own |= {key for key, readers in SETTING_READERS.items() if key in ("concurrency", "max_staleness")}
         assert own <= fields, (name, own - fields)

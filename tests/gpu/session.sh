@@ -3,7 +3,8 @@
 # at most 10 minutes after a start of a minute or two): the CUDA-only tests; the paper round per model and
 # trainer through the real engine; 8 and 32 runs stepped together in one process against one alone, and
 # the sweep's device-hours so; a kill -9 resume on CUDA with the same bytes; the fast profile's accuracy
-# cost; `asyncfl bench --device cuda --quick`. Steps in that order of priority, each under its own
+# cost; `asyncfl bench --device cuda --quick`; and, after the paper round, the card's rows of the cost
+# table (step 7). Steps in that order of priority, each under its own
 # timeout and all under one budget (BUDGET seconds): a step that no longer fits says "skipped", and the
 # table always comes last. Logs under $OUT.
 #
@@ -15,7 +16,7 @@
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 ASYNCFL_REQUIRE_CUDA=1
 OUT=${OUT:-/tmp/gpu-out} DEVICE=${DEVICE:-cuda} DATASET=${DATASET:-fashion-mnist} ROOT=${ROOT:-.gpu/data}
-EPOCHS=${EPOCHS:-10} STEPS=${STEPS:-1 2 3 4 5 6} BUDGET=${BUDGET:-560}
+EPOCHS=${EPOCHS:-10} STEPS=${STEPS:-1 2 7 3 4 5 6} BUDGET=${BUDGET:-560}
 [ "$DEVICE" = cpu ] && unset ASYNCFL_REQUIRE_CUDA
 # A device call brings back at most 8 files: the logs travel as one archive, made last.
 logs="$OUT/logs"; mkdir -p "$logs"; work=$(mktemp -d); table="$OUT/table.txt"; : > "$table"
@@ -69,6 +70,14 @@ resnet20 graphed 10 6 110 fp32
 resnet20 graphed 10 6 90 fast
 mlp graphed 10 6 45 fp32
 ROWS
+fi
+
+# 7. The cost table the cluster's jobs ask their minutes from (docs/cluster.md "Your cluster"):
+#    this card's row of each model, written into a copy of config/costs.csv brought back as costs.csv.
+if step 7; then
+  cp config/costs.csv "$OUT/costs.csv"
+  bounded 120 python3 -m asyncfl bench --device "$DEVICE" --costs "$OUT/costs.csv" >"$logs/costs.log" 2>&1
+  row "costs: rc=$? $(tail -3 "$logs/costs.log" | tr '\n' ';' | cut -c1-300)"
 fi
 
 bounded 60 python3 -m asyncfl partition --dataset "$DATASET" --root "$ROOT" --clients 10 --alpha 0.5 --seed 0 \

@@ -11,9 +11,9 @@ from asyncfl.spec.cluster import (
     check_partitions,
     check_resources,
     cpu_job_resources,
+    even_parts,
     gpu_job_resources,
     slurm_minutes,
-    split_runs,
 )
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.plan import SEVERITY, plan_workflow
@@ -31,10 +31,8 @@ def with_resources(config: dict, **resources) -> dict:
 
 
 def test_parts_keep_the_runs_order_and_are_as_even_as_they_can_be():
-    assert split_runs(list(range(30)), 4) == [tuple(range(i, i + 4)) for i in range(0, 24, 4)] + [
-        (24, 25, 26), (27, 28, 29)
-    ]  # fmt: skip
-    assert split_runs(list(range(5)), 5) == [tuple(range(5))] and split_runs([0, 1, 2], 1) == [(0,), (1,), (2,)]
+    assert even_parts(30, 8) == [range(i, i + 4) for i in range(0, 24, 4)] + [range(24, 27), range(27, 30)]
+    assert even_parts(5, 1) == [range(5)] and even_parts(3, 3) == [range(0, 1), range(1, 2), range(2, 3)]
 
 
 @pytest.mark.parametrize("cap", [2880, 2160, 720])

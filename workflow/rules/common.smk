@@ -11,7 +11,8 @@ from pathlib import Path
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
 from asyncfl.spec.catalogue import Scope, catalogued, scope_figures
-from asyncfl.spec.cluster import check_partitions, check_resources, cpu_job_resources
+from asyncfl.spec.cluster import attempt_minutes, check_partitions, check_resources
+from asyncfl.spec.cluster import cpu_job_resources
 from asyncfl.spec.cluster import gpu_job_resources, part_key, training_kind
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import NAME
@@ -27,6 +28,7 @@ from asyncfl.spec.layout import VALIDATED_PARTITION
 from asyncfl.spec.names import ALGORITHMS
 from asyncfl.spec.plan import ONE_RUN, PACKED, SEVERITY, partition_file, plan_workflow
 from asyncfl.spec.plan import prepared_marker, timing_only
+from asyncfl.spec.run_cost import check_cost, read_cost_table
 from asyncfl.spec.tuning import tuning_budget, tuning_metric
 from asyncfl.spec.workflow_config import check_config_files, check_workflow_config
 from asyncfl.spec.workflow_config import config_name, record_command
@@ -105,10 +107,31 @@ except InputError as error:
 ARCHIVE = [f"{ARCHIVE_DIR.format(config=CONFIG_NAME)}/{name}" for name in ARCHIVE_FILES]
 # Which runs exist, the jobs that train them and each experiment's figures (asyncfl.spec.plan): the
 # functions below only look them up for the rules.
+# What each run asks a cluster for where a device kind is named: its work at the cost measured there
+# (config/costs.csv, asyncfl.spec.run_cost); otherwise resources.train.runtime
+COST_TABLE = SRC.parent / "config" / "costs.csv"
 try:
-    PLAN = plan_workflow(config)
+    COSTS = (
+        read_cost_table(COST_TABLE)
+        if config["resources"]["cost"].get("device") is not None
+        else {}
+    )
+    check_cost(config["resources"]["cost"], COSTS)
+    PLAN = plan_workflow(config, COSTS)
 except InputError as error:
     raise WorkflowError(str(error)) from None
+MAX_RUNTIME = config["resources"]["max_runtime"]
+
+
+def retried(minutes):
+    """A job's runtime resource: `minutes`, twice as much on each retry after a time limit, within the cap."""
+    return lambda wildcards, attempt: attempt_minutes(minutes, attempt, MAX_RUNTIME)
+
+
+def get_train_runtime(wildcards, attempt):
+    """The runtime of one run's job (rule `train`): its own, from the plan."""
+    job = PLAN[wildcards.experiment].job(RUN_FOLDER.format(**wildcards))
+    return attempt_minutes(job.runtime, attempt, MAX_RUNTIME)
 # The experiments by the shape of their training jobs: one job per severity, per `pack_runs` runs,
 # or per run (the `train` rule; "(?!)" matches nothing)
 SWEEPS = PLAN.of_shape(SEVERITY)

@@ -36,7 +36,7 @@ rule train:
     threads: TRAIN_THREADS
     resources:
         **TRAIN_RESOURCES,
-        runtime=config["resources"]["train"]["runtime"],
+        runtime=get_train_runtime,
     params:
         dataset=lambda wildcards: experiment(wildcards)["dataset"],
         root=lambda wildcards: data_root(experiment(wildcards)["dataset"]),
@@ -83,7 +83,7 @@ for sweep in SWEEPS:
             threads: SWEEP_THREADS
             resources:
                 **TRAIN_RESOURCES,
-                runtime=PLAN[sweep].jobs[part].runtime,
+                runtime=retried(PLAN[sweep].jobs[part].runtime),
             params:
                 dataset=config["experiments"][sweep]["dataset"],
                 root=experiment_data_root(sweep),
@@ -135,7 +135,7 @@ for layout in TUNING_LAYOUTS:
             threads: SWEEP_THREADS
             resources:
                 **TRAIN_RESOURCES,
-                runtime=tuning.runtime,
+                runtime=retried(tuning.runtime),
             params:
                 **(choice_params(layout) if searched else {}),
                 **({"axes": json.dumps(PLAN[tuned].search_axes)} if searched else {}),
@@ -196,7 +196,7 @@ for packed in PACKED_EXPERIMENTS:
             threads: TRAIN_THREADS
             resources:
                 **TRAIN_RESOURCES,
-                runtime=pack.runtime,
+                runtime=retried(pack.runtime),
             params:
                 dataset=config["experiments"][packed]["dataset"],
                 root=experiment_data_root(packed),

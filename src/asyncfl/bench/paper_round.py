@@ -8,7 +8,6 @@ timings.csv, the first (warm-up) and the last (the run's evaluation) excluded, e
 shrinks the clients (not the shapes) and says so in every row.
 """
 
-import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +18,9 @@ import torch
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
 from asyncfl.spec.config import make_config
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import ASYNCHRONOUS, MODELS, base_algorithm
+from asyncfl.spec.names import MODELS, base_algorithm
 from asyncfl.spec.plan import plan_workflow
+from asyncfl.spec.run_cost import DATASET_SIZES, run_updates
 from asyncfl.spec.yaml_files import read_yaml
 
 CLIENTS, PER_ROUND, EPOCHS = 10, 5, 10
@@ -83,7 +83,7 @@ def load_sweep(path: Path, together: int | None = None) -> dict[str, dict[str, i
 
 def sweep_updates(config: dict, together: int | None = None) -> dict[str, dict[str, int]]:
     """Client updates the sweep trains, per stage and model: "runs", every run the workflow plans
-    (budgets at reference_J, rounds × J elsewhere, `run_updates`' estimate under a virtual-time
+    (budgets at reference_J, rounds × J elsewhere, `run_cost.run_updates`' estimate under a virtual-time
     budget, at every severity), and "tuning", the runs of the experiments' `tune:` grids; with
     `together`, a third, "together": those of them in jobs of at least that many runs (a severity's, a
     `pack_runs` pack's, a tuning grid's), which `asyncfl train-many` steps together."""
@@ -93,31 +93,17 @@ def sweep_updates(config: dict, together: int | None = None) -> dict[str, dict[s
     for name, plan in plan_workflow(config).experiments.items():
         experiment, model = config["experiments"][name], config["experiments"][name]["model"]
         kept = 1 - experiment.get("validation_fraction", 0)  # the clients' share of the training set
+        per_client = DATASET_SIZES[experiment["dataset"]][0] * kept / experiment["clients"]
         jobs = {"runs": plan.jobs, "tuning": plan.tunings}
         for stage, stage_jobs in jobs.items():
             for job in stage_jobs:
                 for run in job.runs:
-                    updates = run_updates(run.settings, base_algorithm(run.name), run.j, experiment["clients"], kept)
+                    settings = {**run.settings, "algorithm": base_algorithm(run.name), "clients_per_round": run.j}
+                    updates = run_updates(make_config(settings), per_client)
                     totals[stage][model] = totals[stage].get(model, 0) + updates
                     if together and len(job.runs) >= together:
                         totals["together"][model] = totals["together"].get(model, 0) + updates
     return totals
-
-
-def run_updates(settings: dict, algorithm: str, j: int, clients: int, kept: float = 1.0) -> int:
-    """Client updates one run trains: its update budget, or rounds × J. Under a virtual-time budget
-    alone, an upper estimate: the clients it keeps training (J; M for the asynchronous algorithms;
-    over-selected and rejected dispatches are not trained) × T over one dispatch of a client of the
-    paper's average size at speed 1, less the validation split (`kept`: the clients' share of the
-    training set; stragglers only lower it)."""
-    if settings.get("max_updates") or "max_virtual_time" not in settings:
-        return settings.get("max_updates") or settings["rounds"] * j
-    config = make_config({**settings, "algorithm": algorithm, "clients_per_round": j})
-    (shape,) = [shape for shape in PAPER_SHAPES if shape.model == config.model]
-    samples = shape.samples * CLIENTS / clients * kept
-    dispatch = config.local_epochs * samples * config.seconds_per_sample + config.latency_median
-    in_flight = config.concurrency_or_default if algorithm in ASYNCHRONOUS else j
-    return math.ceil(in_flight * settings["max_virtual_time"] / dispatch)
 
 
 def paper_round_bench(device: torch.device, quick: bool, trainers: tuple[str, ...], sweep: Path) -> dict:

@@ -24,7 +24,9 @@ def cmd_bench(args: argparse.Namespace) -> None:
                 f"--json {args.json}: folder {args.json.parent} does not exist; create it or give another path"
             )
         check_output(args.json, "--json")
-    if args.profile_cost:
+    if args.costs:
+        costs_result(args)
+    elif args.profile_cost:
         from asyncfl.bench.profile_cost import format_profile_cost, profile_cost
         from asyncfl.training.runtime import choose_device
 
@@ -39,6 +41,22 @@ def cmd_bench(args: argparse.Namespace) -> None:
         )
     if args.json:
         write_json(args.json, result)
+
+
+def costs_result(args: argparse.Namespace) -> None:
+    """`--costs FILE`: this device's row of each model in the cost table, the others kept."""
+    from asyncfl.bench.costs import format_costs, measure_costs, write_costs
+    from asyncfl.spec.run_cost import read_cost_table
+    from asyncfl.training.runtime import choose_device
+
+    if not args.costs.parent.is_dir():
+        raise InputError(f"--costs {args.costs}: folder {args.costs.parent} does not exist; give config/costs.csv")
+    check_output(args.costs, "--costs")
+    if args.costs.exists():
+        read_cost_table(args.costs)  # a table that cannot be read is refused before minutes of measuring
+    rows = measure_costs(choose_device(args.device), args.quick)
+    write_costs(args.costs, rows)
+    print(format_costs(rows, args.costs))
 
 
 def together_result(args: argparse.Namespace) -> dict:
@@ -86,6 +104,13 @@ def register(commands: Commands) -> None:
         metavar="RUNS",
         help="only the gain of that many runs stepped together in one process (train-many) over one alone, "
         "per paper model, and --sweep's device-hours with its jobs of that many runs or more stepped together",
+    )
+    bench.add_argument(
+        "--costs",
+        type=Path,
+        metavar="FILE",
+        help="only what a run of each model costs on this device, into this cost table (config/costs.csv), "
+        "whose rows the workflow's jobs ask their minutes from",
     )
     bench.add_argument(
         "--profile", choices=tuple(PROFILES), help="--together's runs in this speed profile (default: fp32)"

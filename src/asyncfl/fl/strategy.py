@@ -25,6 +25,7 @@ class Update:
     start: ModelState  # the global model it started from
     size: int  # n_c, the client's training samples
     staleness_weight: float  # s(τ)
+    staleness: int  # τ: the versions the global model moved on since it was sent
 
 
 @dataclass(frozen=True)

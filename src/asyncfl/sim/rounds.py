@@ -31,7 +31,8 @@ def folded_round(
     updates = server_updates(context, state.version, jobs, results, starts)
     new, coefficients = context.strategy.aggregate(old, updates)
     if context.server_optimizer is not None:  # the server steps on the aggregate's pseudo-gradient
-        new, state.server_moments = context.server_optimizer.step(old, new, state.server_moments)
+        stalest = max(update.staleness for update in updates)
+        new, state.server_moments = context.server_optimizer.step(old, new, state.server_moments, stalest)
     check_finite_model(new, state.version, out)
     norm = update_norm(new, old, context.parameter_names)
     sizes = [update.size for update in updates]
@@ -157,6 +158,7 @@ def server_updates(
             start,
             int(context.sizes[job.client]),
             context.strategy.staleness_weight(job.versions_behind(version)),
+            job.versions_behind(version),
         )
         for job, result, start in zip(jobs, results, starts, strict=True)
     ]

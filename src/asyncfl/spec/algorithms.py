@@ -41,4 +41,6 @@ CATALOGUE = (
     Algorithm("fedavgm", "FedAvgM", "J", server_optimizer="sgd"),  # Hsu et al. 2019
     Algorithm("fedadam", "FedAdam", "J", server_optimizer="adam"),  # Reddi et al. 2021
     Algorithm("fedyogi", "FedYogi", "J", server_optimizer="yogi"),  # Reddi et al. 2021
+    # FedBuff's buffer of K arrivals, then AMSGrad on their mean update (Wang et al. 2024)
+    Algorithm("fadas", "FADAS", "K", asynchronous=True, server_optimizer="amsgrad"),
 )

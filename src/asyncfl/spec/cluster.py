@@ -10,16 +10,16 @@ Pure functions of the config, torch-free: the workflow reads them while it parse
 import itertools
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from asyncfl.spec.errors import InputError
+from asyncfl.spec.run_cost import MeasuredCost, RunWork
 
 # A gres GPU request as sites spell it: gpu:N or gpu:MODEL:N
 GRES = re.compile(r"gpu(:[A-Za-z0-9_.-]+)?:[1-9][0-9]*")
 PARTITION = re.compile(r"[A-Za-z0-9_.-]+")
-Run = TypeVar("Run")
 MAX_RUNTIME = 2880  # minutes: two days, within what GPU partitions commonly allow (1–7 days)
 
 
@@ -28,28 +28,58 @@ class JobBudget:
     """The minutes a training job may ask for.
 
     Attributes:
-        runtime: one run's minutes (`resources.train.runtime`), an upper bound on its training.
+        runtime: one run's minutes where nothing is measured (`resources.train.runtime`), an upper bound.
         processes: the processes a sweep's job spreads its runs over (`resources.train.processes`).
         cap: the most minutes any job asks for (`resources.max_runtime`).
+        costs: by model, the cost table's row of the device kind `resources.cost.device` names (none:
+            every run asks for `runtime`).
+        safety: the factor over a measured cost a run asks for (`resources.cost.safety`).
     """
 
     runtime: int
     processes: int
     cap: int
+    costs: dict[str, MeasuredCost] = field(default_factory=dict)
+    safety: float = 1.0
 
-    def minutes(self, runs: int, spread: bool) -> int:
-        """A job of `runs` runs: they train `processes` at a time where the job spreads them (a sweep's
-        severity or tuning job), one after another otherwise (a packed job, one process)."""
-        return math.ceil(runs / (self.processes if spread else 1)) * self.runtime
+    def run_seconds(self, model: str, work: Callable[[], RunWork]) -> float:
+        """The seconds one run of `model` asks for: its `work` at the measured cost × the safety factor, or
+        `runtime` where the device kind has no row of the model."""
+        if model not in self.costs:
+            return 60.0 * self.runtime
+        return self.safety * self.costs[model].run_seconds(work())
 
-    def most_runs(self, spread: bool) -> int:
-        """The most runs one job may train within the cap."""
-        return (self.processes if spread else 1) * (self.cap // self.runtime)
+    def minutes(self, seconds: Sequence[float], spread: bool, searched: int = 0) -> int:
+        """A job of runs of `seconds` each: dealt out in turn over `processes` processes where the job
+        spreads them (a sweep's severity or tuning job, `cli/processes.py`), one after another otherwise
+        (a packed job, one process); the longest process's minutes, and `searched` more runs, each as
+        long as the longest, where a tuning searches past its grid."""
+        count = max(1, min(self.processes, len(seconds))) if spread else 1
+        longest = max(sum(seconds[start::count]) for start in range(count))
+        return max(1, math.ceil((longest + searched * max(seconds)) / 60))
+
+    def parts(self, seconds: Sequence[float], spread: bool) -> list[range]:
+        """The runs of `seconds` in as few consecutive parts as keep every part's job within the cap, their
+        sizes as even as they can be (the first parts one run more); raises InputError where one run alone
+        is over the cap."""
+        for count in range(1, len(seconds) + 1):
+            split = even_parts(len(seconds), count)
+            if all(self.minutes(seconds[part.start : part.stop], spread) <= self.cap for part in split):
+                return split
+        raise InputError(
+            f"a run asks for {self.minutes([max(seconds)], spread)} min, over resources.max_runtime {self.cap} min, "
+            "the longest job: raise max_runtime to your partition's MaxTime, or shorten the run"
+        )
 
 
-def job_budget(resources: dict[str, Any]) -> JobBudget:
-    train = resources["train"]
-    budget = JobBudget(train["runtime"], train.get("processes", 1), resources.get("max_runtime", MAX_RUNTIME))
+def job_budget(resources: dict[str, Any], table: dict[tuple[str, str], MeasuredCost] | None = None) -> JobBudget:
+    """The budget of `resources:` and, where `resources.cost.device` names a device kind, its rows of the
+    cost table (`run_cost.read_cost_table`)."""
+    train, cost = resources["train"], resources.get("cost", {})
+    device = cost.get("device")
+    costs = {model: row for (kind, model), row in (table or {}).items() if kind == device}
+    cap = resources.get("max_runtime", MAX_RUNTIME)
+    budget = JobBudget(train["runtime"], train.get("processes", 1), cap, costs, cost.get("safety", 1.0))
     if budget.runtime > budget.cap:
         raise InputError(
             f"resources.train.runtime is {budget.runtime} min for one run, over resources.max_runtime "
@@ -59,15 +89,20 @@ def job_budget(resources: dict[str, Any]) -> JobBudget:
     return budget
 
 
-def split_runs(runs: Sequence[Run], most: int) -> list[tuple[Run, ...]]:
-    """`runs` in order, in as few consecutive parts of at most `most` runs as there can be, their sizes
-    as even as they can be (the first parts one run more)."""
-    parts = max(1, math.ceil(len(runs) / most))
-    size, extra = divmod(len(runs), parts)
+def attempt_minutes(minutes: int, attempt: int, cap: int) -> int:
+    """What a job of `minutes` asks for on its `attempt`-th try: twice as much after each time limit
+    (the profile's `retries`; training resumes from its checkpoint), never over the cap."""
+    return min(cap, minutes * 2 ** (attempt - 1))
+
+
+def even_parts(runs: int, parts: int) -> list[range]:
+    """`runs` in order in `parts` consecutive ranges, their sizes as even as they can be (the first parts
+    one run more)."""
+    size, extra = divmod(runs, parts)
     bounds = [0]
     for index in range(parts):
         bounds.append(bounds[-1] + size + (index < extra))
-    return [tuple(runs[start:end]) for start, end in itertools.pairwise(bounds)]
+    return [range(start, end) for start, end in itertools.pairwise(bounds)]
 
 
 def part_key(key: str, index: int, parts: int) -> str:

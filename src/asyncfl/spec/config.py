@@ -98,7 +98,7 @@ class TrainConfig:
     concurrency: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
     """M, clients in flight; null: J (**project's choice**: Algorithm 1 draws J clients per round;
     docs/design.md "Training" sets the two side by side)"""
-    buffer_size: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff",))
+    buffer_size: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff", "fadas"))
     """K, arrivals per `fedbuff` aggregation; null: J (**project's choice**)"""
     mixing: float = setting(Group.SERVER, 1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
     """β: θ ← (1−β)θ + β·aggregate (1: the aggregate replaces the model, **paper**)"""
@@ -109,21 +109,27 @@ class TrainConfig:
     server_optimizer: str = setting(Group.SERVER, "none", SERVER_OPTIMIZERS)
     """the server's own optimizer on the pseudo-gradient Δ = aggregate − θ, after any algorithm's aggregation
     (docs/design.md "Training"): `sgd` (FedAvgM, Hsu et al. 2019), `adagrad`, `adam`, `yogi` (FedAdagrad,
-    FedAdam, FedYogi: Reddi et al. 2021); its moments are checkpointed with the model. `none`: the aggregate is
-    the new model (offering it is the **project's choice**)"""
+    FedAdam, FedYogi: Reddi et al. 2021), `amsgrad` (Adam with the largest second moment so far, FADAS's: Wang et
+    al. 2024); its moments are checkpointed with the model. `none`: the aggregate is the new model (offering it
+    is the **project's choice**)"""
     server_optimizer_lr: float | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=1e6)
     """η, the server optimizer's step; null: the optimizer's own, Flower's defaults (1.0 `sgd`, 0.1 `adagrad`
-    and `adam`, 0.01 `yogi`; Reddi et al. tune it per task); with `server_optimizer` only"""
+    and `adam`, 0.01 `yogi`; Reddi et al. tune it per task) and AFL-Lib's 0.01 `amsgrad`; with
+    `server_optimizer` only"""
     server_momentum: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, under=1.0)
     """μ of `server_optimizer: sgd` (Hsu et al. 2019's), in [0, 1): at 1 the velocity never forgets a step"""
     server_beta1: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, under=1.0)
-    """β1 of `adagrad`, `adam`, `yogi` (Reddi et al. 2021's), in [0, 1): at 1 the first moment stays 0 and
-    the model never moves"""
+    """β1 of `adagrad`, `adam`, `yogi`, `amsgrad` (Reddi et al. 2021's), in [0, 1): at 1 the first moment
+    stays 0 and the model never moves"""
     server_beta2: float = setting(Group.SERVER, 0.99, lowest=NON_NEGATIVE, under=1.0)
-    """β2 of `adam`, `yogi` (Reddi et al. 2021's), in [0, 1): at 1 the second moment stays τ² and never
-    adapts"""
+    """β2 of `adam`, `yogi`, `amsgrad` (Reddi et al. 2021's), in [0, 1): at 1 the second moment stays τ² and
+    never adapts"""
     server_tau: float = setting(Group.SERVER, 1e-3, lowest=POSITIVE, at_most=1e6)
-    """τ, the adaptive optimizers' floor of √v (v starts at τ²; Reddi et al. 2021's)"""
+    """τ, the adaptive optimizers' floor of √v (v starts at τ²; Reddi et al. 2021's; FADAS's ε, there
+    `amsgrad` follows Reddi et al.'s form: **project's choice**)"""
+    delay_threshold: int | None = setting(Group.SERVER, None, lowest=NON_NEGATIVE, at_most=MANY, read_by=("fadas",))
+    """τ_c of FADAS's delay-adaptive step: a round whose stalest update τ_max is over τ_c steps with
+    η_t = min(η, 1/τ_max) instead of η (Wang et al. 2024); null: always η (FADAS without it)"""
     patience: int = setting(Group.LOCAL, 10, lowest=POSITIVE, at_most=100_000)
     """early stopping on the client's epoch loss; it cannot fire when I ≤ patience (**paper**: I = P = 10)"""
     prox_mu: float = setting(Group.LOCAL, 0.0, lowest=NON_NEGATIVE, at_most=1e6)
@@ -496,17 +502,19 @@ def check_timing_only(config: TrainConfig, defaults: dict[str, Any], source: str
 
 
 def with_implied_server_optimizer(values: dict[str, Any], source: str) -> dict[str, Any]:
-    """FedAvgM, FedAdam and FedYogi are FedAvg with a server optimizer (`algorithms.CATALOGUE`): their
-    name sets it, so run.json records it; another optimizer given beside the name is refused."""
+    """FedAvgM, FedAdam and FedYogi are FedAvg, FADAS is FedBuff, with a server optimizer
+    (`algorithms.CATALOGUE`): their name sets it, so run.json records it; another optimizer given beside
+    the name is refused."""
     algorithm = values.get("algorithm", TrainConfig.algorithm)
     implied = SERVER_OPTIMIZER_OF.get(algorithm, "none")
     if implied == "none":
         return values
     given = values.get("server_optimizer", implied)
     if given != implied:
+        base = ("FedBuff", "fedbuff") if algorithm in ASYNCHRONOUS else ("FedAvg", "sync")
         raise InputError(
-            f"{source}: algorithm {algorithm} is FedAvg with server_optimizer {implied}, not {given}; remove "
-            "server_optimizer, or run sync with the server_optimizer you want"
+            f"{source}: algorithm {algorithm} is {base[0]} with server_optimizer {implied}, not {given}; remove "
+            f"server_optimizer, or run {base[1]} with the server_optimizer you want"
         )
     return {**values, "server_optimizer": implied}
 
@@ -514,7 +522,7 @@ def with_implied_server_optimizer(values: dict[str, Any], source: str) -> dict[s
 # A time grid's evaluations a run may make (1 ms over 100 virtual s: 17 min and 360 MB for 3 rounds once)
 MAX_GRID_ROWS = 100_000
 DRAWN_PERIODS = ("exponential", "lognormal", "diurnal")
-ADAPTIVE_SERVER = ("adagrad", "adam", "yogi")
+ADAPTIVE_SERVER = ("adagrad", "adam", "yogi", "amsgrad")
 # The settings written as client classes (`spec/classes.py`); the speeds' first, the transfers' after
 CLASS_SETTINGS = ("speed_classes", "link_classes", "download_seconds", "upload_seconds")
 JITTERED_TRANSFERS = "the clients' links or transfer times set, and server_bandwidth null"
@@ -574,9 +582,15 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "speed_sigma": ("speed_distribution: lognormal", lambda c: c.speed_distribution == "lognormal"),
     "server_optimizer_lr": ("server_optimizer other than none", lambda c: c.server_optimizer != "none"),
     "server_momentum": ("server_optimizer: sgd", lambda c: c.server_optimizer == "sgd"),
-    "server_beta1": ("server_optimizer: adagrad, adam or yogi", lambda c: c.server_optimizer in ADAPTIVE_SERVER),
-    "server_beta2": ("server_optimizer: adam or yogi", lambda c: c.server_optimizer in ("adam", "yogi")),
-    "server_tau": ("server_optimizer: adagrad, adam or yogi", lambda c: c.server_optimizer in ADAPTIVE_SERVER),
+    "server_beta1": (
+        "server_optimizer: adagrad, adam, yogi or amsgrad",
+        lambda c: c.server_optimizer in ADAPTIVE_SERVER,
+    ),
+    "server_beta2": (
+        "server_optimizer: adam, yogi or amsgrad",
+        lambda c: c.server_optimizer in ("adam", "yogi", "amsgrad"),
+    ),
+    "server_tau": ("server_optimizer: adagrad, adam, yogi or amsgrad", lambda c: c.server_optimizer in ADAPTIVE_SERVER),
     "latency_sigma": ("latency_distribution: lognormal", lambda c: c.latency_distribution == "lognormal"),
     "jitter_sigma": (
         "jitter_distribution: lognormal or half_normal",
@@ -606,6 +620,7 @@ TRAINING_ONLY = (
     "server_beta1",
     "server_beta2",
     "server_tau",
+    "delay_threshold",
     "kappa",
     "eval_gradient",
     "profile",  # before what it presets: the line names the setting the user gave

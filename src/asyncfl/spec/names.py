@@ -31,8 +31,9 @@ DATASETS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST", "cifar10": "CIFA
 MODELS = {"cnn": "CNN (3 conv layers)", "resnet20": "ResNet-20", "mlp": "MLP (2NN)"}
 OPTIMIZERS = ("adam", "sgd")
 # The server optimizers (fl/server_optimizer.py), each with its step η where server_optimizer_lr is not
-# given: Flower's FedAvgM, FedAdagrad, FedAdam and FedYogi defaults (Reddi et al. 2021 tune η per task)
-SERVER_OPTIMIZER_LR = {"sgd": 1.0, "adagrad": 0.1, "adam": 0.1, "yogi": 0.01}
+# given: Flower's FedAvgM, FedAdagrad, FedAdam and FedYogi defaults (Reddi et al. 2021 tune η per task);
+# AMSGrad's (FADAS's) 0.01 is AFL-Lib's default (Wang et al. 2024 tune η per task)
+SERVER_OPTIMIZER_LR = {"sgd": 1.0, "adagrad": 0.1, "adam": 0.1, "yogi": 0.01, "amsgrad": 0.01}
 SERVER_OPTIMIZERS = ("none", *SERVER_OPTIMIZER_LR)
 DEVICES = ("auto", "cpu", "cuda")
 # `trainer: none` trains nothing: a timing-only run (`training/timing_only.py`)

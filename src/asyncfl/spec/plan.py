@@ -15,12 +15,13 @@ A stage whose output feeds later runs (a tuning selection) plugs in as one more 
 output file is an input of the jobs it feeds; docs/development.md says how.
 """
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from asyncfl.spec.catalogue import Figure, Scope, scope_figures
-from asyncfl.spec.cluster import JobBudget, job_budget, part_key, split_runs
+from asyncfl.spec.cluster import JobBudget, job_budget, part_key
 from asyncfl.spec.errors import InputError
 from asyncfl.spec.experiments import decimal_text, experiment_runs, experiment_traces, run_settings
 from asyncfl.spec.layout import (
@@ -35,6 +36,7 @@ from asyncfl.spec.layout import (
     TuningLayout,
 )
 from asyncfl.spec.names import TIMING_ONLY, base_algorithm
+from asyncfl.spec.run_cost import MeasuredCost, RunWork, run_work
 from asyncfl.spec.tuning import (
     per_severity,
     point_label,
@@ -241,9 +243,10 @@ def partition_file(experiment: dict[str, Any], seed: int | str, suffix: str = ".
     return PARTITION.format(**names, seed=seed) + suffix
 
 
-def plan_workflow(config: dict[str, Any]) -> WorkflowPlan:
-    """The plan of a validated workflow config (`workflow_config.check_workflow_config`)."""
-    reference_j, budget = config["reference_J"], job_budget(config["resources"])
+def plan_workflow(config: dict[str, Any], costs: dict[tuple[str, str], MeasuredCost] | None = None) -> WorkflowPlan:
+    """The plan of a validated workflow config (`workflow_config.check_workflow_config`), its jobs' minutes
+    from the cost table's rows (`run_cost.read_cost_table`; none: each run `resources.train.runtime`)."""
+    reference_j, budget = config["reference_J"], job_budget(config["resources"], costs)
     return WorkflowPlan(
         {
             name: plan_experiment(name, experiment, reference_j, budget)
@@ -274,7 +277,7 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, bud
         layouts = tuple(TuningLayout(name, s if per_severity(experiment) else None) for s in severities_tuned)
         for layout, severity in zip(layouts, severities_tuned, strict=True):
             tuning_runs = tuple(planned_tuning_runs(layout, experiment, reference_j, severity))
-            tunings += tuning_jobs(layout, tuning_runs, searched if axes else None, budget)
+            tunings += tuning_jobs(layout, experiment, tuning_runs, searched if axes else None, budget)
     return ExperimentPlan(
         name,
         experiment["dataset"],
@@ -298,51 +301,111 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, bud
 def training_jobs(
     name: str, experiment: dict[str, Any], runs: tuple[PlannedRun, ...], severities: tuple[str, ...], budget: JobBudget
 ) -> tuple[TrainingJob, ...]:
-    """The jobs that train an experiment's final runs: per severity (in parts within the cap), per
-    `pack_runs` runs (fewer where a pack would outlast the cap), or one a run."""
+    """The jobs that train an experiment's final runs: per severity (in parts within the cap, every
+    severity split alike, at the most any severity's run asks for), per `pack_runs` runs (fewer where a
+    pack would outlast the cap), or one a run."""
     if severities:
+        by_severity = [[run for run in runs if run.severity == severity] for severity in severities]
+        each = [run_seconds(experiment, severity_runs, budget) for severity_runs in by_severity]
+        seconds = [max(alike) for alike in zip(*each, strict=True)]
+        parts = within_cap(name, budget, seconds, spread=True)
         return tuple(
-            job
-            for severity in severities
-            for job in parts_within_cap(name, SEVERITY, severity, [r for r in runs if r.severity == severity], budget)
+            TrainingJob(
+                name,
+                SEVERITY,
+                part_key(severity, index, len(parts)),
+                tuple(severity_runs[part.start : part.stop]),
+                budget.minutes(seconds[part.start : part.stop], True),
+            )
+            for severity, severity_runs in zip(severities, by_severity, strict=True)
+            for index, part in enumerate(parts)
         )
+    seconds = run_seconds(experiment, runs, budget)
     if "pack_runs" in experiment:
-        size = min(experiment["pack_runs"], budget.most_runs(spread=False))
-        packs = [runs[i : i + size] for i in range(0, len(runs), size)]
+        within_cap(name, budget, seconds, spread=False)  # every run alone within the cap
+
+        def packs(size: int) -> list[range]:
+            return [range(i, min(i + size, len(runs))) for i in range(0, len(runs), size)]
+
+        def minutes(pack: range) -> int:
+            return budget.minutes(seconds[pack.start : pack.stop], False)
+
+        size = next(n for n in range(experiment["pack_runs"], 0, -1) if all(minutes(p) <= budget.cap for p in packs(n)))
         return tuple(
-            TrainingJob(name, PACKED, PACK_KEY.format(index=index), pack, budget.minutes(len(pack), False))
-            for index, pack in enumerate(packs)
+            TrainingJob(name, PACKED, PACK_KEY.format(index=index), runs[p.start : p.stop], minutes(p))
+            for index, p in enumerate(packs(size))
         )
-    return tuple(TrainingJob(name, ONE_RUN, run.folder, (run,), budget.runtime) for run in runs)
+    within_cap(name, budget, seconds, spread=False)
+    return tuple(
+        TrainingJob(name, ONE_RUN, run.folder, (run,), budget.minutes([each], False))
+        for run, each in zip(runs, seconds, strict=True)
+    )
+
+
+def run_seconds(experiment: dict[str, Any], runs: Sequence[PlannedRun], budget: JobBudget) -> list[float]:
+    """The seconds each of `runs` asks for (`cluster.JobBudget.run_seconds`): its work counted from its
+    settings (`run_cost.run_work`) at the device kind's measured cost."""
+    kept = 1 - experiment.get("validation_fraction", 0)  # the clients' share of the training set
+
+    def work(run: PlannedRun) -> RunWork:
+        algorithm = base_algorithm(run.name)
+        return run_work(run.settings, algorithm, run.j, experiment["dataset"], experiment["clients"], kept)
+
+    return [budget.run_seconds(experiment["model"], functools.partial(work, run)) for run in runs]
+
+
+def within_cap(name: str, budget: JobBudget, seconds: Sequence[float], spread: bool) -> list[range]:
+    """`JobBudget.parts`, its refusal naming the experiment."""
+    try:
+        return budget.parts(seconds, spread)
+    except InputError as error:
+        raise InputError(f"experiments.{name}: {error}") from None
 
 
 def parts_within_cap(
-    name: str, shape: str, key: str, runs: Sequence[PlannedRun], budget: JobBudget, layout: TuningLayout | None = None
+    name: str,
+    shape: str,
+    key: str,
+    runs: Sequence[PlannedRun],
+    seconds: Sequence[float],
+    budget: JobBudget,
+    layout: TuningLayout | None = None,
 ) -> tuple[TrainingJob, ...]:
-    """The jobs of runs that one job spreads over its processes (a severity's, a tuning grid's), in as
-    many parts as resources.max_runtime needs, each keyed `cluster.part_key`."""
-    split = split_runs(runs, budget.most_runs(spread=True))
+    """The jobs of runs that one job spreads over its processes (a tuning grid's), in as many parts as
+    resources.max_runtime needs, each keyed `cluster.part_key`."""
+    parts = within_cap(name, budget, seconds, spread=True)
     return tuple(
-        TrainingJob(name, shape, part_key(key, index, len(split)), part, budget.minutes(len(part), True), layout)
-        for index, part in enumerate(split)
+        TrainingJob(
+            name,
+            shape,
+            part_key(key, index, len(parts)),
+            tuple(runs[part.start : part.stop]),
+            budget.minutes(seconds[part.start : part.stop], True),
+            layout,
+        )
+        for index, part in enumerate(parts)
     )
 
 
 def tuning_jobs(
-    layout: TuningLayout, runs: tuple[PlannedRun, ...], searched: int | None, budget: JobBudget
+    layout: TuningLayout,
+    experiment: dict[str, Any],
+    runs: tuple[PlannedRun, ...],
+    searched: int | None,
+    budget: JobBudget,
 ) -> tuple[TrainingJob, ...]:
     """The jobs of one tuning: its grid's runs in parts within the cap, or, where it searches past the
     grid's edges (`searched`: the runs the search may add), one job, since each step of the search reads
     the scores of all the runs before it."""
+    seconds = run_seconds(experiment, runs, budget)
     if searched is None:
-        return parts_within_cap(layout.experiment, TUNING, layout.job, runs, budget, layout)
-    minutes = budget.minutes(len(runs), True) + searched * budget.runtime  # a search's steps may train one run each
+        return parts_within_cap(layout.experiment, TUNING, layout.job, runs, seconds, budget, layout)
+    minutes = budget.minutes(seconds, True, searched)  # a search's steps may train one run each
     if minutes > budget.cap:
         raise InputError(
             f"experiments.{layout.experiment}: its tuning searches past its grid in one job of up to "
-            f"{len(runs) + searched} runs, {minutes} min at resources.train.runtime {budget.runtime} min a run, "
-            f"over resources.max_runtime {budget.cap}: raise max_runtime or resources.train.processes, "
-            "or lower runtime to what a run takes"
+            f"{len(runs) + searched} runs, {minutes} min, over resources.max_runtime {budget.cap}: raise "
+            "max_runtime or resources.train.processes, or lower resources.train.runtime to what a run takes"
         )
     return (TrainingJob(layout.experiment, TUNING, layout.job, runs, minutes, layout),)
 

@@ -2,7 +2,8 @@
 
 Adding an algorithm: one file here with its `Strategy` and its frozen `Parameters` (docs/development.md
 "Adding an algorithm"), its entry in STRATEGIES, and its entry in the catalogue. FedAvgM, FedAdam and
-FedYogi need no file: they are FedAvg (`Sync`) whose config their name gives a server optimizer.
+FedYogi need no file: they are FedAvg (`Sync`) whose config their name gives a server optimizer; FADAS
+likewise is FedBuff with AMSGrad (and its delay-adaptive step, `delay_threshold`).
 """
 
 from asyncfl.fl.algorithms.afl import AFL
@@ -25,6 +26,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "fedavgm": Sync,
     "fedadam": Sync,
     "fedyogi": Sync,
+    "fadas": FedBuff,  # FedBuff's buffer, then the server's AMSGrad step (spec/algorithms.py)
 }
 
 
