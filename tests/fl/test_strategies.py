@@ -49,7 +49,7 @@ def test_round_shape_of_each_algorithm(settings, K, first, after_plain, after_ag
 
 def test_each_strategy_aggregates_with_its_pure_function():
     old = state(0.0)
-    updates = [Update(state(1.0), state(0.0), 10, 1.0, 0), Update(state(3.0), state(-1.0), 30, 0.5, 2)]
+    updates = [Update(state(1.0), state(0.0), 10, 1.0, 0, 0), Update(state(3.0), state(-1.0), 30, 0.5, 2, 1)]
     states, sizes, weights = (
         [u.state for u in updates],
         [u.size for u in updates],

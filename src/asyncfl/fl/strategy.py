@@ -26,6 +26,7 @@ class Update:
     size: int  # n_c, the client's training samples
     staleness_weight: float  # s(τ)
     staleness: int  # τ: the versions the global model moved on since it was sent
+    client: int  # which client sent it (CA2FL caches each client's last update)
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,15 @@ class Strategy(ABC):
     @abstractmethod
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         """The next global model and each update's coefficient in it."""
+
+    def aggregate_with_cache(
+        self, global_model: ModelState, updates: list[Update], cache: dict[int, ModelState], clients: int
+    ) -> tuple[ModelState, list[float], dict[int, ModelState]]:
+        """`aggregate`, for a server that also keeps a cache of each client's last update across rounds
+        (`cache`, of `clients` clients; CA2FL's): the cache after the step besides. The engine calls this;
+        a strategy without a cache aggregates as `aggregate` does and leaves it as it is."""
+        new, coefficients = self.aggregate(global_model, updates)
+        return new, coefficients, cache
 
 
 class AsyncStrategy(Strategy):

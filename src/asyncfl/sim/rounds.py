@@ -29,7 +29,10 @@ def folded_round(
     jobs, results = [job for job, _ in buffer], [result for _, result in buffer]
     old, starts = state.global_model, [start_of(context, state, job) for job in jobs]
     updates = server_updates(context, state.version, jobs, results, starts)
-    new, coefficients = context.strategy.aggregate(old, updates)
+    # the server's cache of each client's last update: CA2FL's, read and renewed; the others leave it empty
+    new, coefficients, state.cached_updates = context.strategy.aggregate_with_cache(
+        old, updates, state.cached_updates, len(context.sizes)
+    )
     if context.server_optimizer is not None:  # the server steps on the aggregate's pseudo-gradient
         stalest = max(update.staleness for update in updates)
         new, state.server_moments = context.server_optimizer.step(old, new, state.server_moments, stalest)
@@ -159,6 +162,7 @@ def server_updates(
             int(context.sizes[job.client]),
             context.strategy.staleness_weight(job.versions_behind(version)),
             job.versions_behind(version),
+            job.client,
         )
         for job, result, start in zip(jobs, results, starts, strict=True)
     ]

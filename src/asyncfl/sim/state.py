@@ -53,7 +53,7 @@ def kept(default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
 class SimulationState:
     """Everything that changes during a run and that a checkpoint holds: the `kept` fields as they are,
     the others through their own part's form (the sampling stream's state, the jobs and results as
-    their fields, the link's bookings, the server optimizer's moments)."""
+    their fields, the link's bookings, the server optimizer's moments, CA2FL's cache)."""
 
     rng: np.random.Generator  # draws the clients to dispatch
     dispatch_counts: np.ndarray  # per client: dispatches so far
@@ -84,6 +84,9 @@ class SimulationState:
     dispatched: int = 0
     # the server optimizer's moments (`fl.server_optimizer`; empty without one)
     server_moments: dict[str, ModelState] = field(default_factory=dict)
+    # CA2FL's cache: each client's last update Δ_c as the server holds it (empty for the other algorithms);
+    # checkpointed where it holds any, so other runs' checkpoints are what they were
+    cached_updates: dict[int, ModelState] = field(default_factory=dict)
 
     def count_dispatch(self, client: int) -> int:
         """The client's next dispatch index (its dispatches so far), now counted."""
@@ -140,6 +143,7 @@ class SimulationState:
             }
             | ({"link": dataclasses.asdict(self.link)} if self.link is not None else {})
             | ({"server_moments": self.server_moments} if self.server_moments else {})
+            | ({"cached_updates": self.cached_updates} if self.cached_updates else {})
         )
 
     @classmethod
@@ -158,6 +162,7 @@ class SimulationState:
                 results={tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]},
                 link=LinkBookings(**checkpoint["link"]) if "link" in checkpoint else None,
                 server_moments=checkpoint.get("server_moments", {}),
+                cached_updates=checkpoint.get("cached_updates", {}),
             )
             logs = {name: str(checkpoint["logs"][name]) for name in (METRICS, EVENTS, TIMINGS)}
             if EVALUATIONS in checkpoint["logs"]:

@@ -43,4 +43,6 @@ CATALOGUE = (
     Algorithm("fedyogi", "FedYogi", "J", server_optimizer="yogi"),  # Reddi et al. 2021
     # FedBuff's buffer of K arrivals, then AMSGrad on their mean update (Wang et al. 2024)
     Algorithm("fadas", "FADAS", "K", asynchronous=True, server_optimizer="amsgrad"),
+    # FedBuff's buffer, each update calibrated by the server's cache of its client's last (Wang et al. 2024)
+    Algorithm("ca2fl", "CA2FL", "K", asynchronous=True),
 )

@@ -98,14 +98,16 @@ class TrainConfig:
     concurrency: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
     """M, clients in flight; null: J (**project's choice**: Algorithm 1 draws J clients per round;
     docs/design.md "Training" sets the two side by side)"""
-    buffer_size: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff", "fadas"))
-    """K, arrivals per `fedbuff` aggregation; null: J (**project's choice**)"""
+    buffer_size: int | None = setting(
+        Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff", "fadas", "ca2fl")
+    )
+    """K, arrivals per `fedbuff`, `fadas` or `ca2fl` aggregation; null: J (**project's choice**)"""
     mixing: float = setting(Group.SERVER, 1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
     """β: θ ← (1−β)θ + β·aggregate (1: the aggregate replaces the model, **paper**)"""
     fedasync_alpha: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL, read_by=("fedasync",))
     """α: α_t = α·s(τ) (**project's choice**, from FedAsync's paper)"""
-    server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff",))
-    """η_g, FedBuff's server step (**project's choice**)"""
+    server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl"))
+    """η_g, FedBuff's server step, and CA2FL's η (**project's choice**; FLGo's CA2FL default)"""
     server_optimizer: str = setting(Group.SERVER, "none", SERVER_OPTIMIZERS)
     """the server's own optimizer on the pseudo-gradient Δ = aggregate − θ, after any algorithm's aggregation
     (docs/design.md "Training"): `sgd` (FedAvgM, Hsu et al. 2019), `adagrad`, `adam`, `yogi` (FedAdagrad,

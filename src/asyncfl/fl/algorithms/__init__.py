@@ -8,6 +8,7 @@ likewise is FedBuff with AMSGrad (and its delay-adaptive step, `delay_threshold`
 
 from asyncfl.fl.algorithms.afl import AFL
 from asyncfl.fl.algorithms.afl_as_coded import AFLAsCoded
+from asyncfl.fl.algorithms.ca2fl import CA2FL
 from asyncfl.fl.algorithms.fedasync import FedAsync
 from asyncfl.fl.algorithms.fedbuff import FedBuff
 from asyncfl.fl.algorithms.sync import Sync
@@ -27,6 +28,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "fedadam": Sync,
     "fedyogi": Sync,
     "fadas": FedBuff,  # FedBuff's buffer, then the server's AMSGrad step (spec/algorithms.py)
+    "ca2fl": CA2FL,
 }
 
 
