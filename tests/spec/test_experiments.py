@@ -6,7 +6,9 @@ import pytest
 import yaml
 
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import WORKFLOW_OWNED, experiment_traces, run_settings
+from asyncfl.spec.experiments import VARIANT, WORKFLOW_OWNED, experiment_traces, run_settings
+from asyncfl.spec.layout import run_name
+from asyncfl.spec.names import ALGORITHMS
 from asyncfl.spec.workflow_config import check_config_files, check_workflow_config, config_name
 from conftest import QUICK_CONFIG, REPO
 
@@ -229,3 +231,12 @@ def test_one_experiment_name_pattern():
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     assert "propertyNames" not in schema["properties"]["experiments"]
     assert "experiment=NAME.pattern," in (REPO / "workflow/rules/common.smk").read_text()
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_every_algorithms_run_folders_and_variants_read_back_as_its_name(name):
+    """A name with a digit (`ca2fl`) once read back as "fl" from its folder, and `asyncfl select` refused
+    its tuning runs after training them all."""
+    assert run_name(f"results/x/severities/slow10/{name}/J10/seed100") == name
+    assert run_name(f"results/x/tuning/slow10/gamma0_0.01/{name}-fast/J10/seed1") == f"{name}-fast"
+    assert VARIANT.fullmatch(f"{name}-fast")["algorithm"] == name

@@ -24,7 +24,7 @@ from asyncfl.spec.config import (
     updates_per_round,
 )
 from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import ALGORITHMS, DATASETS, MODELS, TIMING_ONLY, VARIANT_SUFFIX, base_algorithm
+from asyncfl.spec.names import ALGORITHM_NAME, ALGORITHMS, DATASETS, MODELS, TIMING_ONLY, VARIANT_SUFFIX, base_algorithm
 from asyncfl.spec.traces import read_trace
 
 # Keys of `train:` that the workflow sets itself, per experiment or per job
@@ -136,7 +136,7 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
     check_budget_divides(key, experiment, reference_j)
 
 
-VARIANT = re.compile(rf"(?P<algorithm>[a-z_]+)-{VARIANT_SUFFIX}")
+VARIANT = re.compile(rf"(?P<algorithm>{ALGORITHM_NAME})-{VARIANT_SUFFIX}")
 
 
 def check_variants(key: str, experiment: dict[str, Any]) -> None:

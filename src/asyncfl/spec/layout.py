@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from asyncfl.spec.names import VARIANT_SUFFIX
+from asyncfl.spec.names import ALGORITHM_NAME, VARIANT_SUFFIX
 
 # Where `asyncfl data` and the workflow keep a dataset by default: DATA_DIR/{dataset}, with the
 # workflow's marker PREPARED in it once the files are downloaded and verified.
@@ -44,7 +44,7 @@ STRAGGLER_VERDICTS = "straggler_verdicts"  # + .csv, beside straggler_claim: eve
 ARCHIVE_DIR = "results/archive/{config}"
 # A run folder's tail, as RUN_FOLDER ends, for commands given run folders by hand: {algorithm}/J{J}/seed{seed}
 # (an algorithm, or a variant of one: ALGORITHM-SUFFIX, `names.base_algorithm`)
-RUN_DIR = re.compile(rf"(?P<algorithm>[a-z][a-z_]*(?:-{VARIANT_SUFFIX})?)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
+RUN_DIR = re.compile(rf"(?P<algorithm>{ALGORITHM_NAME}(?:-{VARIANT_SUFFIX})?)/J(?P<J>\d+)/seed(?P<seed>\d+)$")
 
 
 @dataclass(frozen=True)

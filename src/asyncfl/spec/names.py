@@ -6,6 +6,8 @@ The implementations are found by these names: algorithms in `strategies.STRATEGI
 `datasets.load_dataset`, models in `models.MODELS`; each of those checks at import that it covers this table.
 """
 
+import re
+
 from asyncfl.spec.algorithms import CATALOGUE
 
 # Federated algorithms, in the order (and so the colour) every figure uses (`algorithms.CATALOGUE`)
@@ -13,11 +15,16 @@ ALGORITHMS = {algorithm.key: algorithm.display for algorithm in CATALOGUE}
 # Client updates each algorithm aggregates into one new global model (a round): J, K (FedBuff's buffer)
 # or 1. Read by the strategies (`Strategy.arrivals_per_round`) and by the workflow's budget checks.
 UPDATES_PER_ROUND = {algorithm.key: algorithm.round_size for algorithm in CATALOGUE}
-# FedAvg with a server optimizer of its own: the optimizer its name implies (`make_config` sets it)
+# FedAvg (FedBuff for FADAS) with a server optimizer of its own: the one its name implies (`make_config` sets it)
 SERVER_OPTIMIZER_OF = {algorithm.key: algorithm.server_optimizer for algorithm in CATALOGUE}
 # A variant of an algorithm is a run name `ALGORITHM-SUFFIX` with its own settings (an experiment's
 # `variants:`, e.g. sync-deadline): the algorithm is what its name says before the dash.
 VARIANT_SUFFIX = "[a-z0-9_]+"
+# An algorithm's config name: a lower-case letter, then letters, digits and underscores (`ca2fl`), as
+# run folders (`layout.RUN_DIR`) and variants (`experiments.VARIANT`) spell it; checked here for each one
+ALGORITHM_NAME = "[a-z][a-z0-9_]*"
+if any(re.fullmatch(ALGORITHM_NAME, name) is None for name in ALGORITHMS):
+    raise ImportError(f"an algorithm's name is not {ALGORITHM_NAME}: {sorted(ALGORITHMS)}")
 
 
 def base_algorithm(run_name: str) -> str:
