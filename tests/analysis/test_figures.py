@@ -296,3 +296,13 @@ def test_timing_only_runs_draw_the_clocks_figures_and_a_mix_is_refused(runs):
     }  # fmt: skip
     with pytest.raises(InputError, match="compares losses, and the runs are timing-only"):
         draw_figures(folders, [runs / "stats.json"], 5, runs / "figures", "tiny", "as_coded_vs_described")
+
+
+def test_every_algorithm_has_a_colour_of_its_own():
+    """seaborn's colourblind palette has ten colours and cycles past them: the eleventh algorithm (CA2FL)
+    was drawn in AFL's blue, the same line in every curve and legend."""
+    from asyncfl.analysis.panels import ALGORITHM_COLOURS
+    from asyncfl.spec.names import ALGORITHMS
+
+    assert set(ALGORITHM_COLOURS) == set(ALGORITHMS)
+    assert len(set(ALGORITHM_COLOURS.values())) == len(ALGORITHMS)

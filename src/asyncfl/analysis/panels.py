@@ -16,7 +16,12 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from asyncfl.spec.names import ALGORITHMS, ASYNCHRONOUS  # noqa: E402
 
-ALGORITHM_COLOURS = dict(zip(ALGORITHMS, sns.color_palette("colorblind", len(ALGORITHMS)), strict=True))
+# One colour per algorithm, in the catalogue's order: seaborn's colourblind palette has ten, and past
+# them it starts again (CA2FL, the eleventh, was drawn in AFL's blue); then black and the dark palette's
+PALETTE = [*sns.color_palette("colorblind", 10), (0.0, 0.0, 0.0), *sns.color_palette("dark", 10)]
+if len(ALGORITHMS) > len(PALETTE):
+    raise ImportError(f"{len(ALGORITHMS)} algorithms and {len(PALETTE)} colours: add colours to PALETTE")
+ALGORITHM_COLOURS = dict(zip(ALGORITHMS, PALETTE, strict=False))
 SERVER_LOSS = "Server loss\n(mean client training NLL)"
 ROUND = "Round (server aggregations)"
 EQUIVALENT_ROUNDS = "Equivalent rounds (client updates / J)"
