@@ -77,7 +77,7 @@ def summary(result: dict) -> dict:
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Every argument checked before any run starts: one line naming it (argparse's error, exit 2)."""
-    from asyncfl.spec.names import DATASETS
+    from asyncfl.settings.names import DATASETS
 
     if args.dataset not in DATASETS:
         parser.error(f"--dataset must be one of {', '.join(DATASETS)}, got {args.dataset!r}")

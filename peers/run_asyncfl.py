@@ -14,7 +14,7 @@ from common import Record
 from asyncfl import __version__
 from asyncfl.data.partition import load_partition
 from asyncfl.launch import train_run
-from asyncfl.spec.config import make_config
+from asyncfl.settings.config import make_config
 
 
 def main(folder: Path, out: Path) -> None:

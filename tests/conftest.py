@@ -26,7 +26,7 @@ RUN_METRICS_GLOBS = ("results/*/runs/*/*/*/metrics.csv", "results/*/severities/*
 
 def figure_names(config: dict, experiment: str) -> list[str]:
     """The figures the workflow draws of every experiment of `config`, as the layout names them."""
-    from asyncfl.spec.catalogue import Scope, scope_figures
+    from asyncfl.settings.catalogue import Scope, scope_figures
 
     setup = config["experiments"][experiment]
     scopes = [Scope.EXPERIMENT]

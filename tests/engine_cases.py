@@ -9,8 +9,8 @@ import torch
 
 from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
+from asyncfl.settings.config import make_config
 from asyncfl.sim.engine import Simulation
-from asyncfl.spec.config import make_config
 
 
 def tiny_dataset(n: int, seed: int = 0) -> Dataset:

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from asyncfl import api
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 SETTINGS = {"algorithm": "fedbuff", "rounds": 6, "local_epochs": 1, "clients_per_round": 3, "jitter_sigma": 0.2}
 OUTPUTS = ("metrics.csv", "events.csv", "model.pt")

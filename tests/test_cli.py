@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from asyncfl.cli import main
-from asyncfl.spec.integrity import sealed
+from asyncfl.settings.integrity import sealed
 from conftest import skip_unless
 
 TRAIN = ["train", "--dataset", "digits", "--rounds", "2", "--local-epochs", "1", "--clients-per-round", "2"]
@@ -457,7 +457,7 @@ def test_a_fetch_that_fails_leaves_no_record_folder(capsys, tmp_path):
 
 def test_train_help_lists_the_clients_world_with_its_defaults(capsys):
     """The system model's one group of settings, each with its default, where a user looks first."""
-    from asyncfl.spec.config import SYSTEM_MODEL, TrainConfig
+    from asyncfl.settings.config import SYSTEM_MODEL, TrainConfig
 
     with pytest.raises(SystemExit):
         main(["train", "--help"])

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from asyncfl.files import append_whole, open_log, publish_folder, write_json, written_together
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import strict_json_loads
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import strict_json_loads
 
 
 def test_a_log_line_that_does_not_fit_is_cut_back_whole(full_disk):

@@ -16,7 +16,7 @@ import torch
 from asyncfl.cli import main
 from asyncfl.cli.processes import stopped_by_signals
 from asyncfl.files import sha256
-from asyncfl.spec.layout import RUN_FILES, RUN_OUTPUTS
+from asyncfl.planning.layout import RUN_FILES, RUN_OUTPUTS
 from conftest import ENV, REPO, started, wait_for
 
 SETTINGS = '{"eval_every": 2, "checkpoint_every": 2, "gamma0": 0.01}'

@@ -1,5 +1,5 @@
 """The package's layers (docs/development.md "Code map"): a layer imports only the layers before it
-in spec → runs → data → models → fl → training → sim → launch → analysis; bench beside them may import
+in settings → planning → runs → data → models → fl → training → sim → launch → analysis; bench beside them may import
 any but analysis; `files.py` is shared by all; cli/, at the top, imports every one."""
 
 import ast
@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO
 
 PACKAGE = REPO / "src" / "asyncfl"
-ORDER = ["spec", "files", "runs", "data", "models", "fl", "training", "sim", "launch", "analysis"]
+ORDER = ["settings", "planning", "files", "runs", "data", "models", "fl", "training", "sim", "launch", "analysis"]
 BESIDE = {"bench": "launch"}  # imports up to and including this layer
 TOP = {"cli", "api", "__main__", "__init__"}  # the front doors: the command line and Python
 
@@ -51,7 +51,7 @@ def test_a_layer_imports_only_the_layers_before_it(path):
 
 def test_an_import_against_the_order_is_found(tmp_path):
     source = tmp_path / "module.py"
-    source.write_text("from asyncfl.spec.config import make_config\n\n\ndef f():\n    import asyncfl.sim.engine\n")
+    source.write_text("from asyncfl.settings.config import make_config\n\n\ndef f():\n    import asyncfl.sim.engine\n")
     assert violations(source, "runs") == ["asyncfl.sim.engine (sim)"]
     assert violations(source, "analysis") == []
 

@@ -6,7 +6,7 @@ from torch.nn import functional as F
 
 from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import build_model
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 
 def info(channels: int, size: int, num_classes: int = 10) -> DatasetInfo:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.spec.layout import RUN_OUTPUTS
+from asyncfl.planning.layout import RUN_OUTPUTS
 from conftest import ENV, QUICK_CONFIG, REPO, RUN_METRICS_GLOBS, figure_names, skip_unless, snakemake, started, wait_for
 
 pytestmark = pytest.mark.slurm

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.spec.catalogue import Scope, scope_figures
-from asyncfl.spec.layout import RUN_OUTPUTS
+from asyncfl.planning.layout import RUN_OUTPUTS
+from asyncfl.settings.catalogue import Scope, scope_figures
 from conftest import ENV, QUICK_CONFIG, REPO, figure_names, snakemake
 
 pytestmark = pytest.mark.workflow
@@ -200,7 +200,7 @@ def test_snakefmt_is_clean():
             lambda c: c["experiments"]["digits_stragglers"]["tune"].update(metric="time_to_reach"),
             "'time_to_reach' is not one of ['time_to_target', 'time_to_stay']",
         ),
-        # what a cluster would refuse or never run (asyncfl.spec.cluster)
+        # what a cluster would refuse or never run (asyncfl.planning.cluster)
         (lambda c: c["resources"].update(max_runtime=20), "runtime is 30 min for one run, over resources.max_runtime"),
         (lambda c: c["resources"]["train"].update(gres="gpu:1"), "resources.train has gres and gpu/gpu_model"),
         (lambda c: c["resources"]["train"].update(runtime=-5), "-5 is less than the minimum of 1"),
@@ -208,7 +208,7 @@ def test_snakefmt_is_clean():
         (lambda c: c["resources"].update(max_runtime=float("inf")), "inf is not of type 'integer'"),
         (lambda c: c["resources"].update(partitions={"gpu": "../gpu"}), "resources.partitions.gpu is '../gpu'"),
         (lambda c: c["resources"].update(partitions={"tpu": "x"}), "'tpu' was unexpected"),
-        # where a job's minutes come from (asyncfl.spec.run_cost)
+        # where a job's minutes come from (asyncfl.planning.run_cost)
         (
             lambda c: c["resources"].update(cost={"device": "cuda-nosuch"}),
             "resources.cost.device is 'cuda-nosuch', which config/costs.csv has no row of",

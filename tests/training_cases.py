@@ -4,7 +4,7 @@ import torch
 
 from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import build_model
-from asyncfl.spec.random_streams import shuffle_key
+from asyncfl.settings.random_streams import shuffle_key
 from asyncfl.training.interface import LocalTask
 
 OFFSETS = [0, 40, 104, 176, 240]  # unequal clients: 40, 64, 72, 64 samples; batches of 16 leave partial ones

@@ -19,9 +19,9 @@ import pandas as pd
 
 from asyncfl.data.partition import DirichletSplit, make_partition
 from asyncfl.launch import PlannedRun, TrainedFolder, train_run, train_together
-from asyncfl.spec.config import make_config, with_paths_from
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import EVALUATIONS, EVENTS, METRICS
+from asyncfl.planning.layout import EVALUATIONS, EVENTS, METRICS
+from asyncfl.settings.config import make_config, with_paths_from
+from asyncfl.settings.errors import InputError
 
 PathLike = str | Path
 

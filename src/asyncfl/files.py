@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import MAX_NAME_BYTES, check_output, strict_json_dumps
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import MAX_NAME_BYTES, check_output, strict_json_dumps
 
 # Fixed zip member timestamp (the zip epoch): np.savez stamps the current time, which
 # would make identical arrays produce different files.

@@ -19,12 +19,12 @@ from asyncfl.files import sha256
 from asyncfl.models import build_model
 from asyncfl.runs.folder import clear_unfinished, finished_run, keep_finished, move_aside, owned, restore_finished
 from asyncfl.runs.record import run_identity
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.checks import checked_parts
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.lockstep import Lockstep
 from asyncfl.sim.network import state_bytes
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import TrainerPool
 from asyncfl.training.runtime import configure_process
 

@@ -8,8 +8,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from asyncfl.data.dataset import DatasetInfo
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import MODELS as MODEL_NAMES
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import MODELS as MODEL_NAMES
 
 ModelState = dict[str, torch.Tensor]  # a model's state dict: parameters and buffers by name
 

@@ -12,9 +12,9 @@ from asyncfl.analysis.gradient_panels import fitted_slope
 from asyncfl.analysis.panels import participation_table
 from asyncfl.runs.logs import EVENTS_COLUMNS, METRICS_COLUMNS
 from asyncfl.runs.record import FORMAT_KEY, RUN_FOLDER_FORMAT
-from asyncfl.spec.catalogue import CATALOGUE, Scope, scope_figures
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import sealed
+from asyncfl.settings.catalogue import CATALOGUE, Scope, scope_figures
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import sealed
 from conftest import REPO
 
 METRICS = ",".join(METRICS_COLUMNS) + "\n"
@@ -302,7 +302,7 @@ def test_every_algorithm_has_a_colour_of_its_own():
     """seaborn's colourblind palette has ten colours and cycles past them: the eleventh algorithm (CA2FL)
     was drawn in AFL's blue, the same line in every curve and legend."""
     from asyncfl.analysis.panels import ALGORITHM_COLOURS
-    from asyncfl.spec.names import ALGORITHMS
+    from asyncfl.settings.names import ALGORITHMS
 
     assert set(ALGORITHM_COLOURS) == set(ALGORITHMS)
     assert len(set(ALGORITHM_COLOURS.values())) == len(ALGORITHMS)

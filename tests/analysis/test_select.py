@@ -13,11 +13,11 @@ from asyncfl.cli import main
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
 from asyncfl.files import sha256
+from asyncfl.planning.layout import TUNING_RUN_FOLDER
+from asyncfl.planning.tuning import point_label
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.engine import Simulation
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import TUNING_RUN_FOLDER
-from asyncfl.spec.tuning import point_label
 from conftest import TUNING_BUDGET as BUDGET
 from conftest import TUNING_RUN_SETTINGS as SETTINGS
 from conftest import TUNING_TARGET as TARGET

@@ -10,8 +10,8 @@ import pytest
 
 from asyncfl.analysis.stragglers import claim_table, draw_straggler_claim
 from asyncfl.cli import main
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import SEVERITY_RUN_FOLDER
+from asyncfl.planning.layout import SEVERITY_RUN_FOLDER
+from asyncfl.settings.errors import InputError
 
 BUDGET = 12.0
 SEVERITIES = {"even": {"speed_sigma": 0.0}, "tail": {"speed_sigma": 0.0, "slow_fraction": 0.3}}

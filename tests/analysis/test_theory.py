@@ -16,8 +16,8 @@ from asyncfl.analysis.theory import (
     probed_js,
     sampling_variance_table,
 )
+from asyncfl.settings.config import make_config
 from asyncfl.sim.context import prepare_run
-from asyncfl.spec.config import make_config
 from engine_cases import contiguous_partition, tiny_dataset
 
 # Four points on a line, m = 4: mean 1.5, ν² = (2.25 + 0.25 + 0.25 + 2.25)/4 = 1.25.

@@ -12,9 +12,9 @@ from matplotlib.colors import to_rgba
 from asyncfl.analysis.figures import load_runs
 from asyncfl.analysis.timeline import PHASE_COLOURS, offline_periods, segments, system_timeline, window_end
 from asyncfl.runs.record import read_run_record
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.engine import Simulation
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 from engine_cases import contiguous_partition, tiny_dataset
 
 SIZES = [4, 8, 12, 8, 6]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from asyncfl.bench.costs import device_kind, measure_costs, write_costs
-from asyncfl.spec.run_cost import COLUMNS, read_cost_table
+from asyncfl.planning.run_cost import COLUMNS, read_cost_table
 from conftest import ENV, REPO
 
 OTHER = "cuda-h100-80gb-hbm3,mlp,64,0.0003,4e-06,60,by hand"

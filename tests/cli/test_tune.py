@@ -9,8 +9,8 @@ import pytest
 
 from asyncfl.analysis.tuning import select
 from asyncfl.cli import main
-from asyncfl.spec.layout import TUNING_RUN_FOLDER
-from asyncfl.spec.tuning import point_label
+from asyncfl.planning.layout import TUNING_RUN_FOLDER
+from asyncfl.planning.tuning import point_label
 from conftest import TUNING_BUDGET as BUDGET
 from conftest import TUNING_RUN_SETTINGS as SETTINGS
 from conftest import TUNING_TARGET as TARGET

@@ -8,8 +8,8 @@ import numpy as np
 import torch
 
 from asyncfl.data.dataset import normalize
+from asyncfl.settings.config import make_config
 from asyncfl.sim.context import prepare_run
-from asyncfl.spec.config import make_config
 from engine_cases import contiguous_partition, tiny_dataset
 
 CPU = torch.device("cpu")

@@ -15,7 +15,7 @@ from asyncfl.data.holdout import Holdout
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import DirichletSplit, load_partition
 from asyncfl.models import build_model
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 from asyncfl.training.evaluation import evaluate
 
 LABELS = np.repeat(np.arange(4), [40, 60, 80, 20])

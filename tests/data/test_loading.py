@@ -20,7 +20,7 @@ from asyncfl.data.loading import load_dataset
 from asyncfl.data.torchvision_sets import IDX_CONTENT_MD5, NORMALISATION
 from asyncfl.data.vision import import_torchvision
 from asyncfl.files import sha256, write_npz
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 from conftest import skip_unless
 
 datasets = import_torchvision().datasets

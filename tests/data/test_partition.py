@@ -18,7 +18,7 @@ from asyncfl.data.partition import (
     partition_stats,
     save_partition,
 )
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 LABELS = np.repeat(np.arange(10), 500)  # 5,000 samples, 10 balanced classes
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from asyncfl.fl.server_optimizer import ServerOptimizer
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from engine_cases import read_csv, recorded_simulation
 
 

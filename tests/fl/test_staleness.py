@@ -3,7 +3,7 @@
 import pytest
 
 from asyncfl.fl.staleness import Constant, Hinge, Inverse, Polynomial, staleness_function
-from asyncfl.spec.config import make_config
+from asyncfl.settings.config import make_config
 
 
 @pytest.mark.parametrize("tau,expected", [(0, 1.0), (1, 1 / 1.5), (2, 0.5), (6, 0.25)])

@@ -9,9 +9,9 @@ from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aw
 from asyncfl.fl.algorithms import STRATEGIES, check_registry, make_strategy
 from asyncfl.fl.server_optimizer import ServerOptimizerParameters
 from asyncfl.fl.strategy import Update
-from asyncfl.spec.config import SETTING_READERS, TrainConfig, applies, make_config
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import SERVER_OPTIMIZER_OF, UPDATES_PER_ROUND
+from asyncfl.settings.config import SETTING_READERS, TrainConfig, applies, make_config
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import SERVER_OPTIMIZER_OF, UPDATES_PER_ROUND
 
 
 def state(value: float) -> dict[str, torch.Tensor]:
@@ -128,7 +128,7 @@ def test_every_algorithm_states_its_round_size_in_the_torch_free_table():
 
 def test_each_algorithm_reads_its_own_settings_by_name():
     """An algorithm's frozen parameters are read from the config keys of their names; a key read by one
-    algorithm alone (config `read_by`, which the light spec layer keeps so the workflow validates
+    algorithm alone (config `read_by`, which the light settings layer keeps so the workflow validates
     without torch) is a field of that algorithm's parameters, and no field is a key its algorithm
     does not read but stays at its default (the emulations inherit sync's rounds, straggler handling off),
     or of the server optimizer its name implies (FADAS's `delay_threshold`)."""

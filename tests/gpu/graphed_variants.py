@@ -18,7 +18,7 @@ import torch
 
 from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import build_model
-from asyncfl.spec.random_streams import shuffle_key
+from asyncfl.settings.random_streams import shuffle_key
 from asyncfl.training import graphed
 from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask
 from asyncfl.training.numerics import Numerics

@@ -11,7 +11,7 @@ import yaml
 from asyncfl.cli import main
 from asyncfl.runs.archive import archive_results, zenodo_metadata
 from asyncfl.runs.record import FORMAT_KEY, RUN_FOLDER_FORMAT
-from asyncfl.spec.integrity import sealed
+from asyncfl.settings.integrity import sealed
 
 SETTINGS = {
     "title": "results",

@@ -4,6 +4,7 @@ again whole, the rows an aggregation makes, and the columns a run's settings cal
 import io
 import math
 
+from asyncfl.planning.layout import EVENTS, METRICS, TIMINGS
 from asyncfl.runs.logs import (
     AS_CODED_COLUMNS,
     EVENTS_COLUMNS,
@@ -17,7 +18,6 @@ from asyncfl.runs.logs import (
     RunLogs,
     cell,
 )
-from asyncfl.spec.layout import EVENTS, METRICS, TIMINGS
 
 
 def aggregation(**overrides) -> Aggregation:

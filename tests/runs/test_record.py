@@ -12,8 +12,8 @@ from asyncfl.runs.record import (
     verify_run_files,
     write_run_record,
 )
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 
 
 def test_a_trace_is_part_of_a_runs_identity_by_its_content(tmp_path):

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from asyncfl.data.partition import Partition
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.checks import check_run
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 from engine_cases import contiguous_partition, tiny_dataset
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")  # check_run only reads the device's type

@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.engine import Simulation
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 from engine_cases import contiguous_partition, tiny_dataset
 
 

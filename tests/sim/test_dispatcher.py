@@ -4,6 +4,8 @@ round withdraws."""
 
 import pytest
 
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.context import prepare_run
 from asyncfl.sim.dispatcher import Dispatcher, no_client_online
 from asyncfl.sim.engine import fresh_state
@@ -11,8 +13,6 @@ from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.outcomes import progress_bound
 from asyncfl.sim.state import Job
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalResult
 from engine_cases import contiguous_partition, fixed_clients, tiny_dataset
 

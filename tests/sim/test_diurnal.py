@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pytest
 
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.availability import Availability
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.periods import DAY
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 from engine_cases import contiguous_partition, tiny_dataset
 
 # Online for half an hour on average, offline for 1.5 h: online a quarter of the time over a day

@@ -14,10 +14,10 @@ import torch
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import DirichletSplit, partition_stats, save_partition
 from asyncfl.models import build_model
+from asyncfl.settings.config import make_config
+from asyncfl.settings.random_streams import client_init_seed
 from asyncfl.sim.ending import TrainingDiverged
 from asyncfl.sim.engine import Simulation
-from asyncfl.spec.config import make_config
-from asyncfl.spec.random_streams import client_init_seed
 from conftest import started, wait_for
 from engine_cases import contiguous_partition, fixed_clients, read_csv, recorded_simulation, tiny_dataset
 

@@ -3,9 +3,9 @@ model standing at each, the client work spent by then, and nothing a run trains 
 
 import pytest
 
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.engine import Simulation
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 from engine_cases import contiguous_partition, fixed_clients, read_csv, recorded_simulation, tiny_dataset
 
 SIZES = [4, 8, 12, 8, 4, 12]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from asyncfl.fl.algorithms import AFL, FedBuff
+from asyncfl.settings.config import make_config
 from asyncfl.sim import dispatcher, outcomes
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.engine import Simulation
@@ -14,7 +15,6 @@ from asyncfl.sim.invariants import InvariantViolated
 from asyncfl.sim.open_round import OpenRound
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.sim.world import OFFLINE, World
-from asyncfl.spec.config import make_config
 from engine_cases import contiguous_partition, tiny_dataset
 
 SIZES = [4, 8, 12, 8]

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from asyncfl.settings import random_streams
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.client_system import ClientSystem
-from asyncfl.spec import random_streams
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 
 DISPATCHES = 3000
 SIZE = 200  # samples of the client

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from asyncfl.planning.layout import RUN_OUTPUTS
+from asyncfl.settings.config import make_config
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.lockstep import Lockstep
-from asyncfl.spec.config import make_config
-from asyncfl.spec.layout import RUN_OUTPUTS
 from engine_cases import contiguous_partition, tiny_dataset
 
 SIZES = [40, 56, 72, 48, 64, 80]

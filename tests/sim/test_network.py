@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from asyncfl.models import build_model
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.network import Links, state_bytes
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 from engine_cases import Recording, contiguous_partition, tiny_dataset
 
 SIZES = [4, 8, 12, 8]
@@ -51,7 +51,7 @@ def test_three_phases_by_hand(tmp_path):
 
 def test_links_off_leave_the_logs_as_they_were(tmp_path):
     """Off (the default), no phase columns; the links' other settings, which would change nothing but
-    the run's recorded identity, are refused without them (tests/spec/test_config.py)."""
+    the run's recorded identity, are refused without them (tests/settings/test_config.py)."""
     run(tmp_path / "a").run()
     assert "download_seconds" not in (tmp_path / "a" / "events.csv").read_text()
     with pytest.raises(InputError, match="applies only with bandwidth_median set"):

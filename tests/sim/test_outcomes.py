@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim import rounds
 from asyncfl.sim.engine import Simulation
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 from engine_cases import contiguous_partition, fixed_clients, read_csv, recorded_simulation, tiny_dataset
 
 SIZES = [4, 8, 12, 16, 20, 24]

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from asyncfl.models import build_model
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.client_system import Phases
 from asyncfl.sim.partial_work import samples_after, samples_that_fit
-from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalSettings, LocalTask, epoch_permutations, make_optimizer, optimizer_step
 from asyncfl.training.numerics import Numerics
 from asyncfl.training.plain import PlainTrainer

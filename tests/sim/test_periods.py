@@ -5,10 +5,10 @@ their chunk around the clock."""
 import numpy as np
 import pytest
 
+from asyncfl.settings import random_streams
+from asyncfl.settings.config import make_config
 from asyncfl.sim.availability import Availability
 from asyncfl.sim.periods import CHUNK, ClientStreams
-from asyncfl.spec import random_streams
-from asyncfl.spec.config import make_config
 
 PERIODS = {"availability": "exponential", "online_mean": 2.0, "offline_mean": 1.0, "seed": 6}
 

@@ -78,8 +78,8 @@ def test_a_run_of_a_hundred_thousand_clients_asks_about_few_of_them(tmp_path):
     10 rounds of J = M = 100: the clients whose availability was drawn are about those dispatched
     (1,000 and the replacements of lost ones) over their online share, not all 100,000."""
     from asyncfl.bench.synthetic import WORLD, engine_data
+    from asyncfl.settings.config import make_config
     from asyncfl.sim.engine import Simulation
-    from asyncfl.spec.config import make_config
 
     dataset, partition = engine_data(100_000)
     settings = {**WORLD, "clients_per_round": 100, "rounds": 10, "local_epochs": 1, "trainer": "none"}

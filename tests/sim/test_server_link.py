@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from test_network import FIXED, rows
 
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.network import Links
 from asyncfl.sim.server_link import LinkBookings, ServerLink
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 from engine_cases import Recording, contiguous_partition, tiny_dataset
 
 S, B = 8e6, 1e6  # bits of one transfer, bits/s of the server

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.state import Job, SimulationState
-from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalResult
 
 LOGS = {"metrics.csv": "round\n", "events.csv": "round\n", "timings.csv": "round\n"}

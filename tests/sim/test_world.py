@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.traces import read_trace
 from asyncfl.sim.arrivals import CheckIns
 from asyncfl.sim.availability import Availability
 from asyncfl.sim.engine import Simulation
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.traces import read_trace
 from engine_cases import contiguous_partition, fixed_clients, tiny_dataset
 
 SIZES = [4, 8, 12, 8, 6]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 from asyncfl.training import gpus
 from asyncfl.training.runtime import choose_device
 

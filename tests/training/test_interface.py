@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from asyncfl.spec.config import make_config
+from asyncfl.settings.config import make_config
 from asyncfl.training.interface import (
     EarlyStopping,
     LocalSettings,

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from asyncfl.spec.random_streams import shuffle_key
+from asyncfl.settings.random_streams import shuffle_key
 from asyncfl.training.interface import (
     LocalSettings,
     LocalTask,

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.engine import Simulation
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
 from engine_cases import contiguous_partition, read_csv, tiny_dataset
 
 SIZES = [6, 9, 12, 7, 10, 8, 11, 5]

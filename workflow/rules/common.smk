@@ -10,29 +10,29 @@ from pathlib import Path
 # The package's light modules (configuration, file layout) plan the DAG; rules run its CLI.
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
-from asyncfl.spec.catalogue import Scope, catalogued, scope_figures
-from asyncfl.spec.cluster import attempt_minutes, check_partitions, check_resources
-from asyncfl.spec.cluster import cpu_job_resources
-from asyncfl.spec.cluster import gpu_job_resources, part_key, training_kind
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import NAME
-from asyncfl.spec.layout import ARCHIVE_DIR, ARCHIVE_FILES, DATA_DIR, EVENTS
-from asyncfl.spec.layout import FIGURE, METRICS, MODEL, PARTITION, RUN_FILES, RUN_FOLDER
-from asyncfl.spec.layout import (
+from asyncfl.settings.catalogue import Scope, catalogued, scope_figures
+from asyncfl.planning.cluster import attempt_minutes, check_partitions, check_resources
+from asyncfl.planning.cluster import cpu_job_resources
+from asyncfl.planning.cluster import gpu_job_resources, part_key, training_kind
+from asyncfl.settings.errors import InputError
+from asyncfl.planning.experiments import NAME
+from asyncfl.planning.layout import ARCHIVE_DIR, ARCHIVE_FILES, DATA_DIR, EVENTS
+from asyncfl.planning.layout import FIGURE, METRICS, MODEL, PARTITION, RUN_FILES, RUN_FOLDER
+from asyncfl.planning.layout import (
     RUN_RECORD,
     RUN_SUMMARY,
     STRAGGLER_VERDICTS,
 )
-from asyncfl.spec.layout import TRAIN_PLAN
-from asyncfl.spec.layout import VALIDATED_PARTITION
-from asyncfl.spec.names import ALGORITHMS
-from asyncfl.spec.plan import ONE_RUN, PACKED, SEVERITY, partition_file, plan_workflow
-from asyncfl.spec.plan import prepared_marker, timing_only
-from asyncfl.spec.run_cost import check_cost, read_cost_table
-from asyncfl.spec.tuning import tuning_budget, tuning_metric
-from asyncfl.spec.workflow_config import check_config_files, check_workflow_config
-from asyncfl.spec.workflow_config import config_name, record_command
-from asyncfl.spec.yaml_files import with_numbers
+from asyncfl.planning.layout import TRAIN_PLAN
+from asyncfl.planning.layout import VALIDATED_PARTITION
+from asyncfl.settings.names import ALGORITHMS
+from asyncfl.planning.plan import ONE_RUN, PACKED, SEVERITY, partition_file, plan_workflow
+from asyncfl.planning.plan import prepared_marker, timing_only
+from asyncfl.planning.run_cost import check_cost, read_cost_table
+from asyncfl.planning.tuning import tuning_budget, tuning_metric
+from asyncfl.planning.workflow_config import check_config_files, check_workflow_config
+from asyncfl.planning.workflow_config import config_name, record_command
+from asyncfl.settings.yaml_files import with_numbers
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
@@ -85,10 +85,10 @@ def spread(command):
 
 
 # What a job that trains asks for besides threads and runtime (GPUs in the site's spelling, memory, the
-# GPU partition), and what every other job asks for (the CPU partition): asyncfl.spec.cluster
+# GPU partition), and what every other job asks for (the CPU partition): asyncfl.planning.cluster
 TRAIN_RESOURCES = gpu_job_resources(config["resources"])
 CPU_RESOURCES = cpu_job_resources(config["resources"])
-# The figures each rule draws (asyncfl.spec.catalogue)
+# The figures each rule draws (asyncfl.settings.catalogue)
 FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)
 TIMING_FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J, timing_only=True)
 # The experiments whose runs are timing-only (train: {trainer: none}), and the others
@@ -105,10 +105,10 @@ try:
 except InputError as error:
     raise WorkflowError(str(error)) from None
 ARCHIVE = [f"{ARCHIVE_DIR.format(config=CONFIG_NAME)}/{name}" for name in ARCHIVE_FILES]
-# Which runs exist, the jobs that train them and each experiment's figures (asyncfl.spec.plan): the
+# Which runs exist, the jobs that train them and each experiment's figures (asyncfl.planning.plan): the
 # functions below only look them up for the rules.
 # What each run asks a cluster for where a device kind is named: its work at the cost measured there
-# (config/costs.csv, asyncfl.spec.run_cost); otherwise resources.train.runtime
+# (config/costs.csv, asyncfl.planning.run_cost); otherwise resources.train.runtime
 COST_TABLE = SRC.parent / "config" / "costs.csv"
 try:
     COSTS = (
@@ -241,7 +241,7 @@ def train_plan(name, job):
 
 
 # The experiments with a `tune:` grid, whose tuning jobs run before their others: one each, or one per
-# severity (`tune.per_severity`), each with its layout (asyncfl.spec.layout.TuningLayout)
+# severity (`tune.per_severity`), each with its layout (asyncfl.planning.layout.TuningLayout)
 TUNED = [name for name, plan in PLAN.experiments.items() if plan.tunings]
 TUNING_LAYOUTS = [layout for name in TUNED for layout in PLAN[name].tuning_layouts]
 
@@ -251,7 +251,7 @@ def run_files(name, files=RUN_FILES):
 
 
 def figure_png(figure, experiment="{experiment}"):
-    """A figure's PNG, in the report with its caption (asyncfl.spec.catalogue.Figure)."""
+    """A figure's PNG, in the report with its caption (asyncfl.settings.catalogue.Figure)."""
     return report(
         FIGURE.format(experiment=experiment, name=figure.name) + ".png",
         caption=f"../report/{figure.key}.rst",
@@ -285,12 +285,12 @@ def emulation_run_files(figure):
 
 
 def get_probed_run(wildcards):
-    """The run whose final model the theory figures probe (asyncfl.spec.plan.ExperimentPlan)."""
+    """The run whose final model the theory figures probe (asyncfl.planning.plan.ExperimentPlan)."""
     return PLAN[wildcards.experiment].probed_run
 
 
 def train_settings(wildcards):
-    """The run's settings as JSON for `asyncfl train --settings` (asyncfl.spec.plan.PlannedRun)."""
+    """The run's settings as JSON for `asyncfl train --settings` (asyncfl.planning.plan.PlannedRun)."""
     folder = RUN_FOLDER.format(**wildcards)
     return json.dumps(PLAN[wildcards.experiment].run(folder).settings)
 

@@ -35,7 +35,7 @@ for kind, figures, names in (
 
 
 # The figures of the paper's code as it ran beside the algorithms as described, each drawn where the
-# experiment runs every algorithm it compares (asyncfl.spec.catalogue, Scope.EMULATION).
+# experiment runs every algorithm it compares (asyncfl.settings.catalogue, Scope.EMULATION).
 for emulation in EMULATION_FIGURES:
 
     rule:

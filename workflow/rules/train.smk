@@ -57,7 +57,7 @@ rule train:
 # run alone at the end while the other cores idle.
 for sweep in SWEEPS:
     for part in range(PLAN[sweep].severity_parts):
-        # a severity's runs in parts within resources.max_runtime (asyncfl.spec.cluster): one part keeps
+        # a severity's runs in parts within resources.max_runtime (asyncfl.planning.cluster): one part keeps
         # the job's name, plan and log
         job = part_key("{severity}", part, PLAN[sweep].severity_parts)
 
@@ -91,7 +91,7 @@ for sweep in SWEEPS:
                 spread(TRAIN_MANY_CHOSEN if sweep in TUNED else TRAIN_MANY)
 
 
-# An experiment's `tune:` grid (asyncfl.spec.tuning): every tuned run name at every grid point on the
+# An experiment's `tune:` grid (asyncfl.planning.tuning): every tuned run name at every grid point on the
 # tuning seeds, one job; `select_tuning` then chooses each name's point on the validation split, and the
 # final runs read the choice (TRAIN_MANY_CHOSEN). With `tune.extend`, the job searches past the grid's
 # edges and chooses itself (`asyncfl tune`): which points it adds depends on the scores of those before.

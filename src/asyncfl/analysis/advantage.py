@@ -32,7 +32,7 @@ from asyncfl.analysis.verdicts import (
     primary_set,
     replication_of,
 )
-from asyncfl.spec.names import ALGORITHMS, ASYNCHRONOUS, base_algorithm
+from asyncfl.settings.names import ALGORITHMS, ASYNCHRONOUS, base_algorithm
 
 COLOURS = "RdBu_r"  # negative (AFL faster) blue, positive red
 

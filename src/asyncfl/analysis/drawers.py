@@ -1,5 +1,5 @@
 """The drawer of every figure `asyncfl figures` draws, one function per figure named by its catalogue
-key (asyncfl.spec.catalogue): adding a figure is its catalogue entry, its function here and its caption
+key (asyncfl.settings.catalogue): adding a figure is its catalogue entry, its function here and its caption
 (docs/development.md "Adding a figure").
 
 Each drawer gets the figure's axes and the runs, as `Drawing` holds them: what a figure shows of them

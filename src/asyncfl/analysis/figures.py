@@ -25,13 +25,13 @@ from matplotlib.figure import Figure as MatplotlibFigure  # noqa: E402
 from asyncfl.analysis import drawers  # noqa: E402
 from asyncfl.analysis.drawers import Drawing  # noqa: E402
 from asyncfl.files import sha256, written_together  # noqa: E402
+from asyncfl.planning.layout import EVENTS, METRICS, NPZ_HASH, RUN_DIR, RUN_LOGS  # noqa: E402
 from asyncfl.runs.record import check_run_identity, verify_run_files  # noqa: E402
-from asyncfl.spec.catalogue import Figure, Scope, catalogued, scope_figures  # noqa: E402
-from asyncfl.spec.config import CLIENTS_WORLD  # noqa: E402
-from asyncfl.spec.errors import InputError  # noqa: E402
-from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads  # noqa: E402
-from asyncfl.spec.layout import EVENTS, METRICS, NPZ_HASH, RUN_DIR, RUN_LOGS  # noqa: E402
-from asyncfl.spec.names import TIMING_ONLY, base_algorithm  # noqa: E402
+from asyncfl.settings.catalogue import Figure, Scope, catalogued, scope_figures  # noqa: E402
+from asyncfl.settings.config import CLIENTS_WORLD  # noqa: E402
+from asyncfl.settings.errors import InputError  # noqa: E402
+from asyncfl.settings.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads  # noqa: E402
+from asyncfl.settings.names import TIMING_ONLY, base_algorithm  # noqa: E402
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 

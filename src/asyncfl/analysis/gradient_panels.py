@@ -14,8 +14,8 @@ from asyncfl.analysis.panels import (
     present_algorithms,
     relabel_algorithms,
 )
-from asyncfl.spec.config import LR_CLOCKS
-from asyncfl.spec.names import ALGORITHMS
+from asyncfl.settings.config import LR_CLOCKS
+from asyncfl.settings.names import ALGORITHMS
 
 # The rate the paper gives for the running mean Ψ = (1/𝒥) Σ_j E‖∇L(θ_j)‖², by what t of γ counts:
 # γ ∝ 1/√(t+1) over rounds (Lemma 3: O(log 𝒥/√𝒥)); γ constant over rounds, t the local epoch

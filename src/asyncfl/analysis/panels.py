@@ -14,7 +14,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from asyncfl.spec.names import ALGORITHMS, ASYNCHRONOUS  # noqa: E402
+from asyncfl.settings.names import ALGORITHMS, ASYNCHRONOUS  # noqa: E402
 
 # One colour per algorithm, in the catalogue's order: seaborn's colourblind palette has ten, and past
 # them it starts again (CA2FL, the eleventh, was drawn in AFL's blue); then black and the dark palette's

@@ -4,7 +4,7 @@ one order, each name's line and marker, and its display name."""
 import pandas as pd
 
 from asyncfl.analysis.panels import ALGORITHM_COLOURS
-from asyncfl.spec.names import ALGORITHMS, base_algorithm
+from asyncfl.settings.names import ALGORITHMS, base_algorithm
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 # An algorithm's own runs solid, its variants dashed, dotted, …: six styles, so that synchronous FL and

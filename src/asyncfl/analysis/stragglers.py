@@ -29,12 +29,12 @@ from asyncfl.analysis.verdict_curve import curve_budgets, draw_verdict_curve, ve
 from asyncfl.analysis.verdicts import seed_set_verdicts, verdict_lines  # noqa: E402
 from asyncfl.files import written_together  # noqa: E402
 from asyncfl.fl.algorithms import make_strategy  # noqa: E402
+from asyncfl.planning.experiments import check_targets, first_repeated  # noqa: E402
+from asyncfl.planning.layout import EVALUATIONS, STRAGGLER_VERDICTS  # noqa: E402
 from asyncfl.runs.record import verify_run_files  # noqa: E402
-from asyncfl.spec.catalogue import catalogued  # noqa: E402
-from asyncfl.spec.config import applies, make_config  # noqa: E402
-from asyncfl.spec.errors import InputError  # noqa: E402
-from asyncfl.spec.experiments import check_targets, first_repeated  # noqa: E402
-from asyncfl.spec.layout import EVALUATIONS, STRAGGLER_VERDICTS  # noqa: E402
+from asyncfl.settings.catalogue import catalogued  # noqa: E402
+from asyncfl.settings.config import applies, make_config  # noqa: E402
+from asyncfl.settings.errors import InputError  # noqa: E402
 
 # The claim figure's height grows with its verdict lines past those its catalogued height was sized
 # for, so that its panels keep their size however many asynchronous run names a sweep compares

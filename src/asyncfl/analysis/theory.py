@@ -18,13 +18,13 @@ import torch
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
 from asyncfl.files import sha256, written_together
+from asyncfl.planning.layout import EVENTS, MODEL
 from asyncfl.runs.checkpoint import load_failure
 from asyncfl.runs.record import verify_run_files
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.random_streams import shuffle_key
 from asyncfl.sim.context import RunContext, prepare_run
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import EVENTS, MODEL
-from asyncfl.spec.random_streams import shuffle_key
 from asyncfl.training.interface import LocalTask
 from asyncfl.training.runtime import configure_process
 

@@ -26,11 +26,11 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from asyncfl.files import sha256  # noqa: E402
 from asyncfl.runs.logs import PHASE_COLUMNS  # noqa: E402
+from asyncfl.settings.config import make_config  # noqa: E402
+from asyncfl.settings.errors import InputError  # noqa: E402
+from asyncfl.settings.names import ALGORITHMS  # noqa: E402
 from asyncfl.sim.availability import Availability  # noqa: E402
 from asyncfl.sim.periods import DAY  # noqa: E402
-from asyncfl.spec.config import make_config  # noqa: E402
-from asyncfl.spec.errors import InputError  # noqa: E402
-from asyncfl.spec.names import ALGORITHMS  # noqa: E402
 
 SHOWN = ("afl", "sync", "fedasync", "fedbuff")  # the algorithms the paper describes, one panel each
 FIRST_ROUNDS = 5  # the window ends when every algorithm shown has aggregated this many rounds' worth (× J)

@@ -27,9 +27,9 @@ from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, w
 from asyncfl.analysis.run_styles import display_name, run_styles  # noqa: E402
 from asyncfl.analysis.stragglers import time_grid, time_to_stay  # noqa: E402
 from asyncfl.files import json_text, written_together  # noqa: E402
-from asyncfl.spec.catalogue import catalogued  # noqa: E402
-from asyncfl.spec.errors import InputError  # noqa: E402
-from asyncfl.spec.tuning import TUNING_METRICS, is_number, point_label  # noqa: E402
+from asyncfl.planning.tuning import TUNING_METRICS, is_number, point_label  # noqa: E402
+from asyncfl.settings.catalogue import catalogued  # noqa: E402
+from asyncfl.settings.errors import InputError  # noqa: E402
 
 
 def validation_scores(folder: Path, record: dict, target: float, budget: float, metric: str) -> tuple[float, float]:

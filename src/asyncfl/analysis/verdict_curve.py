@@ -19,7 +19,7 @@ import pandas as pd
 from asyncfl.analysis.panels import ALGORITHM_COLOURS
 from asyncfl.analysis.run_styles import display_name
 from asyncfl.analysis.verdicts import FASTER, METRICS, SLOWER
-from asyncfl.spec.names import base_algorithm
+from asyncfl.settings.names import base_algorithm
 
 CURVE_POINTS = 16  # budgets from T/4 to T, evenly spaced: what the curve is read at
 COMPARISON = ["severity", "reference", "other"]

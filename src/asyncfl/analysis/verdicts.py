@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from asyncfl.spec.names import ASYNCHRONOUS, base_algorithm
+from asyncfl.settings.names import ASYNCHRONOUS, base_algorithm
 
 CONFIDENCE = 0.95
 MIN_SEEDS = 5  # fewer paired seeds than this give an interval too wide, or too unstable, to decide on

@@ -1,5 +1,5 @@
 """`asyncfl bench --costs FILE`: what a run of each model costs on this device, measured, as the rows of
-the cost table the workflow's jobs ask their minutes from (spec/run_cost.py; docs/cluster.md "What each
+the cost table the workflow's jobs ask their minutes from (planning/run_cost.py; docs/cluster.md "What each
 job asks for").
 
 Each model trains a real AFL run (`Simulation`, the device's default trainer, fp32) on random data of
@@ -24,9 +24,9 @@ import torch
 from asyncfl.bench.paper_round import PAPER_SHAPES, PER_ROUND
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
 from asyncfl.files import atomic_path
+from asyncfl.planning.run_cost import COLUMNS, MeasuredCost, read_cost_table
 from asyncfl.runs.provenance import git
-from asyncfl.spec.names import MODELS
-from asyncfl.spec.run_cost import COLUMNS, MeasuredCost, read_cost_table
+from asyncfl.settings.names import MODELS
 
 CLIENTS, SAMPLES, EPOCHS, BATCH = 10, 640, 2, 64  # 10 steps of 64 a client and epoch: 100 steps a round
 QUICK_SAMPLES, QUICK_EPOCHS = 128, 1

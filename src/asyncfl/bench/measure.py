@@ -29,7 +29,7 @@ from asyncfl.bench.scale import QUICK_SCALES, SCALES, engine_scale
 from asyncfl.bench.synthetic import engine_overhead
 from asyncfl.data.dataset import DatasetInfo
 from asyncfl.models import ModelState, build_model
-from asyncfl.spec.random_streams import shuffle_key
+from asyncfl.settings.random_streams import shuffle_key
 from asyncfl.training.graphed import GraphedTrainer
 from asyncfl.training.interface import LocalSettings, LocalTask
 from asyncfl.training.numerics import Numerics

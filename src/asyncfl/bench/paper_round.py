@@ -16,12 +16,12 @@ import numpy as np
 import torch
 
 from asyncfl.bench.synthetic import synthetic_data, synthetic_run
-from asyncfl.spec.config import make_config
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import MODELS, base_algorithm
-from asyncfl.spec.plan import plan_workflow
-from asyncfl.spec.run_cost import DATASET_SIZES, run_updates
-from asyncfl.spec.yaml_files import read_yaml
+from asyncfl.planning.plan import plan_workflow
+from asyncfl.planning.run_cost import DATASET_SIZES, run_updates
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import MODELS, base_algorithm
+from asyncfl.settings.yaml_files import read_yaml
 
 CLIENTS, PER_ROUND, EPOCHS = 10, 5, 10
 
@@ -68,7 +68,7 @@ def round_walls(shape: PaperShape, trainer: str, device: torch.device, quick: bo
 
 def load_sweep(path: Path, together: int | None = None) -> dict[str, dict[str, int]]:
     """Client updates per model of the workflow config at `path`, checked as the workflow checks it."""
-    from asyncfl.spec.workflow_config import check_workflow_config
+    from asyncfl.planning.workflow_config import check_workflow_config
 
     config = read_yaml(path)
     try:

@@ -1,5 +1,5 @@
 """`asyncfl bench --profile-cost`: what the `fast` speed profile (bf16 autocast and channels_last,
-`spec/populations.PROFILES`) costs in accuracy against fp32, and whether it stays deterministic.
+`settings/populations.PROFILES`) costs in accuracy against fp32, and whether it stays deterministic.
 
 Paired seeds on real data: for each seed, one partition, one clients' world and one initial model, an
 AFL run in fp32 and one in the fast profile, so the numerics alone differ. Reported per seed and as
@@ -27,8 +27,8 @@ from scipy import stats
 from asyncfl.data.dataset import Dataset
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import DirichletSplit
-from asyncfl.spec.config import make_config
-from asyncfl.spec.layout import METRICS, MODEL
+from asyncfl.planning.layout import METRICS, MODEL
+from asyncfl.settings.config import make_config
 
 CLIENTS, ALPHA = 10, 0.5
 CASE = {

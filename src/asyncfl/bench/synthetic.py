@@ -14,9 +14,9 @@ import torch
 
 from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
-from asyncfl.spec.config import make_config
-from asyncfl.spec.layout import TIMINGS
-from asyncfl.spec.names import TIMING_ONLY
+from asyncfl.planning.layout import TIMINGS
+from asyncfl.settings.config import make_config
+from asyncfl.settings.names import TIMING_ONLY
 from asyncfl.training.runtime import configure_process
 
 

@@ -26,10 +26,10 @@ from asyncfl.bench.paper_round import CLIENTS, EPOCHS, PAPER_SHAPES, PER_ROUND, 
 from asyncfl.bench.synthetic import RunWalls, synthetic_data
 from asyncfl.data.dataset import Dataset
 from asyncfl.data.partition import Partition
+from asyncfl.planning.layout import TIMINGS
+from asyncfl.settings.config import make_config
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.lockstep import Lockstep
-from asyncfl.spec.config import make_config
-from asyncfl.spec.layout import TIMINGS
 from asyncfl.training.runtime import configure_process
 
 MEASURED_ROUNDS, QUICK_MEASURED_ROUNDS = 4, 2  # per run; each run trains two more (warm-up, evaluation)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from asyncfl.cli import analysis, benchmark, data, results, trace, train, tune
 from asyncfl.cli.processes import die_with_parent
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 GROUPS = (data, train, tune, analysis, trace, results, benchmark)  # in the order `asyncfl --help` lists them
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from asyncfl.cli.arguments import FRACTION, POSITIVE, Commands, add_dataset_arguments, at_least, json_mapping
-from asyncfl.spec.catalogue import CATALOGUE, Scope
-from asyncfl.spec.experiments import first_repeated
-from asyncfl.spec.tuning import TUNING_METRICS
+from asyncfl.planning.experiments import first_repeated
+from asyncfl.planning.tuning import TUNING_METRICS
+from asyncfl.settings.catalogue import CATALOGUE, Scope
 
 
 def tuning_grid(text: str) -> dict[str, list[dict]]:

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
 
-from asyncfl.spec.names import DATASETS
-from asyncfl.spec.numbers import parse_number
+from asyncfl.settings.names import DATASETS
+from asyncfl.settings.numbers import parse_number
 
 # What each group of commands registers its parsers with: the top-level parser's subcommands
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -48,7 +48,7 @@ def bounded(rule: str, holds: Callable[[float], bool]) -> Callable[[str], float]
     """argparse type: a number for which `holds` is true, `rule` saying which in the error."""
 
     def parse(text: str) -> float:
-        value = parse_number(text)  # as every reader reads numbers (spec/numbers.py)
+        value = parse_number(text)  # as every reader reads numbers (settings/numbers.py)
         if value is None or not holds(value):
             raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
         return value

@@ -5,10 +5,10 @@ from pathlib import Path
 
 from asyncfl.cli.arguments import Commands, at_least
 from asyncfl.files import write_json
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import check_output
-from asyncfl.spec.names import DEVICES
-from asyncfl.spec.populations import PROFILES
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import check_output
+from asyncfl.settings.names import DEVICES
+from asyncfl.settings.populations import PROFILES
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
@@ -46,7 +46,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 def costs_result(args: argparse.Namespace) -> None:
     """`--costs FILE`: this device's row of each model in the cost table, the others kept."""
     from asyncfl.bench.costs import format_costs, measure_costs, write_costs
-    from asyncfl.spec.run_cost import read_cost_table
+    from asyncfl.planning.run_cost import read_cost_table
     from asyncfl.training.runtime import choose_device
 
     if not args.costs.parent.is_dir():

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from asyncfl.cli.arguments import Commands, add_dataset_arguments, at_least
 from asyncfl.data.holdout import Holdout
-from asyncfl.spec.integrity import check_output
+from asyncfl.settings.integrity import check_output
 
 DATA_HELP = """\
 Files asyncfl looks for under --root (torchvision's layout, or the archives directly in --root):

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import run_name
+from asyncfl.planning.layout import run_name
+from asyncfl.settings.errors import InputError
 
 if TYPE_CHECKING:
     from asyncfl.launch import PlannedRun

@@ -5,13 +5,13 @@ from pathlib import Path
 
 from asyncfl.cli.arguments import POSITIVE, Commands, at_least
 from asyncfl.files import atomic_path
-from asyncfl.spec.trace_import import FORMATS as TRACE_FORMATS
+from asyncfl.settings.trace_import import FORMATS as TRACE_FORMATS
 
 
 def cmd_trace_import(args: argparse.Namespace) -> None:
     """Convert a published trace; the CSV is checked as `availability: trace` reads it before it is kept."""
-    from asyncfl.spec.trace_import import import_trace, trace_csv
-    from asyncfl.spec.traces import read_trace
+    from asyncfl.settings.trace_import import import_trace, trace_csv
+    from asyncfl.settings.traces import read_trace
 
     imported = import_trace(args.source, args.format, args.clients, args.horizon)
     with atomic_path(args.out) as tmp:

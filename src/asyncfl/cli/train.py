@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 from asyncfl.cli.arguments import PROCESSES, THREADS, Commands, add_dataset_arguments, at_least, json_mapping
 from asyncfl.cli.processes import process_shares, train_in_processes
-from asyncfl.spec.config import load_config, make_config, system_model_help, with_paths_from
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input
-from asyncfl.spec.layout import run_name
-from asyncfl.spec.names import ALGORITHMS, MODELS
-from asyncfl.spec.tuning import check_choice, read_chosen
+from asyncfl.planning.layout import run_name
+from asyncfl.planning.tuning import check_choice, read_chosen
+from asyncfl.settings.config import load_config, make_config, system_model_help, with_paths_from
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import MAX_RECORD_BYTES, read_input
+from asyncfl.settings.names import ALGORITHMS, MODELS
 
 if TYPE_CHECKING:
     from asyncfl.launch import PlannedRun, TrainedFolder
@@ -191,7 +191,9 @@ def register(commands: Commands) -> None:
     train.add_argument("--rounds", type=at_least(1), metavar="R")
     train.add_argument("--local-epochs", type=at_least(1), metavar="I")
     train.add_argument("--seed", type=at_least(0))
-    train.add_argument("--config", type=Path, help="YAML file with any other settings (see src/asyncfl/spec/config.py)")
+    train.add_argument(
+        "--config", type=Path, help="YAML file with any other settings (see src/asyncfl/settings/config.py)"
+    )
     train.add_argument(
         "--settings",
         type=json_mapping,

@@ -12,9 +12,9 @@ from asyncfl.cli.analysis import add_tuning_metric, sweep_arguments, tuning_grid
 from asyncfl.cli.arguments import PROCESSES, THREADS, Commands, add_dataset_arguments, json_mapping
 from asyncfl.cli.train import checked_runs, planned_runs, train_plan
 from asyncfl.files import written_together
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import run_name
-from asyncfl.spec.tuning import is_number, next_points, point_label
+from asyncfl.planning.layout import run_name
+from asyncfl.planning.tuning import is_number, next_points, point_label
+from asyncfl.settings.errors import InputError
 
 
 def search_axes_argument(text: str) -> dict[str, dict[str, list[Any]]]:

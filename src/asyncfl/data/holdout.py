@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asyncfl.spec import random_streams
-from asyncfl.spec.errors import InputError
+from asyncfl.settings import random_streams
+from asyncfl.settings.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from asyncfl.data.dataset import Dataset
 from asyncfl.data.digits import DIGITS_FILE, load_digits
 from asyncfl.data.torchvision_sets import load_cifar10, load_idx
 from asyncfl.files import write_json
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import DATA_DIR
-from asyncfl.spec.names import DATASETS
+from asyncfl.planning.layout import DATA_DIR
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import DATASETS
 
 
 def default_root(name: str) -> Path:

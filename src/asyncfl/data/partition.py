@@ -23,11 +23,11 @@ import numpy as np
 from asyncfl.data.holdout import Holdout
 from asyncfl.data.loading import load_dataset
 from asyncfl.files import sha256, write_json, write_npz
-from asyncfl.spec import random_streams
-from asyncfl.spec.config import MAX_SEED
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import check_output
-from asyncfl.spec.layout import NPZ_HASH
+from asyncfl.planning.layout import NPZ_HASH
+from asyncfl.settings import random_streams
+from asyncfl.settings.config import MAX_SEED
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import check_output
 
 MAX_REDRAWS = 1000
 

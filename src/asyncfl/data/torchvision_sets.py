@@ -16,7 +16,7 @@ import torch
 
 from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.vision import import_torchvision
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 # The usual per-dataset normalisation constants (pixels in [0, 1]).
 NORMALISATION = {

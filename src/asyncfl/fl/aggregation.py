@@ -13,7 +13,7 @@ from typing import cast
 import torch
 
 from asyncfl.models import ModelState
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 
 def linear_combination(terms: list[tuple[float, ModelState]]) -> ModelState:

@@ -5,7 +5,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from asyncfl.spec.config import LR_CLOCKS, TrainConfig
+from asyncfl.settings.config import LR_CLOCKS, TrainConfig
 
 
 def delay_aware_lr(gamma0: float, t: float, alpha_lr: float, delay: float) -> float:

@@ -26,7 +26,7 @@ import torch
 
 from asyncfl.fl.strategy import Parameters
 from asyncfl.models import ModelState
-from asyncfl.spec.config import TrainConfig
+from asyncfl.settings.config import TrainConfig
 
 Moments = dict[str, ModelState]  # "m" and, for the adaptive ones, "v": per parameter, float64
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from asyncfl.spec.config import STALENESS_FUNCTIONS, TrainConfig
+from asyncfl.settings.config import STALENESS_FUNCTIONS, TrainConfig
 
 
 class StalenessFunction(Protocol):

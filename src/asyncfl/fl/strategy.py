@@ -14,7 +14,7 @@ from typing import Any
 from asyncfl.fl.learning_rate import Schedule
 from asyncfl.fl.staleness import StalenessFunction, staleness_function
 from asyncfl.models import ModelState
-from asyncfl.spec.config import TrainConfig, check_concurrency, check_setting, updates_per_round
+from asyncfl.settings.config import TrainConfig, check_concurrency, check_setting, updates_per_round
 
 
 @dataclass(frozen=True)

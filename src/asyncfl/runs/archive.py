@@ -16,12 +16,12 @@ import tarfile
 from pathlib import Path
 
 from asyncfl.files import atomic_path, publish_folder, sha256, write_json
+from asyncfl.planning.layout import ARCHIVE_FILES, CHECKSUMS, PROVENANCE, RUN_LOGS, RUN_RECORD, TARBALL, ZENODO
 from asyncfl.runs.provenance import git, machine, package_versions
 from asyncfl.runs.record import read_run_record, verify_run_files
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import finite_number
-from asyncfl.spec.layout import ARCHIVE_FILES, CHECKSUMS, PROVENANCE, RUN_LOGS, RUN_RECORD, TARBALL, ZENODO
-from asyncfl.spec.yaml_files import read_yaml
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import finite_number
+from asyncfl.settings.yaml_files import read_yaml
 
 ARCHIVE_KEYS = ("title", "creators", "license", "paper")
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from asyncfl.files import atomic_path
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 # 7: the state's models renamed (global_model, start_models); 6: results carry the mean epoch loss
 CHECKPOINT_FORMAT = 7

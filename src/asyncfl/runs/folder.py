@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from asyncfl.files import sha256, temporary_sibling
+from asyncfl.planning.layout import CHECKPOINT, EVALUATIONS, MODEL, RUN_OUTPUTS, RUN_RECORD, TIMINGS
 from asyncfl.runs.record import TUNED, read_run_record, utc_now
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import CHECKPOINT, EVALUATIONS, MODEL, RUN_OUTPUTS, RUN_RECORD, TIMINGS
+from asyncfl.settings.errors import InputError
 
 LOCK = ".lock"
 REPLACED = "replaced"  # --force moves a folder's old outputs into replaced/TIMESTAMP/

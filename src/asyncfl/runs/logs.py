@@ -24,7 +24,7 @@ from typing import TextIO
 from tqdm import tqdm
 
 from asyncfl.files import append_whole, open_log, same_file, write_text
-from asyncfl.spec.layout import EVALUATIONS, EVENTS, METRICS, TIMINGS
+from asyncfl.planning.layout import EVALUATIONS, EVENTS, METRICS, TIMINGS
 
 METRICS_COLUMNS = (
     "round",

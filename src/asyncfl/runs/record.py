@@ -5,7 +5,7 @@ run.json holds the SHA-256 of the run's outputs and of its own content; a file t
 was not written by that run (edited, damaged, or left over from another), and figures, the theory
 probe and the archive refuse it by name instead of drawing, probing or shipping it. What a run is
 (algorithm, J, seed, dataset, partition) is read from its record, never from the folder's name.
-Imports nothing heavy (the spec layer, `files` and the standard library): figures and the archive
+Imports nothing heavy (the settings and planning layers, `files` and the standard library): figures and the archive
 check runs without torch.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from asyncfl.files import sha256, write_json
-from asyncfl.spec.config import TrainConfig, config_dict
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import MAX_RECORD_BYTES, SELF_HASH, is_sealed, read_input, sealed, strict_json_loads
-from asyncfl.spec.layout import RUN_RECORD
+from asyncfl.planning.layout import RUN_RECORD
+from asyncfl.settings.config import TrainConfig, config_dict
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import MAX_RECORD_BYTES, SELF_HASH, is_sealed, read_input, sealed, strict_json_loads
 
 RERUN = "train it again (asyncfl train --force, or delete the folder and rerun snakemake)"
 # What a run folder holds, and how its files read; a record of another format is refused, never half-read.

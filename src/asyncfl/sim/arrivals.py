@@ -11,8 +11,8 @@ import bisect
 
 import numpy as np
 
-from asyncfl.spec import random_streams
-from asyncfl.spec.config import TrainConfig
+from asyncfl.settings import random_streams
+from asyncfl.settings.config import TrainConfig
 
 CHUNK = 256
 

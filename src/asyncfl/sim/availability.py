@@ -5,7 +5,7 @@ dispatches fail. Off by default (`availability: always`): every client is always
 Drawn periods are known lazily: a client's are drawn the first time a run asks about it, and of them
 only the chunk around the last question is kept, since a run's clock only moves forward (a question
 about an earlier time draws the client's periods again from its stream's start, as figures and tests
-may ask). Imports only numpy and the spec layer, so figures can draw a run's timeline from its settings.
+may ask). Imports only numpy and the settings layer, so figures can draw a run's timeline from its settings.
 """
 
 import math
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from asyncfl.settings import random_streams
+from asyncfl.settings.config import AVAILABILITY_MODELS, TrainConfig
+from asyncfl.settings.traces import read_trace
 from asyncfl.sim.periods import PERIOD_DRAWS, ClientStreams, PeriodModel, period_model
-from asyncfl.spec import random_streams
-from asyncfl.spec.config import AVAILABILITY_MODELS, TrainConfig
-from asyncfl.spec.traces import read_trace
 
 NEVER = math.inf
 if ("always", *PERIOD_DRAWS, "diurnal", "trace") != AVAILABILITY_MODELS:  # the config's choices are these

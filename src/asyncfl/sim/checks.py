@@ -12,12 +12,12 @@ from asyncfl.data.partition import Partition
 from asyncfl.fl.algorithms import make_strategy
 from asyncfl.fl.strategy import Strategy
 from asyncfl.models import model_name_has_batchnorm
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import TIMING_ONLY
 from asyncfl.sim.client_system import ClientSystem, Phases
 from asyncfl.sim.partial_work import samples_after
 from asyncfl.sim.world import World
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import TIMING_ONLY
 from asyncfl.training.graphed import graphable
 from asyncfl.training.runtime import trainer_name
 

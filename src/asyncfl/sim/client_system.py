@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from asyncfl.settings import random_streams
+from asyncfl.settings.classes import drawn_per_client
+from asyncfl.settings.config import DISTRIBUTIONS, TrainConfig
 from asyncfl.sim.jitter import jitter_factor, transfer_factors
 from asyncfl.sim.network import Links, TransferTimes
 from asyncfl.sim.server_link import ServerLink
-from asyncfl.spec import random_streams
-from asyncfl.spec.classes import drawn_per_client
-from asyncfl.spec.config import DISTRIBUTIONS, TrainConfig
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,15 @@ from asyncfl.fl.server_optimizer import ServerOptimizer
 from asyncfl.fl.strategy import Strategy
 from asyncfl.models import ModelState, build_model
 from asyncfl.runs.record import run_identity
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.names import TIMING_ONLY
+from asyncfl.settings.random_streams import client_init_seed, shuffle_key
 from asyncfl.sim.checks import checked_parts
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.network import state_bytes
 from asyncfl.sim.outcomes import accounting_columns
 from asyncfl.sim.state import Job
 from asyncfl.sim.world import World
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.names import TIMING_ONLY
-from asyncfl.spec.random_streams import client_init_seed, shuffle_key
 from asyncfl.training.graphed import graphable
 from asyncfl.training.interface import LocalSettings, LocalTask, Trainer, TrainerPool
 from asyncfl.training.runtime import choose_device, trainer_class, trainer_name

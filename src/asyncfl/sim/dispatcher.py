@@ -7,6 +7,7 @@ from collections import Counter
 
 import numpy as np
 
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.availability import NEVER
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.events import Event, EventQueue, Kind
@@ -15,7 +16,6 @@ from asyncfl.sim.network import Links
 from asyncfl.sim.partial_work import samples_that_fit
 from asyncfl.sim.sampling import ClientPicker
 from asyncfl.sim.state import Job, SimulationState
-from asyncfl.spec.errors import InputError
 from asyncfl.training.interface import LocalResult
 
 

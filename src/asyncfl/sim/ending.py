@@ -10,15 +10,15 @@ import torch
 
 from asyncfl.files import sha256
 from asyncfl.models import ModelState
+from asyncfl.planning.layout import CHECKPOINT, EVALUATIONS, EVENTS, METRICS, MODEL, RUN_OUTPUTS
 from asyncfl.runs.checkpoint import save_torch
 from asyncfl.runs.provenance import run_environment
 from asyncfl.runs.record import utc_now, write_run_record
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.outcomes import starved_clients
 from asyncfl.sim.state import Job, SimulationState
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import CHECKPOINT, EVALUATIONS, EVENTS, METRICS, MODEL, RUN_OUTPUTS
 from asyncfl.training.interface import LocalResult
 
 

@@ -20,8 +20,10 @@ from pathlib import Path
 
 from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
+from asyncfl.planning.layout import CHECKPOINT, EVENTS
 from asyncfl.runs.checkpoint import load_checkpoint, save_checkpoint
 from asyncfl.runs.logs import RunLogs
+from asyncfl.settings.config import TrainConfig
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.ending import stop_condition, warn_of_starved, write_outputs
@@ -32,8 +34,6 @@ from asyncfl.sim.open_round import OpenRound
 from asyncfl.sim.outcomes import DISCARDED, Unaggregated, progress_bound
 from asyncfl.sim.rounds import evaluate_global, evaluation_due, folded_round
 from asyncfl.sim.state import Job, SimulationState
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.layout import CHECKPOINT, EVENTS
 from asyncfl.training.interface import LocalResult, Trainer, TrainerPool
 
 

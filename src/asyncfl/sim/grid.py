@@ -5,13 +5,13 @@ random number and changes no state but its own count."""
 
 from asyncfl.models import ModelState
 from asyncfl.runs.logs import CsvLog
+from asyncfl.settings.config import MAX_GRID_ROWS
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.events import Event, Kind
 from asyncfl.sim.rounds import validation_metrics
 from asyncfl.sim.state import SimulationState
-from asyncfl.spec.config import MAX_GRID_ROWS
-from asyncfl.spec.errors import InputError
 from asyncfl.training.evaluation import evaluate
 
 

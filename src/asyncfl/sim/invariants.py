@@ -8,11 +8,11 @@ import math
 from dataclasses import dataclass
 
 from asyncfl.fl.strategy import Strategy
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.network import Links
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.sim.world import OFFLINE
-from asyncfl.spec.errors import InputError
 
 TOLERANCE = 1e-9  # of a sum of coefficients, which rounding moves by a few ulps
 

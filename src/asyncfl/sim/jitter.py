@@ -20,8 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from asyncfl.spec import random_streams
-from asyncfl.spec.config import JITTER_DISTRIBUTIONS
+from asyncfl.settings import random_streams
+from asyncfl.settings.config import JITTER_DISTRIBUTIONS
 
 # Each shape's factor of the client's compute time, from the dispatch's generator and σ
 JITTER_FACTORS: dict[str, Callable[[np.random.Generator, float], float]] = {

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from asyncfl.spec import random_streams
-from asyncfl.spec.classes import ClassRanges, class_ranges
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.errors import InputError
+from asyncfl.settings import random_streams
+from asyncfl.settings.classes import ClassRanges, class_ranges
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.errors import InputError
 
 MEGABIT = 1e6
 # A transfer longer than this (about 30 years of virtual time) is a setting's mistake, not a world: past

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from asyncfl.fl.strategy import Strategy
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.sim.world import FAILED, OFFLINE
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.errors import InputError
 
 DISCARDED, ABANDONED, REJECTED = "discarded", "abandoned", "rejected"
 # metrics.csv's per-round count of each fate, by the fate's name in events.csv's `lost`

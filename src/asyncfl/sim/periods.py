@@ -1,6 +1,6 @@
 """Each client's online and offline periods, drawn from its own random stream (docs/design.md "The
 clients' world"): of fixed means (`availability: exponential` or `lognormal`), or following a day's
-rhythm (`diurnal`). Imports only numpy and the spec layer, so figures can draw a run's timeline.
+rhythm (`diurnal`). Imports only numpy and the settings layer, so figures can draw a run's timeline.
 
 A client's stream (`random_streams.AVAILABILITY`, keyed by client) gives, in order: its diurnal phase
 (diurnal only), whether it starts online, then its periods, CHUNK pairs at a time. It is opened the
@@ -16,9 +16,9 @@ from typing import Protocol
 
 import numpy as np
 
-from asyncfl.spec import random_streams
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.errors import InputError
+from asyncfl.settings import random_streams
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.errors import InputError
 
 CHUNK = 16  # pairs of periods drawn at a time per client: fixed, so its periods never depend on the queries
 DAY = 86_400.0  # virtual seconds: the diurnal cycle's period

@@ -8,11 +8,11 @@ from asyncfl.fl.aggregation import update_norm
 from asyncfl.fl.strategy import Update
 from asyncfl.models import ModelState
 from asyncfl.runs.logs import PHASE_COLUMNS, Aggregation
+from asyncfl.settings.config import TrainConfig
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.ending import check_finite_model
 from asyncfl.sim.outcomes import Unaggregated, will_be_discarded
 from asyncfl.sim.state import Job, SimulationState
-from asyncfl.spec.config import TrainConfig
 from asyncfl.training.evaluation import evaluate, training_gradient
 from asyncfl.training.interface import LocalResult
 

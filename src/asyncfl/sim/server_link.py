@@ -18,8 +18,8 @@ import bisect
 import math
 from dataclasses import dataclass, field
 
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.network import MAX_TRANSFER_SECONDS, MEGABIT, Links
-from asyncfl.spec.errors import InputError
 
 FREE = 1e-9  # of the capacity: less left than this is none (sums of rates round by a few ulps)
 

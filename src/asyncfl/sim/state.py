@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from asyncfl.models import ModelState
+from asyncfl.planning.layout import EVALUATIONS, EVENTS, METRICS, TIMINGS
 from asyncfl.runs.record import utc_now
+from asyncfl.settings import random_streams
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.server_link import LinkBookings
-from asyncfl.spec import random_streams
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import EVALUATIONS, EVENTS, METRICS, TIMINGS
 from asyncfl.training.interface import LocalResult
 
 

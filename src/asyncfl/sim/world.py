@@ -9,9 +9,9 @@ from functools import partial
 
 import numpy as np
 
+from asyncfl.settings.config import TrainConfig
 from asyncfl.sim.arrivals import CheckIns
 from asyncfl.sim.availability import NEVER, Availability, dispatch_fails
-from asyncfl.spec.config import TrainConfig
 
 OFFLINE, FAILED = "offline", "failed"  # why a dispatch's result never arrived (events.csv's `lost`)
 

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import torch
 
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 LOCKS_VARIABLE = "ASYNCFL_GPU_LOCKS"  # the lock folder, when the temporary folder is not shared by the jobs
 

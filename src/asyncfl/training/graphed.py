@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from torch import nn
 
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask, LocalTrainer, optimizer_step, run_epochs
 from asyncfl.training.numerics import Numerics
 

@@ -19,8 +19,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from asyncfl.models import ModelState
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.names import OPTIMIZERS
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.names import OPTIMIZERS
 from asyncfl.training.numerics import Numerics
 
 

@@ -8,8 +8,8 @@ import os
 
 import torch
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import TIMING_ONLY, TRAINERS
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import TIMING_ONLY, TRAINERS
 from asyncfl.training.gpus import held_gpu
 from asyncfl.training.graphed import GraphedTrainer
 from asyncfl.training.interface import LocalTrainer

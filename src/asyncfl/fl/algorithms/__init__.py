@@ -1,4 +1,4 @@
-"""The federated algorithms, one file each, by their config names (`spec/algorithms.py`'s catalogue).
+"""The federated algorithms, one file each, by their config names (`settings/algorithms.py`'s catalogue).
 
 Adding an algorithm: one file here with its `Strategy` and its frozen `Parameters` (docs/development.md
 "Adding an algorithm"), its entry in STRATEGIES, and its entry in the catalogue. FedAvgM, FedAdam and
@@ -14,8 +14,8 @@ from asyncfl.fl.algorithms.fedbuff import FedBuff
 from asyncfl.fl.algorithms.sync import Sync
 from asyncfl.fl.algorithms.sync_as_coded import SyncAsCoded
 from asyncfl.fl.strategy import Strategy
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.names import ALGORITHMS
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.names import ALGORITHMS
 
 STRATEGIES: dict[str, type[Strategy]] = {
     "afl": AFL,
@@ -27,7 +27,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "fedavgm": Sync,
     "fedadam": Sync,
     "fedyogi": Sync,
-    "fadas": FedBuff,  # FedBuff's buffer, then the server's AMSGrad step (spec/algorithms.py)
+    "fadas": FedBuff,  # FedBuff's buffer, then the server's AMSGrad step (settings/algorithms.py)
     "ca2fl": CA2FL,
 }
 

@@ -4,7 +4,7 @@
 from dataclasses import replace
 
 from asyncfl.fl.algorithms.sync import Sync
-from asyncfl.spec.config import TrainConfig
+from asyncfl.settings.config import TrainConfig
 
 
 class AFLAsCoded(Sync):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from asyncfl.fl.aggregation import calibrated_update
 from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, Update
 from asyncfl.models import ModelState
-from asyncfl.spec.config import TrainConfig
+from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)

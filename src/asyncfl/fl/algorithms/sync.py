@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from asyncfl.fl.aggregation import staleness_aware_average
 from asyncfl.fl.strategy import Parameters, Strategy, Update
 from asyncfl.models import ModelState
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ settings, beside the population's name; a setting given beside a preset wins and
 
 from typing import Any
 
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 POPULATIONS: dict[str, dict[str, Any]] = {
     # Cross-silo: a few institutions, equal, fast, always online (the project's choice of numbers: equal

@@ -6,9 +6,9 @@ from typing import Any
 
 import yaml
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import read_input
-from asyncfl.spec.numbers import SCIENTIFIC
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import read_input
+from asyncfl.settings.numbers import SCIENTIFIC
 
 
 def with_numbers(value: Any, done: dict[int, Any] | None = None) -> Any:

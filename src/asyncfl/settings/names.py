@@ -8,7 +8,7 @@ The implementations are found by these names: algorithms in `strategies.STRATEGI
 
 import re
 
-from asyncfl.spec.algorithms import CATALOGUE
+from asyncfl.settings.algorithms import CATALOGUE
 
 # Federated algorithms, in the order (and so the colour) every figure uses (`algorithms.CATALOGUE`)
 ALGORITHMS = {algorithm.key: algorithm.display for algorithm in CATALOGUE}

@@ -17,12 +17,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from asyncfl.spec.config import TrainConfig, make_config, updates_per_round
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import ASYNCHRONOUS, MODELS, TIMING_ONLY
+from asyncfl.settings.config import TrainConfig, make_config, updates_per_round
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import ASYNCHRONOUS, MODELS, TIMING_ONLY
 
 # Training and test samples of each dataset as its loader serves them (digits: scikit-learn's 1,797 in
-# data/digits.py's fixed 80/20 split); tests/spec/test_run_cost.py checks them against the real loaders
+# data/digits.py's fixed 80/20 split); tests/planning/test_run_cost.py checks them against the real loaders
 DATASET_SIZES = {"mnist": (60_000, 10_000), "fashion-mnist": (60_000, 10_000), "cifar10": (50_000, 10_000)}
 DATASET_SIZES["digits"] = (1_437, 360)
 DEVICE_KIND = re.compile(r"[a-z0-9][a-z0-9._-]*")

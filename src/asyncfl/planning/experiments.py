@@ -1,7 +1,7 @@
 """The workflow's own checks of its configuration, run while Snakemake parses, before any job starts.
 
 The JSON schema checks the shape of the workflow's keys; what it cannot say (names that live in
-`asyncfl.spec.names`, relations between keys, the `train:` settings that asyncfl validates) is checked here,
+`asyncfl.settings.names`, relations between keys, the `train:` settings that asyncfl validates) is checked here,
 so a mistake fails `snakemake -n` with the key named instead of failing hours later in a job.
 Kept free of heavy imports, like `names`.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from asyncfl.spec.config import (
+from asyncfl.settings.config import (
     CLIENTS_WORLD,
     MAX_SEED,
     SETTING_READERS,
@@ -23,9 +23,17 @@ from asyncfl.spec.config import (
     make_config,
     updates_per_round,
 )
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import ALGORITHM_NAME, ALGORITHMS, DATASETS, MODELS, TIMING_ONLY, VARIANT_SUFFIX, base_algorithm
-from asyncfl.spec.traces import read_trace
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import (
+    ALGORITHM_NAME,
+    ALGORITHMS,
+    DATASETS,
+    MODELS,
+    TIMING_ONLY,
+    VARIANT_SUFFIX,
+    base_algorithm,
+)
+from asyncfl.settings.traces import read_trace
 
 # Keys of `train:` that the workflow sets itself, per experiment or per job
 # (docs/cluster.md "Changing the experiments").

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from asyncfl.settings.classes import class_counts, parse_classes
+from asyncfl.settings.config import TrainConfig, make_config
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.populations import POPULATIONS
 from asyncfl.sim.client_system import ClientSystem
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.network import Links
-from asyncfl.spec.classes import class_counts, parse_classes
-from asyncfl.spec.config import TrainConfig, make_config
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.populations import POPULATIONS
 from engine_cases import contiguous_partition, tiny_dataset
 
 README = Path(__file__).resolve().parents[2] / "config/README.md"

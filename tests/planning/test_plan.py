@@ -4,8 +4,8 @@ import copy
 
 import yaml
 
-from asyncfl.spec.catalogue import Scope, scope_figures
-from asyncfl.spec.plan import ONE_RUN, PACKED, SEVERITY, plan_workflow
+from asyncfl.planning.plan import ONE_RUN, PACKED, SEVERITY, plan_workflow
+from asyncfl.settings.catalogue import Scope, scope_figures
 from conftest import QUICK_CONFIG, REPO
 
 QUICK = yaml.safe_load(QUICK_CONFIG.read_text())
@@ -80,7 +80,7 @@ def test_the_paper_config_plans_every_run_and_figure():
     plan = plan_workflow(yaml.safe_load((REPO / "config/config.yaml").read_text()))
     one_run = [job for name in plan.of_shape(ONE_RUN) for job in plan[name].jobs]
     assert len(one_run) == 99 and all(len(job.runs) == 1 for job in one_run)
-    # 5 severities of 30 runs, each in 8 jobs within the 2-day cap (4 runs of 720 min; tests/spec/test_cluster.py)
+    # 5 severities of 30 runs, each in 8 jobs within the 2-day cap (4 runs of 720 min; tests/planning/test_cluster.py)
     assert {name: len(plan[name].jobs) for name in plan.of_shape(SEVERITY)} == {
         "mnist_stragglers": 40,
         "cifar10_stragglers": 40,

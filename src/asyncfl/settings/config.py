@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
-from asyncfl.spec.classes import parse_classes
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import (
+from asyncfl.settings.classes import parse_classes
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import (
     ALGORITHMS,
     ASYNCHRONOUS,
     DEVICES,
@@ -27,9 +27,9 @@ from asyncfl.spec.names import (
     TRAINERS,
     UPDATES_PER_ROUND,
 )
-from asyncfl.spec.populations import POPULATION_NAMES, PROFILES, with_presets
-from asyncfl.spec.rules import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Group, setting
-from asyncfl.spec.yaml_files import read_yaml
+from asyncfl.settings.populations import POPULATION_NAMES, PROFILES, with_presets
+from asyncfl.settings.rules import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Group, setting
+from asyncfl.settings.yaml_files import read_yaml
 
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
 DISTRIBUTIONS = ("lognormal", "constant")
@@ -57,7 +57,7 @@ class TrainConfig:
     none or another; config/README.md's tables of settings are made from them."""
 
     algorithm: str = setting(Group.RUN, "afl", tuple(ALGORITHMS))
-    """the federated algorithm (`spec/algorithms.py`'s catalogue)"""
+    """the federated algorithm (`settings/algorithms.py`'s catalogue)"""
     model: str = setting(Group.RUN, "cnn", tuple(MODELS))
     """`cnn` (the paper's MNIST model), `resnet20` (its CIFAR-10 model) or `mlp` (McMahan et al. 2017's 2NN,
     **project's choice**)"""
@@ -69,7 +69,7 @@ class TrainConfig:
     local_epochs: int = setting(Group.RUN, 10, lowest=POSITIVE, at_most=100_000)
     """I, local epochs per dispatch (**paper**)"""
     seed: int = setting(Group.RUN, 0, lowest=NON_NEGATIVE, at_most=MAX_SEED)
-    """the run's seed, from which every random stream derives (`spec/random_streams.py`)"""
+    """the run's seed, from which every random stream derives (`settings/random_streams.py`)"""
     batch_size: int = setting(Group.LOCAL, 64, lowest=POSITIVE, at_most=MANY)
     """local minibatch size (**paper**)"""
     optimizer: str = setting(Group.LOCAL, "adam", OPTIMIZERS)
@@ -190,7 +190,7 @@ class TrainConfig:
     speed_classes: str | None = setting(Group.WORLD, None)
     """device classes, `SHARE:FACTOR,…`: each class's share of the clients (by largest remainder; which clients
     from their own stream) computes FACTOR times slower than its drawn speed, a factor drawn uniformly where a
-    class gives `LOW-HIGH`; e.g. AFL-Lib's edge devices `1:1,1:1.81,1:11.6` (`spec/classes.py`)"""
+    class gives `LOW-HIGH`; e.g. AFL-Lib's edge devices `1:1,1:1.81,1:11.6` (`settings/classes.py`)"""
     class_draw: str = setting(Group.WORLD, "shares", CLASS_DRAWS)
     """how the classes of `speed_classes`, `link_classes`, `download_seconds` and `upload_seconds` take their
     clients: `shares`, each class exactly its share of the C clients (by largest remainder); `probability`,
@@ -206,7 +206,7 @@ class TrainConfig:
     and 4G `1:150-600,1:20-100`; not with `bandwidth_median`"""
     download_seconds: str | None = setting(Group.WORLD, None)
     """instead of bandwidths: each dispatch's download in virtual seconds, whatever the model's size,
-    `SHARE:SECONDS` or `SHARE:LOW-HIGH` classes (`spec/classes.py`); null with `upload_seconds` set: 0"""
+    `SHARE:SECONDS` or `SHARE:LOW-HIGH` classes (`settings/classes.py`); null with `upload_seconds` set: 0"""
     upload_seconds: str | None = setting(Group.WORLD, None)
     """each dispatch's upload in virtual seconds, classes as `download_seconds`; e.g. FedRevive's
     `1:0.13-0.17,1:0.23-0.27` (a mean of 0.15 or 0.25 ± 0.02) with `transfer_draws: per_dispatch`"""
@@ -525,7 +525,7 @@ def with_implied_server_optimizer(values: dict[str, Any], source: str) -> dict[s
 MAX_GRID_ROWS = 100_000
 DRAWN_PERIODS = ("exponential", "lognormal", "diurnal")
 ADAPTIVE_SERVER = ("adagrad", "adam", "yogi", "amsgrad")
-# The settings written as client classes (`spec/classes.py`); the speeds' first, the transfers' after
+# The settings written as client classes (`settings/classes.py`); the speeds' first, the transfers' after
 CLASS_SETTINGS = ("speed_classes", "link_classes", "download_seconds", "upload_seconds")
 JITTERED_TRANSFERS = "the clients' links or transfer times set, and server_bandwidth null"
 

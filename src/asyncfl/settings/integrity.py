@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 MAX_SETTINGS_BYTES = 4 << 20  # a configuration or sweep file: real ones are a few KB
 MAX_RECORD_BYTES = 64 << 20  # run.json, a partition's statistics (a million clients' class counts fit)

@@ -1,5 +1,5 @@
 """Availability traces, the CSVs of `availability: trace` (docs/design.md "The clients' world"): read and
-checked here, in the spec layer, so the workflow checks a trace while it parses, before any job runs,
+checked here, in the settings layer, so the workflow checks a trace while it parses, before any job runs,
 and the engine reads it the same way."""
 
 import csv
@@ -7,8 +7,8 @@ import io
 import math
 from pathlib import Path
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import MAX_RECORD_BYTES, read_input
 
 
 def read_trace(path: Path, clients: int) -> dict[int, list[tuple[float, float]]]:

@@ -30,8 +30,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.integrity import read_input
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import read_input
 
 Periods = dict[int, list[tuple[float, float]]]
 FLASH_TIME = "%Y-%m-%d %H:%M:%S"
@@ -249,7 +249,7 @@ FORMATS: dict[str, Callable[[bytes, int, float | None], ImportedTrace]] = {
 
 
 def trace_csv(periods: Periods) -> str:
-    """The `client,start,end` CSV (`spec.traces.read_trace`'s format), each period with repr-exact times."""
+    """The `client,start,end` CSV (`settings.traces.read_trace`'s format), each period with repr-exact times."""
     rows = [f"{client},{start!r},{end!r}" for client, spans in periods.items() for start, end in spans]
     return "client,start,end\n" + "".join(row + "\n" for row in rows)
 

@@ -5,8 +5,8 @@ import argparse
 import pytest
 
 from asyncfl.cli.arguments import POSITIVE
-from asyncfl.spec.numbers import parse_number
-from asyncfl.spec.yaml_files import with_numbers
+from asyncfl.settings.numbers import parse_number
+from asyncfl.settings.yaml_files import with_numbers
 
 
 @pytest.mark.parametrize(("text", "value"), [("2", 2.0), ("+2", 2.0), (" .5 ", 0.5), ("3.", 3.0), ("1e-6", 1e-6),

@@ -1,5 +1,5 @@
 """Names shared by the command line and the Snakemake workflow: dataset folders, run folders and figure files
-(the figures themselves: asyncfl.spec.catalogue).
+(the figures themselves: asyncfl.settings.catalogue).
 
 Kept free of heavy imports: the workflow imports it while it plans the DAG.
 """
@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from asyncfl.spec.names import ALGORITHM_NAME, VARIANT_SUFFIX
+from asyncfl.settings.names import ALGORITHM_NAME, VARIANT_SUFFIX
 
 # Where `asyncfl data` and the workflow keep a dataset by default: DATA_DIR/{dataset}, with the
 # workflow's marker PREPARED in it once the files are downloaded and verified.

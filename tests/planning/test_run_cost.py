@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from asyncfl.spec.cluster import attempt_minutes
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.names import MODELS
-from asyncfl.spec.plan import plan_workflow
-from asyncfl.spec.run_cost import (
+from asyncfl.planning.cluster import attempt_minutes
+from asyncfl.planning.plan import plan_workflow
+from asyncfl.planning.run_cost import (
     COLUMNS,
     DATASET_SIZES,
     MeasuredCost,
@@ -22,6 +20,8 @@ from asyncfl.spec.run_cost import (
     read_cost_table,
     run_work,
 )
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import MODELS
 from conftest import REPO
 
 PAPER = yaml.safe_load((REPO / "config/config.yaml").read_text())

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from asyncfl.spec.errors import InputError
+from asyncfl.settings.errors import InputError
 
 
 class Group(StrEnum):

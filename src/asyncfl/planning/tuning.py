@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from asyncfl.spec.config import CLIENTS_WORLD, applies, check_concurrency, make_config
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import BUDGET_KEYS, check_owned, decimal_text, first_repeated, run_settings
-from asyncfl.spec.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads
-from asyncfl.spec.layout import TUNING_JOB
-from asyncfl.spec.names import base_algorithm
+from asyncfl.planning.experiments import BUDGET_KEYS, check_owned, decimal_text, first_repeated, run_settings
+from asyncfl.planning.layout import TUNING_JOB
+from asyncfl.settings.config import CLIENTS_WORLD, applies, check_concurrency, make_config
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads
+from asyncfl.settings.names import base_algorithm
 
 MAX_EXTEND = 4  # steps a search may take past each end of a setting's grid (workflow/schemas/config.schema.yaml)
 # What a tuning point is scored by on the validation split (config/README.md "Tuning"): the first time

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.run_cost import MeasuredCost, RunWork
+from asyncfl.planning.run_cost import MeasuredCost, RunWork
+from asyncfl.settings.errors import InputError
 
 # A gres GPU request as sites spell it: gpu:N or gpu:MODEL:N
 GRES = re.compile(r"gpu(:[A-Za-z0-9_.-]+)?:[1-9][0-9]*")

@@ -9,10 +9,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import check_choice, check_experiment
-from asyncfl.spec.names import DATASETS
-from asyncfl.spec.tuning import check_tune
+from asyncfl.planning.experiments import check_choice, check_experiment
+from asyncfl.planning.tuning import check_tune
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import DATASETS
 
 
 def check_config_files(paths: list[str]) -> None:

@@ -6,10 +6,9 @@ import copy
 import pytest
 import yaml
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.layout import TuningLayout
-from asyncfl.spec.plan import TUNING, plan_workflow
-from asyncfl.spec.tuning import (
+from asyncfl.planning.layout import TuningLayout
+from asyncfl.planning.plan import TUNING, plan_workflow
+from asyncfl.planning.tuning import (
     MAX_LABEL,
     check_choice,
     next_points,
@@ -20,7 +19,8 @@ from asyncfl.spec.tuning import (
     tuned_names,
     tuning_points,
 )
-from asyncfl.spec.workflow_config import check_workflow_config
+from asyncfl.planning.workflow_config import check_workflow_config
+from asyncfl.settings.errors import InputError
 from conftest import QUICK_CONFIG
 
 QUICK = yaml.safe_load(QUICK_CONFIG.read_text())

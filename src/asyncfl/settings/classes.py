@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.numbers import UNSIGNED
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.numbers import UNSIGNED
 
 MAX_CLASSES = 32
 MAX_VALUE = 1e9
-# Numbers as users write them (`spec/numbers.py`: 2, +2, .5, 1e-6, the documented bandwidth floor); no
+# Numbers as users write them (`settings/numbers.py`: 2, +2, .5, 1e-6, the documented bandwidth floor); no
 # minus sign, so that a range's `-` is the one outside an exponent
 NUMBER = rf"\+?{UNSIGNED}"
 ITEM = re.compile(rf"\s*(?P<share>{NUMBER})\s*:\s*(?P<low>{NUMBER})\s*(?:-\s*(?P<high>{NUMBER})\s*)?")

@@ -20,11 +20,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from asyncfl.spec.catalogue import Figure, Scope, scope_figures
-from asyncfl.spec.cluster import JobBudget, job_budget, part_key
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import decimal_text, experiment_runs, experiment_traces, run_settings
-from asyncfl.spec.layout import (
+from asyncfl.planning.cluster import JobBudget, job_budget, part_key
+from asyncfl.planning.experiments import decimal_text, experiment_runs, experiment_traces, run_settings
+from asyncfl.planning.layout import (
     DATA_DIR,
     FIGURE,
     PARTITION,
@@ -35,9 +33,8 @@ from asyncfl.spec.layout import (
     VALIDATED_PARTITION,
     TuningLayout,
 )
-from asyncfl.spec.names import TIMING_ONLY, base_algorithm
-from asyncfl.spec.run_cost import MeasuredCost, RunWork, run_work
-from asyncfl.spec.tuning import (
+from asyncfl.planning.run_cost import MeasuredCost, RunWork, run_work
+from asyncfl.planning.tuning import (
     per_severity,
     point_label,
     search_axes,
@@ -47,6 +44,9 @@ from asyncfl.spec.tuning import (
     tuning_points,
     tuning_severities,
 )
+from asyncfl.settings.catalogue import Figure, Scope, scope_figures
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import TIMING_ONLY, base_algorithm
 
 # The jobs' shapes, by what each trains
 ONE_RUN, PACKED, SEVERITY, TUNING = "one run", "packed", "severity", "tuning"

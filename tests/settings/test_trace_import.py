@@ -10,9 +10,9 @@ import random
 import pytest
 
 from asyncfl.cli import main
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.trace_import import MAX_PERIODS, fedscale_periods, flash_periods, import_trace, trace_csv
-from asyncfl.spec.traces import read_trace
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.trace_import import MAX_PERIODS, fedscale_periods, flash_periods, import_trace, trace_csv
+from asyncfl.settings.traces import read_trace
 
 # FedScale's client_behave_trace: id → active starts, inactive ends, the period after which it repeats
 FEDSCALE = {

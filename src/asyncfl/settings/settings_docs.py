@@ -3,7 +3,7 @@ default, readers and preconditions are said once: its meaning in its field's doc
 source as Pydantic's `use_attribute_docstrings` reads them), its default and group on the field, the
 algorithms that read it (`read_by`) and what it needs (`config.NEEDS`) where they are enforced.
 
-`python -m asyncfl.spec.settings_docs [README]` rewrites every table between a
+`python -m asyncfl.settings.settings_docs [README]` rewrites every table between a
 `<!-- settings: GROUP, … -->` line and the next `<!-- /settings -->`; a test fails while they differ.
 """
 
@@ -16,9 +16,9 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from asyncfl.spec.config import NEEDS, TrainConfig, shown_value
-from asyncfl.spec.names import ALGORITHMS
-from asyncfl.spec.rules import Group
+from asyncfl.settings.config import NEEDS, TrainConfig, shown_value
+from asyncfl.settings.names import ALGORITHMS
+from asyncfl.settings.rules import Group
 
 TABLE = re.compile(r"(<!-- settings: (?P<groups>[A-Z_, ]+) -->\n).*?(?=<!-- /settings -->)", re.S)
 

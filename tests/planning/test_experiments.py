@@ -5,11 +5,11 @@ import copy
 import pytest
 import yaml
 
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.experiments import VARIANT, WORKFLOW_OWNED, experiment_traces, run_settings
-from asyncfl.spec.layout import run_name
-from asyncfl.spec.names import ALGORITHMS
-from asyncfl.spec.workflow_config import check_config_files, check_workflow_config, config_name
+from asyncfl.planning.experiments import VARIANT, WORKFLOW_OWNED, experiment_traces, run_settings
+from asyncfl.planning.layout import run_name
+from asyncfl.planning.workflow_config import check_config_files, check_workflow_config, config_name
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.names import ALGORITHMS
 from conftest import QUICK_CONFIG, REPO
 
 QUICK = yaml.safe_load((QUICK_CONFIG).read_text())

@@ -5,9 +5,9 @@ while the document differs, and says how to make it again."""
 import dataclasses
 import re
 
-from asyncfl.spec.config import TrainConfig
-from asyncfl.spec.rules import Group
-from asyncfl.spec.settings_docs import field_docs, row, table, with_tables
+from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.rules import Group
+from asyncfl.settings.settings_docs import field_docs, row, table, with_tables
 from conftest import REPO
 
 README = REPO / "config/README.md"
@@ -15,7 +15,7 @@ README = REPO / "config/README.md"
 
 def test_the_readmes_tables_are_made_from_the_fields():
     text = README.read_text(encoding="utf-8")
-    remedy = "run python -m asyncfl.spec.settings_docs"
+    remedy = "run python -m asyncfl.settings.settings_docs"
     assert with_tables(text) == text, f"config/README.md's settings differ from the code: {remedy}"
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from asyncfl.settings.config import NEEDS, TrainConfig, load_config, make_config
+from asyncfl.settings.errors import InputError
+from asyncfl.settings.traces import read_trace
 from asyncfl.sim.network import Links
-from asyncfl.spec.config import NEEDS, TrainConfig, load_config, make_config
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.traces import read_trace
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import math
 import pytest
 import yaml
 
-from asyncfl.spec.cluster import (
+from asyncfl.planning.cluster import (
     check_partitions,
     check_resources,
     cpu_job_resources,
@@ -15,8 +15,8 @@ from asyncfl.spec.cluster import (
     gpu_job_resources,
     slurm_minutes,
 )
-from asyncfl.spec.errors import InputError
-from asyncfl.spec.plan import SEVERITY, plan_workflow
+from asyncfl.planning.plan import SEVERITY, plan_workflow
+from asyncfl.settings.errors import InputError
 from conftest import QUICK_CONFIG, REPO
 
 PAPER = yaml.safe_load((REPO / "config/config.yaml").read_text())
