@@ -176,7 +176,7 @@ def test_a_cancelled_training_job_resumes_from_its_checkpoint_when_run_again(tmp
 
 # A run that outlasts a 1-minute limit on any machine: SLURM checks limits about every 30 s, so a job
 # asking for 1 minute is killed 60-90 s after it starts; the run's attempts then ask for 2, 4 and 8 min
-LIMITED_ROUNDS, LIMITED_EPOCHS = 1500, 10  # about 130 s of training on an idle 2-core machine (35 s at 400 rounds)
+LIMITED_ROUNDS, LIMITED_EPOCHS = 1800, 10  # about 155 s of training on an idle 2-core machine (35 s at 400 rounds)
 
 
 def slurm_jobs(rule: str, folder: Path) -> list[dict[str, str]]:
