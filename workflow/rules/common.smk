@@ -17,7 +17,14 @@ from asyncfl.planning.cluster import gpu_job_resources, part_key, training_kind
 from asyncfl.settings.errors import InputError
 from asyncfl.planning.experiments import NAME
 from asyncfl.planning.layout import ARCHIVE_DIR, ARCHIVE_FILES, DATA_DIR, EVENTS
-from asyncfl.planning.layout import FIGURE, METRICS, MODEL, PARTITION, RUN_FILES, RUN_FOLDER
+from asyncfl.planning.layout import (
+    FIGURE,
+    METRICS,
+    MODEL,
+    PARTITION,
+    RUN_FILES,
+    RUN_FOLDER,
+)
 from asyncfl.planning.layout import (
     RUN_RECORD,
     RUN_SUMMARY,
@@ -26,7 +33,13 @@ from asyncfl.planning.layout import (
 from asyncfl.planning.layout import TRAIN_PLAN
 from asyncfl.planning.layout import VALIDATED_PARTITION
 from asyncfl.settings.names import ALGORITHMS
-from asyncfl.planning.plan import ONE_RUN, PACKED, SEVERITY, partition_file, plan_workflow
+from asyncfl.planning.plan import (
+    ONE_RUN,
+    PACKED,
+    SEVERITY,
+    partition_file,
+    plan_workflow,
+)
 from asyncfl.planning.plan import prepared_marker, timing_only
 from asyncfl.planning.run_cost import check_cost, read_cost_table
 from asyncfl.planning.tuning import tuning_budget, tuning_metric
@@ -129,9 +142,11 @@ def retried(minutes):
 
 
 def get_train_runtime(wildcards, attempt):
-    """The runtime of one run's job (rule `train`): its own, from the plan."""
+    """The runtime of the `train` job of one run, its own in the plan, doubled on each retry."""
     job = PLAN[wildcards.experiment].job(RUN_FOLDER.format(**wildcards))
     return attempt_minutes(job.runtime, attempt, MAX_RUNTIME)
+
+
 # The experiments by the shape of their training jobs: one job per severity, per `pack_runs` runs,
 # or per run (the `train` rule; "(?!)" matches nothing)
 SWEEPS = PLAN.of_shape(SEVERITY)
