@@ -15,22 +15,23 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-from asyncfl.bench.paper_round import PAPER_SHAPES, PER_ROUND
-from asyncfl.bench.synthetic import synthetic_data, synthetic_run
+from asyncfl.bench.paper_round import MEASURED_ROUNDS, PAPER_SHAPES, PER_ROUND, paper_run
+from asyncfl.bench.synthetic import synthetic_data
 from asyncfl.files import atomic_path
 from asyncfl.planning.run_cost import COLUMNS, MeasuredCost, read_cost_table
 from asyncfl.runs.provenance import git
+from asyncfl.settings.config import TrainConfig
 from asyncfl.settings.names import MODELS
 
-CLIENTS, SAMPLES, EPOCHS, BATCH = 10, 640, 2, 64  # 10 steps of 64 a client and epoch: 100 steps a round
+SAMPLES, EPOCHS = 640, 2  # 10 steps of 64 a client and epoch: 100 steps a round of J = 5
 QUICK_SAMPLES, QUICK_EPOCHS = 128, 1
-MEASURED_ROUNDS, SCORED = 4, 2048
+BATCH = TrainConfig.batch_size  # the runs' default batch, which the measured steps train
+SCORED = 2048
 IMPORTS = "import asyncfl.launch, asyncfl.sim.engine, asyncfl.training.evaluation"
 
 
@@ -78,17 +79,7 @@ def measure_costs(device: torch.device, quick: bool, models: tuple[str, ...] = t
     when = f"{datetime.date.today().isoformat()} torch {torch.__version__} {git('rev-parse', '--short', 'HEAD')}"
     rows = []
     for shape in (shape for shape in PAPER_SHAPES if shape.model in models):
-        dataset, partition = synthetic_data("cost", shape.shape, CLIENTS, samples)
-        settings = {
-            "model": shape.model,
-            "clients_per_round": PER_ROUND,
-            "rounds": MEASURED_ROUNDS + 2,
-            "local_epochs": epochs,
-            "batch_size": BATCH,
-            "device": device.type,
-        }
-        with tempfile.TemporaryDirectory() as scratch:
-            walls = synthetic_run(dataset, partition, settings, Path(scratch))
+        walls = paper_run(shape, "auto", device, samples, epochs, MEASURED_ROUNDS)
         step = statistics.median(walls.training_rounds()) / steps
         scored = scored_sample_seconds(shape.model, shape.shape, device)
         measured = f"{when}{' (--quick)' if quick else ''}"

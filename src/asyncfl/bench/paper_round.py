@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from asyncfl.bench.synthetic import synthetic_data, synthetic_run
+from asyncfl.bench.synthetic import RunWalls, synthetic_data, synthetic_run
 from asyncfl.planning.plan import plan_workflow
 from asyncfl.planning.run_cost import DATASET_SIZES, run_updates
 from asyncfl.settings.config import make_config
@@ -53,6 +53,15 @@ def round_walls(shape: PaperShape, trainer: str, device: torch.device, quick: bo
     """The wall seconds of MEASURED_ROUNDS training rounds of a real AFL run (`RunWalls.training_rounds`)."""
     measured = QUICK_MEASURED_ROUNDS if quick else MEASURED_ROUNDS
     samples, epochs = (QUICK_SAMPLES, QUICK_EPOCHS) if quick else (shape.samples, EPOCHS)
+    return paper_run(shape, trainer, device, samples, epochs, measured).training_rounds()
+
+
+def paper_run(
+    shape: PaperShape, trainer: str, device: torch.device, samples: int, epochs: int, measured: int
+) -> RunWalls:
+    """A real AFL run of the paper's C = 10, J = 5 on clients of `samples` random images of `shape`, I =
+    `epochs`, batch 64, for `measured` training rounds and two more (the first warms up, the last
+    evaluates), in a scratch folder: its walls."""
     dataset, partition = synthetic_data("paper-round", shape.shape, CLIENTS, samples)
     settings = {
         "model": shape.model,
@@ -63,7 +72,7 @@ def round_walls(shape: PaperShape, trainer: str, device: torch.device, quick: bo
         "trainer": trainer,
     }
     with tempfile.TemporaryDirectory() as scratch:
-        return synthetic_run(dataset, partition, settings, Path(scratch)).training_rounds()
+        return synthetic_run(dataset, partition, settings, Path(scratch))
 
 
 def load_sweep(path: Path, together: int | None = None) -> dict[str, dict[str, int]]:

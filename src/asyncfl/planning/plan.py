@@ -310,15 +310,9 @@ def training_jobs(
         seconds = [max(alike) for alike in zip(*each, strict=True)]
         parts = within_cap(name, budget, seconds, spread=True)
         return tuple(
-            TrainingJob(
-                name,
-                SEVERITY,
-                part_key(severity, index, len(parts)),
-                tuple(severity_runs[part.start : part.stop]),
-                budget.minutes(seconds[part.start : part.stop], True),
-            )
+            job
             for severity, severity_runs in zip(severities, by_severity, strict=True)
-            for index, part in enumerate(parts)
+            for job in part_jobs(name, SEVERITY, severity, severity_runs, seconds, parts, budget)
         )
     seconds = run_seconds(experiment, runs, budget)
     if "pack_runs" in experiment:
@@ -362,18 +356,18 @@ def within_cap(name: str, budget: JobBudget, seconds: Sequence[float], spread: b
         raise InputError(f"experiments.{name}: {error}") from None
 
 
-def parts_within_cap(
+def part_jobs(
     name: str,
     shape: str,
     key: str,
     runs: Sequence[PlannedRun],
     seconds: Sequence[float],
+    parts: list[range],
     budget: JobBudget,
     layout: TuningLayout | None = None,
 ) -> tuple[TrainingJob, ...]:
-    """The jobs of runs that one job spreads over its processes (a tuning grid's), in as many parts as
-    resources.max_runtime needs, each keyed `cluster.part_key`."""
-    parts = within_cap(name, budget, seconds, spread=True)
+    """The jobs of runs that one job spreads over its processes (a severity's, a tuning grid's), one per
+    part of `parts` (`JobBudget.parts`), each keyed `cluster.part_key` and asking for its part's minutes."""
     return tuple(
         TrainingJob(
             name,
@@ -399,7 +393,8 @@ def tuning_jobs(
     the scores of all the runs before it."""
     seconds = run_seconds(experiment, runs, budget)
     if searched is None:
-        return parts_within_cap(layout.experiment, TUNING, layout.job, runs, seconds, budget, layout)
+        parts = within_cap(layout.experiment, budget, seconds, spread=True)
+        return part_jobs(layout.experiment, TUNING, layout.job, runs, seconds, parts, budget, layout)
     minutes = budget.minutes(seconds, True, searched)  # a search's steps may train one run each
     if minutes > budget.cap:
         raise InputError(
