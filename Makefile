@@ -19,16 +19,24 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet $(TORCH_PINS) -e '.[workflow,test]'
 	touch $@
 
-run: setup
-	@$(BIN)/python -m asyncfl.bench.quick_estimate
-	$(BIN)/snakemake $(QUICK) --cores 2
-	# The report is written aside and moved in whole: a full disk leaves no truncated report.html.
-	mkdir -p results/reports
-	$(BIN)/snakemake $(QUICK) --report results/reports/.quick.partial.html
-	mv results/reports/.quick.partial.html results/reports/quick.html
-	@echo "figures: results/figures/*/ (PNG and PDF)"
-	@echo "report:  results/reports/quick.html"
-	@echo "archive: results/archive/quick/ (asyncfl-results.tar.gz, SHA256SUMS, provenance.json, .zenodo.json)"
+# One shell, so it can say what it does before the install and time setup and pipeline apart. The report
+# is written aside and moved in whole: a full disk leaves no truncated report.html.
+run:
+	@echo "make run: (1) set up .venv and install asyncfl (the first time: pip, 1 to 3 min), (2) the quick pipeline (.test/config/quick.yaml), (3) its report"
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory setup || exit $$?; \
+	setup=$$(( $$(date +%s) - start )); \
+	$(BIN)/python -m asyncfl.bench.quick_estimate; \
+	begin=$$(date +%s); \
+	$(BIN)/snakemake $(QUICK) --cores 2 || exit $$?; \
+	pipeline=$$(( $$(date +%s) - begin )); \
+	mkdir -p results/reports; \
+	$(BIN)/snakemake $(QUICK) --report results/reports/.quick.partial.html || exit $$?; \
+	mv results/reports/.quick.partial.html results/reports/quick.html; \
+	echo "took: setup $$setup s, pipeline $$pipeline s, report $$(( $$(date +%s) - begin - pipeline )) s"; \
+	echo "figures: results/figures/*/ (PNG and PDF)"; \
+	echo "report:  results/reports/quick.html"; \
+	echo "archive: results/archive/quick/ (asyncfl-results.tar.gz, SHA256SUMS, provenance.json, .zenodo.json)"
 
 test: setup
 	$(BIN)/python -m pytest

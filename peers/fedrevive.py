@@ -1,5 +1,5 @@
 """NVFlare's FedRevive timing setup in asyncfl, beside its published counts and NVFlare's own loop
-(docs/design.md "A published simulator's setup"): every preset of `config/fedrevive.yaml` run timing-only
+(docs/world.md "A published simulator's setup"): every preset of `config/fedrevive.yaml` run timing-only
 over seeds by `asyncfl train-many`, the same presets through NVFlare's scheduler re-expressed
 (`nvflare_fedrevive_clock.py`) over as many seeds, one table.
 

@@ -1,4 +1,4 @@
-"""NVIDIA NVFlare's FedRevive scheduler without training: its logical clock, re-expressed (docs/design.md
+"""NVIDIA NVFlare's FedRevive scheduler without training: its logical clock, re-expressed (docs/world.md
 "A published simulator's setup").
 
 NVFlare's `research/fedrevive` (arXiv 2511.00655) runs its (K, B, O) scheduler inside a Collab server

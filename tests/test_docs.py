@@ -70,3 +70,41 @@ def test_every_file_a_page_names_in_code_exists(page):
     """A file named as `tests/…/test_x.py` (say, as the test that shows a claim) still exists."""
     missing = [path for path in REPOSITORY_PATH.findall(page.read_text()) if not (REPO / path).exists()]
     assert not missing, f"{page.name} names {missing}, which do not exist"
+
+
+LOG = REPO / "docs/log.md"
+# An ISO date (2026-11-28), or a day and month in words ("28 November", "Nov 28"): a page's measurement dated
+# outside the log. A quoted source's year alone ("Wang et al. 2024") is not a date.
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+DATE = re.compile(rf"\b20\d\d-\d\d-\d\d\b|\b\d{{1,2}} (?:{MONTHS})\b|\b(?:{MONTHS}) \d{{1,2}}\b")
+
+
+# A committed figure's record line under it ("*Made 2026-12-03 at commit 1a2b3c4 from …"): when and from what
+# it was made, which the figure itself cannot say
+FIGURE_RECORD = re.compile(r"^\*Made 20\d\d-\d\d-\d\d at commit [0-9a-f]{7,40} ")
+
+
+@pytest.mark.parametrize("page", [page for page in PAGES if page != LOG], ids=lambda page: page.name)
+def test_a_page_says_what_is_true_now_and_leaves_dates_to_the_log(page):
+    lines = [line for line in page.read_text().splitlines() if not FIGURE_RECORD.match(line)]
+    dated = [line.strip()[:80] for line in lines if DATE.search(line)]
+    assert not dated, f"{page.name} dates {dated}: move the dated passage to docs/log.md, keep what is true now"
+
+
+def test_the_log_is_newest_first_and_every_entry_dated():
+    entries = re.findall(r"^## (\S+)", LOG.read_text(), flags=re.MULTILINE)
+    days = [entry for entry in entries if re.fullmatch(r"20\d\d-\d\d-\d\d", entry)]
+    assert len(entries) > 5 and days == entries, f"undated log entries: {set(entries) - set(days)}"
+    assert days == sorted(days, reverse=True), "docs/log.md lists its entries newest first"
+
+
+README_WORDS, PAGE_WORDS = 1000, 4000
+
+
+@pytest.mark.parametrize("page", [page for page in PAGES if page != LOG], ids=lambda page: page.name)
+def test_a_page_answers_one_question_in_at_most_4000_words_and_the_readme_in_1000(page):
+    """The front page fits a few screens; a page that grows past its limit is split (the log, a record of
+    every change of answer, grows by design)."""
+    words = len(page.read_text().split())
+    limit = README_WORDS if page.name == "README.md" and page.parent == REPO else PAGE_WORDS
+    assert words <= limit, f"{page.relative_to(REPO)}: {words} words, over {limit}; split it or move history to the log"

@@ -306,3 +306,16 @@ def test_every_algorithm_has_a_colour_of_its_own():
 
     assert set(ALGORITHM_COLOURS) == set(ALGORITHMS)
     assert len(set(ALGORITHM_COLOURS.values())) == len(ALGORITHMS)
+
+
+def test_every_run_name_of_a_sweep_has_a_colour_of_its_own():
+    """The claim's four synchronous run names were all sync's orange, told apart by the dash alone: each
+    name now has its own colour, an algorithm's own runs keep the algorithm's."""
+    from asyncfl.analysis.panels import ALGORITHM_COLOURS
+    from asyncfl.analysis.run_styles import run_colours
+
+    names = ["afl", "afl-m13", "fedasync", "fedbuff", "fadas", "ca2fl", "sync", "sync-over30", "sync-deadline"]
+    colours = run_colours([*names, "sync-partial"])
+    assert len(set(colours.values())) == len(colours) == 10
+    assert all(colours[name] == ALGORITHM_COLOURS[name] for name in ("afl", "sync", "ca2fl", "fadas"))
+    assert run_colours(names) == {name: colours[name] for name in names}  # a name's colour: the names before it

@@ -108,10 +108,10 @@ def test_the_sweep_projection_counts_the_tuning_runs():
     """The quick config's straggler sweep tunes γ0 at 2 points × 8 run names × 1 tuning seed, at its
     first severity, each run estimated as its final runs are (⌈M × T / one dispatch⌉ of a client of
     average size, the digits' 1,437 training samples less the validation split over 10 clients: 1 epoch ×
-    114.96 samples × 0.01 s + 1 s = 2.1496 s, T = 30 s): 5 names at M or J = 5, ⌈69.78⌉ = 70, and 3 at
+    114.96 samples × 0.01 s + 1 s = 2.1496 s, T = 30 s): 7 names at M or J = 5, ⌈69.78⌉ = 70, and AFL at
     M = 7, ⌈97.69⌉ = 98."""
     updates = sweep_updates(yaml.safe_load(QUICK_CONFIG.read_text()))
-    assert updates["tuning"] == {"mlp": 2 * (5 * 70 + 3 * 98)}
+    assert updates["tuning"] == {"mlp": 2 * (7 * 70 + 1 * 98)}
     assert updates["runs"]["mlp"] > updates["tuning"]["mlp"]
 
 

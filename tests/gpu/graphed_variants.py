@@ -1,4 +1,4 @@
-"""The graphed trainer's step under variants, for the GPU issue (docs/performance.md "On a GPU"): five
+"""The graphed trainer's step under variants, for the GPU issue (docs/gpu.md "On a GPU"): five
 clients of 640 random samples, two epochs of batch 64, one JSON line with milliseconds per client-step
 (the median of three calls after the one that captures), whether a second call and each client alone
 gave the same bytes, and the largest relative difference to the plain trainer. One process per

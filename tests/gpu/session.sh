@@ -50,7 +50,7 @@ fi
 # 2. Seconds per paper round (C = 10, J = 5, I = 10, batch 64) through the real engine, one process per
 #    row: MODEL TRAINER EPOCHS ROUNDS LIMIT PROFILE, in order of what the issue needs first (fp32 against
 #    the fast profile, training rounds alone; the other trainers were measured on 2026-11-25,
-#    docs/performance.md "On a GPU"). Rows at EPOCHS < 10 are scaled to I = 10 (the round is the same
+#    docs/gpu.md "On a GPU"). Rows at EPOCHS < 10 are scaled to I = 10 (the round is the same
 #    steps, I times) and say so. Of ROUNDS, the first (warm-up, captures) and the last (the run's
 #    evaluation) are not timed: 6 rounds give 4 training rounds' walls. 300 s stay for steps 3 to 6.
 if step 2; then
@@ -95,7 +95,7 @@ same() { for f in metrics.csv events.csv model.pt; do cmp -s "$work/first/$f" "$
 # 3. Runs stepped together in one process (train-many's lockstep: every run's clients in one training
 #    call) against one alone, per paper model, in the fast profile at I = 1, and the sweep's
 #    device-hours with its jobs of at least that many runs stepped together (`asyncfl bench --together`;
-#    earlier, processes sharing the GPU: cnn 1.94× at 8, resnet20 1.05×, docs/performance.md "On a GPU").
+#    earlier, processes sharing the GPU: cnn 1.94× at 8, resnet20 1.05×, docs/gpu.md "On a GPU").
 if step 3; then
   quick=; [ "$DEVICE" = cpu ] && quick=--quick
   for runs in 8 32; do
@@ -120,7 +120,7 @@ if step 4; then
 fi
 
 # 5. The fast profile's accuracy cost on CUDA: AFL, resnet20 on digits, 4 paired seeds fp32 against
-#    fast, and the fast run rerun (the same bytes): docs/performance.md "The fast profile's cost".
+#    fast, and the fast run rerun (the same bytes): docs/gpu.md "The fast profile's cost".
 if step 5; then
   bounded 120 python3 -m asyncfl bench --device "$DEVICE" --profile-cost 4 --json "$OUT/profile_cost.json" \
     >"$logs/profile_cost.log" 2>&1

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from asyncfl.cli import main
-from asyncfl.runs.archive import archive_results, zenodo_metadata
+from asyncfl.runs.archive import archive_results, span_seconds, zenodo_metadata
+from asyncfl.runs.provenance import processor_name
 from asyncfl.runs.record import FORMAT_KEY, RUN_FOLDER_FORMAT
 from asyncfl.settings.integrity import sealed
 
@@ -56,9 +57,29 @@ def test_same_inputs_give_the_same_bytes(tmp_path):
         f"{hashlib.sha256(content).hexdigest()}  results/run/metrics.csv" in (tmp_path / "a/out/SHA256SUMS").read_text()
     )
     provenance = json.loads((tmp_path / "a/out/provenance.json").read_text())
-    assert (
-        provenance["runs"] == 1 and provenance["training_wall_seconds"] == 60.0 and provenance["command"] == "snakemake"
-    )
+    assert provenance["runs"] == 1 and provenance["command"] == "snakemake"
+    assert provenance["training_span_seconds"] == 60.0 and provenance["runs_wall_seconds_summed"] == 60.0
+    assert provenance["hardware"]["run_cpu_kernels"] == ["?"]  # the record names none
+    assert provenance["hardware"]["processor"]  # never the empty string Linux's platform.processor() gives
+
+
+def test_the_span_is_the_clock_and_the_sum_is_named_as_a_sum():
+    """Two runs side by side for a minute: a one-minute span, two minutes of runs' walls summed."""
+    records = [
+        {"started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:01:00+00:00"},
+        {"started_at": "2026-01-01T00:00:10+00:00", "finished_at": "2026-01-01T00:00:50+00:00"},
+    ]
+    assert span_seconds(records) == 60.0
+    assert span_seconds([{"started_at": "garbage", "finished_at": "2026-01-01T00:00:50+00:00"}]) is None
+    assert span_seconds([{"started_at": "2026-01-01T00:00:10", "finished_at": "2026-01-01T00:00:50+00:00"}]) is None
+    assert span_seconds([{"finished_at": "2026-01-01T00:00:50+00:00"}]) is None
+
+
+def test_the_processor_is_read_from_cpuinfo(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9B14\nflags\t: avx2\n")
+    assert processor_name(str(cpuinfo)) == "AMD EPYC 9B14"
+    assert processor_name(str(tmp_path / "missing"))  # falls back to what platform says
 
 
 def test_zenodo_metadata_relates_the_paper():

@@ -16,11 +16,11 @@ from asyncfl.sim.engine import Simulation
 from asyncfl.sim.network import Links
 from engine_cases import contiguous_partition, tiny_dataset
 
-README = Path(__file__).resolve().parents[2] / "config/README.md"
+README = Path(__file__).resolve().parents[2] / "docs/settings.md"
 
 
 def documented() -> dict[str, dict[str, str]]:
-    """config/README.md's Populations table: each preset's `key: value` items, as text."""
+    """docs/settings.md's Populations table: each preset's `key: value` items, as text."""
     rows = re.findall(r"^\| `(\w+)` \| (`.*?`) \| ", README.read_text(), flags=re.MULTILINE)
     return {name: dict(item.split(": ", 1) for item in re.findall(r"`([^`]+)`", cells)) for name, cells in rows
             if name in POPULATIONS}  # fmt: skip

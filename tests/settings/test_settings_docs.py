@@ -1,4 +1,4 @@
-"""config/README.md's tables of settings are made from `TrainConfig`'s fields: each setting's meaning
+"""docs/settings.md's tables of settings are made from `TrainConfig`'s fields: each setting's meaning
 (its docstring), default, group, readers and preconditions said once, in the code; this test fails
 while the document differs, and says how to make it again."""
 
@@ -10,13 +10,13 @@ from asyncfl.settings.rules import Group
 from asyncfl.settings.settings_docs import field_docs, row, table, with_tables
 from conftest import REPO
 
-README = REPO / "config/README.md"
+README = REPO / "docs/settings.md"
 
 
 def test_the_readmes_tables_are_made_from_the_fields():
     text = README.read_text(encoding="utf-8")
     remedy = "run python -m asyncfl.settings.settings_docs"
-    assert with_tables(text) == text, f"config/README.md's settings differ from the code: {remedy}"
+    assert with_tables(text) == text, f"docs/settings.md's settings differ from the code: {remedy}"
 
 
 def test_every_group_has_one_table_and_every_setting_a_meaning():

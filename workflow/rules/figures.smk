@@ -65,7 +65,7 @@ for emulation in EMULATION_FIGURES:
 
 
 # The claim that AFL copes with stragglers better than synchronous FL, measured by an experiment that
-# sweeps straggler severity (asyncfl.analysis.stragglers; README "Theory checks").
+# sweeps straggler severity (asyncfl.analysis.stragglers; docs/theory.md "Theory checks").
 rule straggler_claim:
     input:
         runs=lambda wildcards: run_files(wildcards.experiment, RUN_SUMMARY),

@@ -8,6 +8,7 @@ paper's "server loss" is the clients' training loss, a proxy: it is labelled so,
 global model's test metrics stand beside it.
 """
 
+import textwrap
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -213,6 +214,11 @@ def draw_figures(
     return written
 
 
+# Characters of a medium-size title an inch of figure holds: a longer title wraps instead of running off a
+# one-panel figure's edges (a sweep of one severity drew `verdict_over_budget` with its title cut)
+TITLE_CHARS_PER_INCH = 14
+
+
 class DrawnFigure(NamedTuple):
     """A figure drawn in memory and the stem its PNG and PDF are written under (`write_figures`)."""
 
@@ -232,7 +238,7 @@ def drawn_figure(draw: Callable[[Any], None], figure: Figure, height: float, tit
     except BaseException:
         plt.close(fig)
         raise
-    fig.suptitle(title, fontsize="medium")
+    fig.suptitle(textwrap.fill(title, max(int(TITLE_CHARS_PER_INCH * width), 30)), fontsize="medium")
     return DrawnFigure(fig, Path(stem))
 
 

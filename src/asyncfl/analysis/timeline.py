@@ -1,4 +1,4 @@
-"""The system behind the curves (docs/design.md "The clients' world"): each client's dispatches over
+"""The system behind the curves (docs/world.md "The clients' world"): each client's dispatches over
 virtual time, split into their phases, with its offline periods and its lost dispatches, for the
 first rounds (under a day's rhythm, the first virtual day) of every algorithm described by the paper,
 at the reference J and the first seed.

@@ -1,4 +1,4 @@
-"""`asyncfl select`: the choice of an experiment's tuning grid (docs/design.md "Tuning"), made on the
+"""`asyncfl select`: the choice of an experiment's tuning grid (docs/theory.md "Tuning"), made on the
 validation split only, and the `tuning` figure that shows it.
 
 Per run name and grid point, over the tuning seeds: the restricted mean virtual time to the target on

@@ -97,7 +97,7 @@ def fast_numerics(device: torch.device, capability: str | None = None) -> tuple[
 
     CPU (plain): NHWC, oneDNN's fastest layout, with bf16 autocast where the CPU runs it at speed
     (`capability`: torch's, by default). CUDA (graphed): bf16 autocast, NCHW (NHWC ran resnet20's
-    captured step 1.2× slower on one H100, docs/performance.md "On a GPU").
+    captured step 1.2× slower on one H100, docs/gpu.md "On a GPU").
     """
     name = trainer_name("auto", device)
     if name == "plain":

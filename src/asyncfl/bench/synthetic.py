@@ -68,7 +68,7 @@ def synthetic_run(dataset: Dataset, partition: Partition, settings: dict[str, An
         return RunWalls(setup, [float(row["wall_seconds"]) for row in csv.DictReader(stream)])
 
 
-# Every part of the clients' world on (docs/design.md "The clients' world"), for the engine's measure:
+# Every part of the clients' world on (docs/world.md "The clients' world"), for the engine's measure:
 # links and the server's shared link, on/off periods, failures and Poisson check-ins at about the rate
 # M clients in flight finish
 WORLD = {

@@ -1,5 +1,5 @@
 """`asyncfl bench --together K`: what stepping K runs together in one process (`sim.lockstep`, as
-`asyncfl train-many` does) gains over training them one at a time, per paper model (docs/performance.md
+`asyncfl train-many` does) gains over training them one at a time, per paper model (docs/gpu.md
 "Many runs in one process").
 
 K AFL runs of the paper's shapes (C = 10, J = 5, batch 64, the paper's samples per client; seeds

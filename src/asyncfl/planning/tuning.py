@@ -1,4 +1,4 @@
-"""Tuning per algorithm on the validation split (an experiment's `tune:`, docs/design.md "Tuning"):
+"""Tuning per algorithm on the validation split (an experiment's `tune:`, docs/theory.md "Tuning"):
 every run name (an algorithm or a variant) trains at every point of its grid on the tuning seeds, at
 one severity, and the point with the best claimed metric on the validation split (the time to the
 target, then the accuracy at the budget) is the setting its final runs train with. Kept free of

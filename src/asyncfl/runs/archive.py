@@ -13,6 +13,7 @@ import platform
 import shutil
 import subprocess
 import tarfile
+from datetime import datetime
 from pathlib import Path
 
 from asyncfl.files import atomic_path, publish_folder, sha256, write_json
@@ -63,15 +64,33 @@ def provenance(runs: list[Path], command: str) -> dict:
             **machine(),
             "run_devices": sorted({s.get("device", "?") for s in summaries}),
             "run_hosts": sorted({s.get("hostname", "?") for s in summaries}),
+            # the kernels torch ran on (AVX2, AVX512: each rounds its own way, docs/outputs.md)
+            "run_cpu_kernels": sorted({str(s.get("cpu_kernels", "?")) for s in summaries}),
         },
         "runs": len(summaries),
         "started_at": min((str(s.get("started_at")) for s in summaries), default=None),
         "finished_at": max((str(s.get("finished_at")) for s in summaries), default=None),
-        "training_wall_seconds": round(
+        # the clock from the first run's start to the last run's end, and the runs' own walls summed (runs
+        # trained side by side overlap, so the sum can be many times the span)
+        "training_span_seconds": span_seconds(summaries),
+        "runs_wall_seconds_summed": round(
             sum(float(s["wall_seconds"]) for s in summaries if finite_number(s.get("wall_seconds"))), 3
         ),
         "command": command,
     }
+
+
+def span_seconds(summaries: list[dict]) -> float | None:
+    """Seconds from the earliest run's start to the latest run's end, from run.json's UTC times (None
+    where a run lacks them or they do not parse)."""
+    try:
+        starts = [datetime.fromisoformat(str(s["started_at"])) for s in summaries]
+        ends = [datetime.fromisoformat(str(s["finished_at"])) for s in summaries]
+    except (KeyError, ValueError):
+        return None
+    if any(t.tzinfo is None for t in starts + ends):  # naive and aware times do not compare
+        return None
+    return (max(ends) - min(starts)).total_seconds() if summaries else None
 
 
 def zenodo_metadata(settings: dict) -> dict:

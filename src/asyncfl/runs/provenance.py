@@ -34,7 +34,21 @@ def package_versions() -> dict[str, str | None]:
 
 
 def machine() -> dict:
-    return {"machine": platform.machine(), "processor": platform.processor(), "cpus": os.cpu_count()}
+    return {"machine": platform.machine(), "processor": processor_name(), "cpus": os.cpu_count()}
+
+
+def processor_name(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name: Linux's `platform.processor()` is empty, /proc/cpuinfo names it (elsewhere,
+    whatever `platform` says)."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def git(*args: str) -> str | None:

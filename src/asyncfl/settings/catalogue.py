@@ -109,7 +109,7 @@ CATALOGUE = (
     # With the table of its numbers (NAME.csv)
     Figure(
         "straggler_claim",
-        "Stragglers: time to the target accuracy, and accuracy at the budget, by severity",
+        "Stragglers: time to stay above the target accuracy, and accuracy at the budget, by severity",
         Scope.SEVERITY_SWEEP,
         panels=2,
         height=5.4,

@@ -199,7 +199,7 @@ class TrainConfig:
     bandwidth_median: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e9, at_least=1e-6)
     """the clients' downlink in Mbit/s, median over clients: each dispatch downloads the global model and
     uploads the client's, the model's bytes over the client's link (null: transfers take no time); at least 1e-6
-    (**project's choice**, off by default; docs/design.md "The clients' world")"""
+    (**project's choice**, off by default; docs/world.md "The clients' world")"""
     link_classes: str | None = setting(Group.WORLD, None)
     """link classes instead of `bandwidth_median`'s lognormal, `SHARE:LOW-HIGH,…` Mbit/s down, each client's
     uniform within its class's range (which clients and their draws from their own stream); e.g. AFL-Lib's WiFi
@@ -231,13 +231,13 @@ class TrainConfig:
     draw (**project's choice**)"""
     server_bandwidth: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e12, at_least=1e-6)
     """the server's own link in Mbit/s, shared by every dispatch's transfers, each booked on it when its
-    dispatch is made (docs/design.md "The clients' world"); null: every transfer has its client's link to
+    dispatch is made (docs/world.md "The clients' world"); null: every transfer has its client's link to
     itself; not with `partial_work` (**project's choice**, off by default)"""
     availability: str = setting(Group.WORLD, "always", AVAILABILITY_MODELS)
     """when clients are online: `always`; `exponential` or `lognormal` online and offline periods drawn per
     client; `diurnal`, offline periods following a 24 h cycle; `trace`, `availability_trace`'s periods. Only
     online idle clients are dispatched; one that goes offline before its upload completes loses the dispatch
-    (**project's choice**, off by default; docs/design.md "The clients' world")"""
+    (**project's choice**, off by default; docs/world.md "The clients' world")"""
     population: str | None = setting(Group.WORLD, None, POPULATION_NAMES)
     """a named population, `cross_silo`, `edge`, `mobile` or `queueing`: a preset of these settings, expanded
     before the run's settings are checked (a setting given beside it wins; run.json records both the name and
@@ -263,7 +263,7 @@ class TrainConfig:
     """a CSV of online periods, header `client,start,end`, one row per period in virtual seconds (offline
     outside them); every row checked; a relative path is read against the YAML file that names it, or the
     current folder; run.json records the resolved path and its SHA-256; `asyncfl trace import` converts
-    FedScale's and FLASH's traces (docs/design.md "The clients' world")"""
+    FedScale's and FLASH's traces (docs/world.md "The clients' world")"""
     failure_probability: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=0.99)
     """per dispatch, the chance its result never arrives (its work lost at its would-be arrival), drawn per
     (client, dispatch) from its own stream (**project's choice**)"""
@@ -320,7 +320,7 @@ class TrainConfig:
     CUDA, vectorised there for FedProx and `afl_as_coded`, plain on the CPU (docs/performance.md "Speed");
     `none`: a timing-only run, every dispatch, staleness and version as a trained run's and no training (the
     training columns of the logs empty, no model scored, model.pt the initial model; settings only training
-    reads refused: docs/design.md "The clients' world")"""
+    reads refused: docs/world.md "The clients' world")"""
     precision: str = setting(Group.MACHINE, "fp32", PRECISIONS)
     """speed knob: `fp32` (IEEE everywhere, TF32 switched off), `tf32` (CUDA matmuls and convolutions in
     TensorFloat-32; refused on the CPU), `bf16` (autocast: activations in bfloat16, parameters, Adam state and
@@ -332,7 +332,7 @@ class TrainConfig:
     profile: str | None = setting(Group.MACHINE, None, tuple(PROFILES))
     """a speed profile: `fast` sets `precision: bf16` and `channels_last: true` (a setting given beside it
     wins; run.json records both), 1.73× on resnet20's paper round on an H100; its accuracy cost is in
-    docs/performance.md "The fast profile's cost". null: fp32, the paper's numerics (**project's choice** to
+    docs/gpu.md "The fast profile's cost". null: fp32, the paper's numerics (**project's choice** to
     offer it)"""
 
     @property
@@ -349,7 +349,7 @@ def settings_of(group: Group) -> tuple[str, ...]:
     return tuple(item.name for item in dataclasses.fields(TrainConfig) if item.metadata["group"] == group)
 
 
-# The clients' system and world (config/README.md "The clients' system and world"): `asyncfl train
+# The clients' system and world (docs/settings.md "The clients' system and world"): `asyncfl train
 # --help` lists it, and the runs drawn in one figure must share it
 SYSTEM_MODEL = settings_of(Group.WORLD)
 

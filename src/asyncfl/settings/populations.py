@@ -1,4 +1,4 @@
-"""Named presets of plain settings: populations (`population: …`; config/README.md "Populations") and
+"""Named presets of plain settings: populations (`population: …`; docs/settings.md "Populations") and
 speed profiles (`profile: …`). Each population is a preset of plain settings, every number with its
 source or marked as the project's choice. A preset is expanded into
 its settings before a run's settings are checked and its identity taken, so run.json records the
@@ -62,8 +62,8 @@ POPULATION_NAMES = tuple(POPULATIONS)
 
 
 # Speed profiles (`profile: …`): a preset of the machine's settings. `fast`: bfloat16 autocast and
-# channels_last, 1.73× on resnet20's paper round on an H100 (docs/performance.md "On a GPU"); its
-# accuracy cost in docs/performance.md "The fast profile's cost". Not the paper's numerics: fp32 stays
+# channels_last, 1.73× on resnet20's paper round on an H100 (docs/gpu.md "On a GPU"); its
+# accuracy cost in docs/gpu.md "The fast profile's cost". Not the paper's numerics: fp32 stays
 # the default
 PROFILES: dict[str, dict[str, Any]] = {"fast": {"precision": "bf16", "channels_last": True}}
 PRESETS = {"population": POPULATIONS, "profile": PROFILES}  # the settings that name a preset

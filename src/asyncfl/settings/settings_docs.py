@@ -1,4 +1,4 @@
-"""config/README.md's tables of run settings, made from `TrainConfig` itself, so each setting's meaning,
+"""docs/settings.md's tables of run settings, made from `TrainConfig` itself, so each setting's meaning,
 default, readers and preconditions are said once: its meaning in its field's docstring (read from the
 source as Pydantic's `use_attribute_docstrings` reads them), its default and group on the field, the
 algorithms that read it (`read_by`) and what it needs (`config.NEEDS`) where they are enforced.
@@ -75,4 +75,4 @@ def main(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "config/README.md"))
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/settings.md"))

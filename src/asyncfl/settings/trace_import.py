@@ -1,5 +1,5 @@
 """Availability traces in the formats people have, converted to asyncfl's `client,start,end` CSV
-(`asyncfl trace import`; docs/design.md "The clients' world"). No third-party trace ships with
+(`asyncfl trace import`; docs/world.md "The clients' world"). No third-party trace ships with
 asyncfl: these read the files their projects publish, and every error names the source's file, its
 client or device, and its field or line, never the CSV being written.
 

@@ -1,4 +1,4 @@
-"""Availability traces, the CSVs of `availability: trace` (docs/design.md "The clients' world"): read and
+"""Availability traces, the CSVs of `availability: trace` (docs/world.md "The clients' world"): read and
 checked here, in the settings layer, so the workflow checks a trace while it parses, before any job runs,
 and the engine reads it the same way."""
 

@@ -1,4 +1,4 @@
-"""Open arrivals (docs/design.md "The clients' world"): under `arrivals: poisson` clients check in at
+"""Open arrivals (docs/world.md "The clients' world"): under `arrivals: poisson` clients check in at
 the times of a Poisson process of rate `checkin_rate` per virtual second, and the server dispatches
 one at each check-in while fewer than M are in flight (M a cap, not a target: FLSim's open loop).
 The times are drawn from their own stream in fixed chunks, so the k-th check-in has one time whether

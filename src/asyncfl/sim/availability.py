@@ -1,4 +1,4 @@
-"""When each client is online (docs/design.md "The clients' world"): alternating online and offline
+"""When each client is online (docs/world.md "The clients' world"): alternating online and offline
 periods drawn from the client's own random stream (`periods`), or a trace the user gives; and which
 dispatches fail. Off by default (`availability: always`): every client is always online.
 

@@ -1,4 +1,4 @@
-"""The simulation checks itself while it runs (docs/design.md "The clients' world"): cheap tests of what
+"""The simulation checks itself while it runs (docs/world.md "The clients' world"): cheap tests of what
 must hold at every event, so that a bug in the engine, or in a strategy or system model added later,
 stops the run with one line naming the broken invariant and the event, before any result is written
 as finished. None of them changes a number the run computes.

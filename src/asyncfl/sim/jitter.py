@@ -1,5 +1,5 @@
 """Each dispatch's compute time around its client's own (`jitter_distribution`, `jitter_sigma`;
-docs/design.md "The clients' world"): a factor drawn from the dispatch's own stream
+docs/world.md "The clients' world"): a factor drawn from the dispatch's own stream
 (`random_streams.JITTER`, keyed by client and dispatch), so a dispatch's duration depends on nothing
 the run did before it, and runs of every algorithm with one seed see the same factors.
 

@@ -1,4 +1,4 @@
-"""Several runs stepped together in one process, their clients trained in shared calls (docs/performance.md
+"""Several runs stepped together in one process, their clients trained in shared calls (docs/gpu.md
 "Many runs in one process").
 
 A run trains lazily (`rounds.local_result`): its simulation steps until it needs a client's result,

@@ -1,4 +1,4 @@
-"""The clients' links: a dispatch downloads the global model and uploads the client's (docs/design.md
+"""The clients' links: a dispatch downloads the global model and uploads the client's (docs/world.md
 "The clients' world"), each taking the model's exact size over the client's bandwidth (`Links`), or a
 time of its own whatever the model's size (`TransferTimes`: `download_seconds`, `upload_seconds`).
 

@@ -1,5 +1,5 @@
 """Drawing the clients to dispatch without a pass over all C of them
-(docs/design.md "The clients' world", its cost up to a million clients): the clients a dispatch may
+(docs/world.md "The clients' world", its cost up to a million clients): the clients a dispatch may
 not go to are few (those in flight, and in a synchronous round those that reported in it: at most
 M + J), so the idle ones are the complement of a short sorted list, and the idle client of a given
 rank is found from that list alone. What a million clients cost a dispatch is then what a hundred cost.

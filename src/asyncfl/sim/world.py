@@ -1,4 +1,4 @@
-"""The clients' world beyond their speeds and links (docs/design.md "The clients' world"): who is
+"""The clients' world beyond their speeds and links (docs/world.md "The clients' world"): who is
 online when, which dispatches are lost, and when clients check in. Every part is off by default, and
 off it changes no number a run computes.
 """

@@ -1,4 +1,4 @@
-"""`trainer: none`, the timing-only run (docs/design.md "The clients' world"): every dispatch, staleness,
+"""`trainer: none`, the timing-only run (docs/world.md "The clients' world"): every dispatch, staleness,
 version and part of the clients' world exactly as a trained run's, and no training. A client's result is
 the model it was sent, so the global model stays the initial one; the logs leave the training columns
 empty, and the run scores no model (a simulator's timing setup is checked against its counts of
