@@ -30,7 +30,8 @@ def mean_curves(trajectories: pd.DataFrame) -> pd.DataFrame:
 
 def draw_curves(axes: np.ndarray, trajectories: pd.DataFrame, severities: list[str], target: float,
                 budget: float) -> None:  # fmt: skip
-    """Columns: severities; rows: accuracy over virtual time, over client-busy seconds."""
+    """Columns: severities; rows: accuracy over virtual time, over client-busy seconds. The legend's columns
+    fit the figure's width (two under a sweep of one severity, whose three ran off its edges)."""
     curves = mean_curves(trajectories)
     names = run_names(trajectories)
     styles = run_styles(names)
@@ -57,6 +58,7 @@ def draw_curves(axes: np.ndarray, trajectories: pd.DataFrame, severities: list[s
     read = f"evaluated every {resolution:g} virtual s" if resolution == resolution else "evaluated at aggregations"
     handles, labels = columns[0][0].get_legend_handles_labels()
     columns[0][0].figure.legend(
-        handles, labels, loc="outside lower center", ncols=3, fontsize="x-small", frameon=False,
+        handles, labels, loc="outside lower center", ncols=min(3, len(severities) + 1), fontsize="x-small",
+        frameon=False,
         title=f"Grey dashed line: the target, {target:.0%}; {read}", title_fontsize="x-small",
     )  # fmt: skip
