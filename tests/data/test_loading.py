@@ -142,6 +142,37 @@ def test_offline_without_copy_is_one_clear_line(tmp_path):
     assert "train-images-idx3-ubyte.gz" in lines[-1] and str(tmp_path / "FashionMNIST" / "raw") in lines[-1]
 
 
+def offline(monkeypatch):
+    for key, value in OFFLINE.items():
+        if key.endswith("_proxy"):
+            monkeypatch.setenv(key, value)
+
+
+def test_a_failed_download_into_a_new_root_leaves_no_folder(tmp_path, monkeypatch):
+    offline(monkeypatch)
+    root = tmp_path / "new" / "datasets"
+    for name in ("fashion-mnist", "cifar10"):
+        with pytest.raises(InputError, match=f"{name}: download failed"):
+            load_dataset(name, root, download=True)
+        assert not root.exists(), name  # an empty tree would read as a copy to the next check
+    assert (tmp_path / "new").is_dir()  # the user's folder above the root is left as it was
+
+
+def test_a_failed_download_keeps_what_was_there_and_removes_only_its_own(tmp_path, monkeypatch):
+    offline(monkeypatch)
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "notes.txt").write_text("mine")
+    (tmp_path / "MNIST").mkdir()
+    with pytest.raises(InputError, match="fashion-mnist: download failed"):
+        load_dataset("fashion-mnist", tmp_path, download=True)
+    assert sorted(p.name for p in raw.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["FashionMNIST", "MNIST"]
+    with pytest.raises(InputError, match="cifar10: download failed"):
+        load_dataset("cifar10", tmp_path, download=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["FashionMNIST", "MNIST"]
+
+
 class Tripwire:
     """Unpickling this creates a marker file: proof that a file was unpickled."""
 

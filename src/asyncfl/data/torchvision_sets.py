@@ -3,6 +3,7 @@ torchvision's published MD5 before it is read."""
 
 import contextlib
 import hashlib
+import shutil
 import sys
 import tempfile
 import zlib
@@ -56,9 +57,10 @@ def load_idx(name: str, root: Path, download: bool) -> Dataset:
     files = {filename: read_idx_file(cls, root, filename, md5) for filename, md5 in cls.resources}
     if None in files.values() and download:
         names = ", ".join(filename for filename, _ in cls.resources)
-        run_download(
-            name, f"{names} into {root / cls.__name__ / 'raw'}", lambda: cls(str(root), train=True, download=True)
-        )
+        raw_dir = root / cls.__name__ / "raw"
+        writes = [root, root / cls.__name__, raw_dir]
+        writes += [raw_dir / f for filename, _ in cls.resources for f in (filename, filename.removesuffix(".gz"))]
+        run_download(name, f"{names} into {raw_dir}", lambda: cls(str(root), train=True, download=True), writes)
         files = {filename: read_idx_file(cls, root, filename, md5) for filename, md5 in cls.resources}
     missing = [filename for filename, content in files.items() if content is None]
     if missing:
@@ -148,7 +150,10 @@ def load_cifar10(root: Path, download: bool) -> Dataset:
                 f"cifar10: {batch_dir} is incomplete and {archive} is missing; run "
                 f"`asyncfl data --dataset cifar10 --root {root}` where there is internet, or put {cls.filename} there"
             )
-        run_download("cifar10", f"{cls.filename} into {root}", lambda: cls(str(root), train=True, download=True))
+        writes = [root, archive, batch_dir]
+        run_download(
+            "cifar10", f"{cls.filename} into {root}", lambda: cls(str(root), train=True, download=True), writes
+        )
     train = cls(str(root), train=True)
     test = cls(str(root), train=False)
     mean, std = NORMALISATION["cifar10"]
@@ -185,13 +190,29 @@ def raise_corrupt(path: Path, actual_dataset: str = "") -> NoReturn:
     )
 
 
-def run_download(name: str, what_where: str, fetch: Callable[[], object]) -> None:
-    """Run torchvision's download (progress to stderr); a network failure becomes one clear line."""
+def run_download(name: str, what_where: str, fetch: Callable[[], object], writes: list[Path]) -> None:
+    """Run torchvision's download (progress to stderr); a network failure becomes one clear line.
+
+    `writes` are the folders and files the download may create: those it created are removed when it
+    fails, so a failed download leaves no empty folder tree or partial archive that a later run (or
+    another dataset's check) would take for a copy; what was there before is never touched.
+    """
+    created = [path for path in writes if not path.exists() and not path.is_symlink()]
     try:
         with contextlib.redirect_stdout(sys.stderr):
             fetch()
     except (RuntimeError, URLError, OSError) as error:
+        remove_created(created)
         reason = str(error).strip().splitlines()[-1]
         raise InputError(
             f"{name}: download failed ({reason}); offline? put {what_where}, or point --root at an existing copy"
         ) from None
+
+
+def remove_created(created: list[Path]) -> None:
+    """Remove what a failed download created of `created` (paths absent before it), outermost first."""
+    for path in sorted(created, key=lambda p: len(p.parts)):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists() or path.is_symlink():
+            path.unlink(missing_ok=True)
