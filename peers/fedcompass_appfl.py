@@ -77,8 +77,7 @@ def run_asyncfl(args: argparse.Namespace, per_step: np.ndarray, latency: np.ndar
             if schedule.due_at_deadline(who):
                 aggregate(who, now)
             continue
-        group = schedule.dispatches[who].group
-        outcome = schedule.arrive(who, now, args.momentum)
+        outcome, group = schedule.arrive(who, now, args.momentum)
         if outcome == "alone":
             aggregations.append((now, (who,)))
             dispatch(who, now)

@@ -147,3 +147,33 @@ def test_each_algorithm_reads_its_own_settings_by_name():
         assert own <= fields, (name, own - fields)
     fedbuff = STRATEGIES["fedbuff"](make_config({"algorithm": "fedbuff", "clients_per_round": 4, "server_lr": 2.0}))
     assert (fedbuff.parameters.buffer_size, fedbuff.parameters.concurrency, fedbuff.parameters.server_lr) == (4, 4, 2.0)
+
+
+def test_fedcompass_steps_alpha_s_over_m_on_each_update_and_bounds_its_steps():
+    """θ + Σ α·s(τ)/M·(θ_i − θ_start,i): (3 − (−1))·0.5·0.9/4 + (1 − 0)·1·0.9/4 on θ = 0."""
+    old = state(0.0)
+    updates = [Update(state(1.0), state(0.0), 10, 1.0, 0, 0), Update(state(3.0), state(-1.0), 30, 0.5, 2, 1)]
+    strategy = make_strategy(make_config({"algorithm": "fedcompass", "clients_per_round": 4}))
+    new, coefficients = strategy.aggregate(old, updates)
+    assert coefficients == [0.9 / 4, 0.45 / 4] and new["w"].tolist() == pytest.approx([0.9 / 4 + 0.45] * 2)
+    assert strategy.schedules_groups and not strategy.convex
+    assert strategy.parameters.step_bounds(34) == (7, 34) and strategy.parameters.step_bounds(2) == (1, 2)
+
+
+@pytest.mark.parametrize(
+    "key,value,message",
+    [
+        ("compass_alpha", float("nan"), "compass_alpha must be a finite number > 0"),
+        ("compass_alpha", 1.5, r"compass_alpha must be in \(0, 1\]"),
+        ("compass_min_steps", 0.0, "compass_min_steps must be a finite number > 0"),
+        ("latest_time_factor", 0.9, "latest_time_factor must be ≥ 1"),
+        ("latest_time_factor", float("inf"), "latest_time_factor must be a finite number > 0"),
+        ("latest_time_factor", 1e9, "latest_time_factor must be ≤ 1000"),
+        ("speed_momentum", -0.1, "speed_momentum must be a finite number > 0"),
+    ],
+)
+def test_fedcompass_refuses_settings_outside_their_range(key, value, message):
+    with pytest.raises(InputError, match=message):
+        make_config({"algorithm": "fedcompass", key: value})
+    with pytest.raises(InputError, match=f"{key} does not apply to algorithm fedbuff"):
+        make_config({"algorithm": "fedbuff", key: 0.5 if key != "latest_time_factor" else 2.0})

@@ -1,7 +1,7 @@
 """FedCompass's scheduler (`sim.compass`), each decision computed by hand: steps from a client's speed,
 joining the group that gives the most steps, a new group behind an open one, arrivals on time and late,
 a group's aggregation at its last member or its deadline, and a lost dispatch. peers/fedcompass_appfl.py
-runs APPFL's own scheduler on the same clients (docs/world.md "FedCompass")."""
+runs APPFL's own scheduler on the same clients (docs/algorithms.md "FedCompass")."""
 
 import pytest
 
@@ -14,7 +14,7 @@ FACTOR = 1.5  # λ
 def test_a_client_without_a_speed_trains_q_max_alone_and_its_arrival_measures_it():
     schedule = CompassSchedule()
     assert schedule.assign(3, 0.0, STEPS, FACTOR) == Dispatch(None, 40, 0.0)
-    assert schedule.arrive(3, 10.0, momentum=0.9) == "alone"
+    assert schedule.arrive(3, 10.0, momentum=0.9) == ("alone", None)
     assert schedule.speeds == {3: 0.25}  # 10 s / 40 steps
     schedule.assign(3, 10.0, STEPS, FACTOR)  # no group open: a new one, Q_max
     assert schedule.dispatches[3] == Dispatch(0, 40, 10.0) and schedule.groups[0] == ArrivalGroup(20.0, 25.0, [3])
@@ -60,11 +60,11 @@ def test_a_group_waits_for_its_last_member_and_takes_the_late_updates_held_since
     schedule = CompassSchedule(speeds={1: 1.0, 2: 1.0, 3: 1.0})
     schedule.groups = {0: ArrivalGroup(10.0, 15.0, [1, 2]), 1: ArrivalGroup(4.0, 6.0, [3])}
     schedule.dispatches = {1: Dispatch(0, 10, 0.0), 2: Dispatch(0, 10, 0.0), 3: Dispatch(1, 4, 0.0)}
-    assert schedule.arrive(3, 7.0, momentum=0.9) == "late"  # after its group's deadline
+    assert schedule.arrive(3, 7.0, momentum=0.9) == ("late", 1)  # after its group's deadline
     assert 1 not in schedule.groups and schedule.late == [3]
-    assert schedule.arrive(1, 9.0, momentum=0.9) == "wait"
+    assert schedule.arrive(1, 9.0, momentum=0.9) == ("wait", 0)
     assert schedule.due_at_deadline(0)
-    assert schedule.arrive(2, 15.0, momentum=0.9) == "complete"  # at the deadline is in time
+    assert schedule.arrive(2, 15.0, momentum=0.9) == ("complete", 0)  # at the deadline is in time
     assert schedule.aggregate(0) == [3, 1, 2] and schedule.late == [] and schedule.groups == {}
 
 
@@ -75,7 +75,7 @@ def test_a_deadline_aggregates_what_arrived_and_makes_the_rest_late():
     assert not schedule.due_at_deadline(0)  # nothing arrived: the deadline does nothing
     schedule.arrive(1, 9.0, momentum=0.9)
     assert schedule.aggregate(0) == [1] and not schedule.due_at_deadline(0)
-    assert schedule.arrive(2, 14.0, momentum=0.9) == "late"  # before the deadline, but its group is aggregated
+    assert schedule.arrive(2, 14.0, momentum=0.9) == ("late", 0)  # before the deadline, but its group is aggregated
     assert schedule.groups == {} and schedule.late == [2]
 
 

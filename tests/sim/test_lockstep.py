@@ -20,6 +20,7 @@ RUNS = {
     "afl1": {**BASE, "algorithm": "afl", "seed": 1},
     "fedbuff": {**BASE, "algorithm": "fedbuff", "seed": 0},
     "sync": {**BASE, "algorithm": "sync", "seed": 0, "rounds": 3},
+    "fedcompass": {**BASE, "algorithm": "fedcompass", "seed": 0, "speed_sigma": 1.0},  # its steps cut dispatches
 }
 DATASET, PARTITION = tiny_dataset(sum(SIZES)), contiguous_partition(SIZES)
 

@@ -68,6 +68,18 @@ def fedbuff_update(
     return linear_combination(terms), coefficients
 
 
+def compass_update(
+    global_model: ModelState, states: list[ModelState], starts: list[ModelState], weights: list[float], step: float
+) -> tuple[ModelState, list[float]]:
+    """FedCompass: θ ← θ + Σ_i step·s(τ_i)·(θ_i − θ_start,i), `step` = α/M (APPFL's gradient-based
+    aggregator: each update its own weight, however many an aggregation takes)."""
+    coefficients = [step * s for s in weights]
+    terms = [(1.0, global_model)]
+    for coefficient, state, start in zip(coefficients, states, starts, strict=True):
+        terms += [(coefficient, state), (-coefficient, start)]
+    return linear_combination(terms), coefficients
+
+
 def update_norm(new: ModelState, old: ModelState, parameters: list[str]) -> float:
     """‖θ_{v+1} − θ_v‖ over the model's parameters, the paper's θ: the convergence test against κ.
     BatchNorm's running statistics are buffers, not θ, and stay out of it (docs/design.md "Training")."""

@@ -93,6 +93,9 @@ class Strategy(ABC):
     round_deadline: float | None = None
     # A dispatch that would miss the deadline trains only the local steps that fit before it (sync's `partial_work`)
     partial_work = False
+    # The engine's arrival groups give each dispatch its local steps and say when to aggregate (FedCompass's
+    # scheduler, `sim/compass.py`) instead of a round of K arrivals
+    schedules_groups = False
 
     def __init__(self, config: TrainConfig):
         self.clients_per_round = config.clients_per_round

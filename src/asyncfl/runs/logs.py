@@ -48,8 +48,9 @@ PHASE_COLUMNS = ("download_seconds", "compute_seconds", "upload_seconds")
 # adds a row per such dispatch to events.csv, with why in `lost`; its metrics.csv adds the accounting
 # columns that apply to it (`outcomes.accounting_columns`)
 LOSS_EVENT_COLUMNS = ("lost",)
-# a run with partial work at a deadline (sync's `partial_work`) adds the samples each update trained:
-# n_samples stays the client's size, and a cut update trained fewer than local_epochs × n_samples
+# a run with partial work at a deadline (sync's `partial_work`), or whose scheduler gives each dispatch its
+# steps (FedCompass's), adds the samples each update trained: n_samples stays the client's size, and a cut
+# update trained fewer than local_epochs × n_samples
 PARTIAL_COLUMNS = ("samples_trained",)
 EVENTS_COLUMNS = (
     "round",

@@ -45,4 +45,7 @@ CATALOGUE = (
     Algorithm("fadas", "FADAS", "K", asynchronous=True, server_optimizer="amsgrad"),
     # FedBuff's buffer, each update calibrated by the server's cache of its client's last (Wang et al. 2024)
     Algorithm("ca2fl", "CA2FL", "K", asynchronous=True),
+    # arrival groups whose clients train as many steps as bring them back together (Li et al. 2024); an
+    # aggregation takes a group's arrivals and the late updates held since, or one first-heard client's
+    Algorithm("fedcompass", "FedCompass", "1", asynchronous=True),
 )

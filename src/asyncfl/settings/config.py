@@ -108,6 +108,20 @@ class TrainConfig:
     """α: α_t = α·s(τ) (**project's choice**, from FedAsync's paper)"""
     server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl"))
     """η_g, FedBuff's server step, and CA2FL's η (**project's choice**; FLGo's CA2FL default)"""
+    compass_alpha: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
+    """α: FedCompass's step θ ← θ + Σ α·s(τ)/M·Δ over an aggregation's updates (APPFL's 0.9); the weight 1/M,
+    M the clients in flight, is the **project's choice** (APPFL's 1/N: there every client is in flight)"""
+    compass_min_steps: float = setting(Group.SERVER, 0.2, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
+    """Q_min, FedCompass's fewest local steps, as a fraction of the dispatch's whole local work Q_max (APPFL's
+    example: 20 of 100 steps; Q_max a client's local epochs' steps, the **project's choice**)"""
+    latest_time_factor: float = setting(
+        Group.SERVER, 1.5, lowest=POSITIVE, at_least=1.0, at_most=1e3, read_by=("fedcompass",)
+    )
+    """λ: a FedCompass arrival group's deadline is λ times its expected duration after it opens (APPFL's
+    example 1.5); past it an arrival is late"""
+    speed_momentum: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
+    """m: FedCompass's speed of a client s ← (1 − m)·s + m·(its last dispatch's seconds per step) (APPFL's
+    example 0.9)"""
     server_optimizer: str = setting(Group.SERVER, "none", SERVER_OPTIMIZERS)
     """the server's own optimizer on the pseudo-gradient Δ = aggregate − θ, after any algorithm's aggregation
     (docs/design.md "Training"): `sgd` (FedAvgM, Hsu et al. 2019), `adagrad`, `adam`, `yogi` (FedAdagrad,
@@ -616,6 +630,7 @@ TRAINING_ONLY = (
     "mixing",
     "fedasync_alpha",
     "server_lr",
+    "compass_alpha",
     "server_optimizer",
     "server_optimizer_lr",
     "server_momentum",

@@ -18,7 +18,7 @@ On the virtual clock, as APPFL's scheduler runs on the wall clock:
   arrival after its group's deadline is late: held for the next group's aggregation, its slot
   dispatched again at once.
 
-Where this differs from APPFL's (the project's choices, docs/world.md "FedCompass"): clients are drawn
+Where this differs from APPFL's (the project's choices, docs/algorithms.md "FedCompass"): clients are drawn
 for each dispatch as every other asynchronous name's are (M in flight of C, not every client always), so
 the slots a group's arrivals free are filled by the clients drawn then, each assigned in the order of
 their speeds (the fastest first, as APPFL reassigns a group's clients); and Q_max is each client's own
@@ -78,6 +78,17 @@ class CompassSchedule:
     late: list[int] = field(default_factory=list)
     next_group: int = 0
 
+    @classmethod
+    def from_payload(cls, payload: dict) -> "CompassSchedule":
+        """The schedule a checkpoint holds (`dataclasses.asdict` of one)."""
+        return cls(
+            {int(c): float(s) for c, s in payload["speeds"].items()},
+            {int(n): ArrivalGroup(**g) for n, g in payload["groups"].items()},
+            {int(c): Dispatch(**d) for c, d in payload["dispatches"].items()},
+            [int(c) for c in payload["late"]],
+            int(payload["next_group"]),
+        )
+
     def assign(self, client: int, now: float, steps: tuple[int, int], factor: float) -> Dispatch:
         """The dispatch of `client` now: its group and steps within `steps` = (Q_min, Q_max); a new
         group's deadline is λ = `factor` times its expected duration after now."""
@@ -119,22 +130,22 @@ class CompassSchedule:
         self.groups[number] = ArrivalGroup(now + chosen * speed, now + chosen * speed * factor, [client])
         return Dispatch(number, chosen, now)
 
-    def arrive(self, client: int, now: float, momentum: float) -> Outcome:
-        """The client's update arrived now: its speed measured, and what becomes of the update."""
+    def arrive(self, client: int, now: float, momentum: float) -> tuple[Outcome, int | None]:
+        """The client's update arrived now: its speed measured; what becomes of the update, and its group."""
         dispatch = self.dispatches.pop(client)
         measured = (now - dispatch.start) / dispatch.steps
         old = self.speeds.get(client)
         self.speeds[client] = measured if old is None else (1 - momentum) * old + momentum * measured
         if dispatch.group is None:
-            return "alone"
+            return "alone", None
         group = self.groups[dispatch.group]
         group.members.remove(client)
         if group.aggregated or now > group.deadline:
             self.late.append(client)
             self.drop_if_done(dispatch.group)
-            return "late"
+            return "late", dispatch.group
         group.arrived.append(client)
-        return "wait" if group.members else "complete"
+        return ("wait" if group.members else "complete"), dispatch.group
 
     def lose(self, client: int) -> int | None:
         """The client's dispatch was lost: it leaves its group; the group's number where that leaves a

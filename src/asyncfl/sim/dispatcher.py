@@ -3,17 +3,19 @@ arrivals scheduled on the virtual clock, and the server's own events (a client c
 Poisson check-in), each with its handler. The engine (`engine.Simulation`) serves what arrives.
 """
 
+import math
 from collections import Counter
 
 import numpy as np
 
+from asyncfl.fl.algorithms.fedcompass import FedCompassParameters
 from asyncfl.settings.errors import InputError
 from asyncfl.sim.availability import NEVER
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.network import Links
-from asyncfl.sim.partial_work import samples_that_fit
+from asyncfl.sim.partial_work import samples_after, samples_that_fit
 from asyncfl.sim.sampling import ClientPicker
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.training.interface import LocalResult
@@ -50,7 +52,9 @@ class Dispatcher:
         """Dispatch `count` more clients, and those still waiting, to online clients now; what finds no
         online client waits, and the loop wakes when the next one comes online."""
         wanted = count + self.state.waiting
-        chosen = self.picker.sample(wanted)
+        chosen = [int(client) for client in self.picker.sample(wanted)]
+        if self.state.compass is not None:  # FedCompass assigns the fastest first, as APPFL's scheduler does
+            chosen = self.state.compass.by_speed(chosen)
         for client in chosen:
             self.dispatch(int(client))
         self.state.waiting = wanted - len(chosen)
@@ -68,7 +72,10 @@ class Dispatcher:
 
     def dispatch(self, client: int) -> None:
         state = self.state
+        opened = state.compass.next_group if state.compass is not None else 0
         job = next_job(self.context, state, client, state.aggregated(len(self.buffer)))
+        if state.compass is not None and state.compass.next_group != opened:  # it opened an arrival group
+            self.events.at(Event(state.compass.groups[opened].deadline, Kind.DEADLINE, (opened,)))
         if self.context.strategy.clients_load_global_model and not job.lost:
             state.start_models.setdefault(job.version, state.global_model)
         self.state.outstanding[job.key] = job
@@ -136,6 +143,9 @@ class Dispatcher:
             self.start_round(self.context.strategy.initial_clients)
         elif state.deadline_at is not None:  # a resumed run's open round
             self.events.at(Event(state.deadline_at, Kind.DEADLINE))
+        elif state.compass is not None:  # a resumed run's arrival groups (FedCompass)
+            for number, group in state.compass.groups.items():
+                self.events.at(Event(group.deadline, Kind.DEADLINE, (number,)))
         if state.waiting:
             self.wake_when_online()
 
@@ -209,11 +219,11 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
     aggregated: its arrival time and learning rates, and under partial work the samples it trains."""
     system, size = context.system, int(context.sizes[client])
     index = state.count_dispatch(client)
-    phases, transfers = system.phases(client, size, index), None
+    samples = None if state.compass is None else scheduled_samples(context, state, client, size)
+    phases, transfers = system.phases(client, size, index, samples), None
     if system.server is not None and isinstance(system.links, Links) and state.link is not None:
         transfers = system.server.book_transfers(state.link, system.links, client, state.now, phases.compute)
-        phases = system.phases(client, size, index, None, transfers)
-    samples = None
+        phases = system.phases(client, size, index, samples, transfers)
     if context.strategy.partial_work and state.deadline_at is not None:
         config = context.config
         samples = samples_that_fit(phases, state.now, state.deadline_at, size, config.batch_size, config.local_epochs)
@@ -227,3 +237,14 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
     if context.config.client_freed == "after_training":  # free again once its training ends
         trained_at = min(ends, state.now + phases.download + phases.compute)
     return Job(client, index, state.version, state.now, ends, lrs, lost, samples, transfers, trained_at)
+
+
+def scheduled_samples(context: RunContext, state: SimulationState, client: int, size: int) -> int | None:
+    """FedCompass: the samples of the local steps its scheduler gives the client's dispatch now (None: its
+    whole local epochs, Q_max), the client now in its arrival group (`sim/compass.py`)."""
+    parameters = getattr(context.strategy, "parameters", None)
+    assert state.compass is not None and isinstance(parameters, FedCompassParameters)
+    config = context.config
+    whole = config.local_epochs * math.ceil(size / config.batch_size)
+    given = state.compass.assign(client, state.now, parameters.step_bounds(whole), parameters.latest_time_factor)
+    return None if given.steps == whole else samples_after(given.steps, size, config.batch_size)

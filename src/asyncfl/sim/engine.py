@@ -24,6 +24,7 @@ from asyncfl.planning.layout import CHECKPOINT, EVENTS
 from asyncfl.runs.checkpoint import load_checkpoint, save_checkpoint
 from asyncfl.runs.logs import RunLogs
 from asyncfl.settings.config import TrainConfig
+from asyncfl.sim.compass_round import CompassRound
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.ending import stop_condition, warn_of_starved, write_outputs
@@ -62,7 +63,7 @@ class Simulation:
         self.check: SelfCheck
         self.dispatcher: Dispatcher
         self.unaggregated: Unaggregated  # set aside since the last aggregation, which logs them
-        self.round: OpenRound
+        self.round: OpenRound | CompassRound
         self.grid: EvaluationGrid
 
     def handlers(self, logs: RunLogs) -> dict[Kind, Callable[[Event], bool]]:
@@ -96,13 +97,18 @@ class Simulation:
         state.now = job.arrival_time
         self.dispatcher.arrived(job)
         if job.lost:
-            self.round.lose(job)
-            return False
+            return self.round.lose(job) and (self.aggregate(logs) or self.next_round(logs))
         return self.round.take(job) and (self.aggregate(logs) or self.next_round(logs))
 
     def on_deadline(self, event: Event, logs: RunLogs) -> bool:
         """The open synchronous round's deadline (unless its round closed earlier): aggregate what
-        arrived, or abandon the round below the reports it needs; True when the run is over."""
+        arrived, or abandon the round below the reports it needs; or an arrival group's (FedCompass,
+        `event.order` its number): aggregate what it holds; True when the run is over."""
+        if isinstance(self.round, CompassRound):
+            if not self.round.on_deadline(event.order[0]):
+                return False
+            self.state.now = event.time
+            return self.aggregate(logs) or self.next_round(logs)
         if event.time != self.state.deadline_at:
             return False
         self.state.now = self.state.deadline_at
@@ -112,7 +118,10 @@ class Simulation:
 
     def next_round(self, logs: RunLogs) -> bool:
         """After a round: the next dispatches, and a checkpoint when one is due (False: the run goes on)."""
-        self.dispatcher.start_round(self.dispatcher.closed_loop(self.strategy.clients_after_arrival(True)))
+        refill = (
+            self.round.refill if isinstance(self.round, CompassRound) else self.strategy.clients_after_arrival(True)
+        )
+        self.dispatcher.start_round(self.dispatcher.closed_loop(refill))
         if self.state.version % self.config.checkpoint_every == 0 and not self.round.abandoned_in_a_row:
             snapshot = dataclasses.replace(self.state, wall_seconds=self.elapsed())
             save_checkpoint(self.out / CHECKPOINT, self.context.identity, snapshot.payload(logs.settled_texts()))
@@ -128,7 +137,9 @@ class Simulation:
         state.advance(new, buffer if not self.strategy.clients_load_global_model else [])
         folded = len(buffer)
         self.round.folded()
-        self.check.on_aggregation(state.version, coefficients, len(buffer), len(state.outstanding))
+        self.check.on_aggregation(
+            state.version, coefficients, len(buffer) + len(state.waiting_updates), len(state.outstanding)
+        )
         arrived = state.aggregated(0)
         self.stop_reason = stop_condition(
             config, state.version, state.now, record.update_norm, arrived, state.dispatched
@@ -154,7 +165,8 @@ class Simulation:
         buffer: list[tuple[Job, LocalResult]] = []
         self.dispatcher = Dispatcher(self.context, self.state, buffer, self.check, EventQueue(self.state.now))
         self.unaggregated = Unaggregated(self.state, self.check, self.dispatcher.withdraw)
-        self.round = OpenRound(self.context, self.state, buffer, self.dispatcher, self.unaggregated, self.out)
+        round_of = CompassRound if self.strategy.schedules_groups else OpenRound
+        self.round = round_of(self.context, self.state, buffer, self.dispatcher, self.unaggregated, self.out)
         self.grid = EvaluationGrid(self.context, self.state, self.dispatcher)
         logs = open_logs(self.context, self.out, resumed[1] if resumed else None, self.state.version)
         try:
@@ -186,7 +198,8 @@ def fresh_state(context: RunContext, info: DatasetInfo, num_clients: int) -> Sim
     if not context.strategy.clients_load_global_model:
         own_models = client_initial_states(context.config, info, context.device, num_clients)
     shared_link = context.system.server is not None
-    return SimulationState.fresh(model_state, context.config.seed, num_clients, own_models, shared_link)
+    groups = context.strategy.schedules_groups
+    return SimulationState.fresh(model_state, context.config.seed, num_clients, own_models, shared_link, groups)
 
 
 def open_logs(context: RunContext, out: Path, resumed: dict[str, str] | None, version: int) -> RunLogs:
@@ -203,5 +216,5 @@ def open_logs(context: RunContext, out: Path, resumed: dict[str, str] | None, ve
         bool({"dropped", "discarded", "rejected"} & set(accounting)),
         context.config.eval_every_seconds is not None,
         context.validation_images is not None,
-        context.strategy.partial_work,
+        context.strategy.partial_work or context.strategy.schedules_groups,
     )

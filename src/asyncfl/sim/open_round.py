@@ -36,14 +36,16 @@ class OpenRound:
         self.abandoned_in_a_row = 0
         self.lost_in_a_row: list[str] = []
 
-    def lose(self, job: Job) -> None:
+    def lose(self, job: Job) -> bool:
         """A dispatch whose result never arrives: its work is lost, its slot frees and is filled (in a
-        closed loop, where the strategy wants it), and the next aggregation's logs record it."""
+        closed loop, where the strategy wants it), and the next aggregation's logs record it (False: no
+        aggregation is due)."""
         self.unaggregated.set_aside([job], job.lost)
         self.lost_in_a_row.append(job.lost)
         check_lost(self.lost_in_a_row, self.context.config)
         in_round = len(self.buffer) + len(self.state.outstanding) + self.state.waiting
         self.dispatcher.request(self.dispatcher.closed_loop(self.strategy.clients_after_loss(in_round)))
+        return False
 
     def take(self, job: Job) -> bool:
         """Take an update that arrived, or reject it as too stale; True when the round is complete."""

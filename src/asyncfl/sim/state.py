@@ -12,6 +12,7 @@ from asyncfl.planning.layout import EVALUATIONS, EVENTS, METRICS, TIMINGS
 from asyncfl.runs.record import utc_now
 from asyncfl.settings import random_streams
 from asyncfl.settings.errors import InputError
+from asyncfl.sim.compass import CompassSchedule
 from asyncfl.sim.server_link import LinkBookings
 from asyncfl.training.interface import LocalResult
 
@@ -87,6 +88,10 @@ class SimulationState:
     # CA2FL's cache: each client's last update Δ_c as the server holds it (empty for the other algorithms);
     # checkpointed where it holds any, so other runs' checkpoints are what they were
     cached_updates: dict[int, ModelState] = field(default_factory=dict)
+    # FedCompass's scheduler, and the arrived updates its groups hold until they are aggregated (None and
+    # empty for the other algorithms: checkpointed only where set, so other runs' checkpoints are what they were)
+    compass: CompassSchedule | None = None
+    waiting_updates: dict[tuple, tuple[Job, LocalResult]] = field(default_factory=dict)
 
     def count_dispatch(self, client: int) -> int:
         """The client's next dispatch index (its dispatches so far), now counted."""
@@ -98,14 +103,19 @@ class SimulationState:
     def aggregated(self, buffered: int) -> int:
         """Client updates aggregated so far: every dispatch not buffered (`buffered`), in flight, lost,
         discarded or rejected."""
-        return self.dispatched - buffered - len(self.outstanding) - self.dropped - self.discarded - self.rejected
+        waiting = len(self.waiting_updates)
+        return (
+            self.dispatched - buffered - waiting - len(self.outstanding) - self.dropped - self.discarded - self.rejected
+        )
 
     def advance(self, new: ModelState, own_models: list[tuple[Job, LocalResult]]) -> None:
         """The aggregation's new global model; the clients' own last models (`own_models`, for algorithms
         whose clients keep them); the start models that no outstanding job needs any more go."""
         self.global_model, self.version = new, self.version + 1
         self.client_models.update({job.client: result.state for job, result in own_models})
-        live = {job.version for job in self.outstanding.values()}
+        live = {job.version for job in self.outstanding.values()} | {
+            job.version for job, _ in self.waiting_updates.values()
+        }
         self.start_models = {version: start for version, start in self.start_models.items() if version in live}
 
     @classmethod
@@ -116,9 +126,11 @@ class SimulationState:
         clients: int,
         own_models: dict[int, ModelState] | None = None,
         shared_link: bool = False,
+        groups: bool = False,
     ) -> "SimulationState":
         """The state before the first dispatch; `own_models`: each client's own initial model, for
-        algorithms whose clients keep their own; `shared_link`: transfers are booked on the server's link."""
+        algorithms whose clients keep their own; `shared_link`: transfers are booked on the server's link;
+        `groups`: FedCompass's arrival groups are scheduled."""
         return cls(
             global_model=global_model,
             rng=np.random.default_rng([seed, random_streams.SAMPLING]),
@@ -127,6 +139,7 @@ class SimulationState:
             dispatch_counts=np.full(clients, 0, dtype=np.int64),
             client_models=own_models or {},
             link=LinkBookings() if shared_link else None,
+            compass=CompassSchedule() if groups else None,
         )
 
     def payload(self, logs: dict[str, str]) -> dict[str, Any]:
@@ -144,7 +157,19 @@ class SimulationState:
             | ({"link": dataclasses.asdict(self.link)} if self.link is not None else {})
             | ({"server_moments": self.server_moments} if self.server_moments else {})
             | ({"cached_updates": self.cached_updates} if self.cached_updates else {})
+            | (
+                {"compass": dataclasses.asdict(self.compass), "waiting_updates": self.waiting_payload()}
+                if self.compass
+                else {}
+            )
         )
+
+    def waiting_payload(self) -> list[dict[str, Any]]:
+        """The updates FedCompass's groups hold, each its job's and its result's fields."""
+        return [
+            {"job": dataclasses.asdict(job), "result": dataclasses.asdict(result)}
+            for job, result in self.waiting_updates.values()
+        ]
 
     @classmethod
     def from_payload(cls, checkpoint: dict[str, Any], source: str) -> tuple["SimulationState", dict[str, str]]:
@@ -163,6 +188,8 @@ class SimulationState:
                 link=LinkBookings(**checkpoint["link"]) if "link" in checkpoint else None,
                 server_moments=checkpoint.get("server_moments", {}),
                 cached_updates=checkpoint.get("cached_updates", {}),
+                compass=CompassSchedule.from_payload(checkpoint["compass"]) if "compass" in checkpoint else None,
+                waiting_updates=waiting_of(checkpoint.get("waiting_updates", [])),
             )
             logs = {name: str(checkpoint["logs"][name]) for name in (METRICS, EVENTS, TIMINGS)}
             if EVALUATIONS in checkpoint["logs"]:
@@ -184,3 +211,9 @@ def tuples(job: dict[str, Any]) -> dict[str, Any]:
     """A checkpointed job's tuple fields, which its payload stores as lists."""
     transfers = job.get("transfers")
     return {"lrs": tuple(job["lrs"]), "transfers": None if transfers is None else tuple(transfers)}
+
+
+def waiting_of(entries: list[dict[str, Any]]) -> dict[tuple, tuple[Job, LocalResult]]:
+    """The held updates `SimulationState.waiting_payload` wrote, by their jobs' keys, in arrival order."""
+    jobs = [(Job(**{**entry["job"], **tuples(entry["job"])}), LocalResult(**entry["result"])) for entry in entries]
+    return {job.key: (job, result) for job, result in jobs}

@@ -11,6 +11,7 @@ from asyncfl.fl.algorithms.afl_as_coded import AFLAsCoded
 from asyncfl.fl.algorithms.ca2fl import CA2FL
 from asyncfl.fl.algorithms.fedasync import FedAsync
 from asyncfl.fl.algorithms.fedbuff import FedBuff
+from asyncfl.fl.algorithms.fedcompass import FedCompass
 from asyncfl.fl.algorithms.sync import Sync
 from asyncfl.fl.algorithms.sync_as_coded import SyncAsCoded
 from asyncfl.fl.strategy import Strategy
@@ -29,6 +30,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "fedyogi": Sync,
     "fadas": FedBuff,  # FedBuff's buffer, then the server's AMSGrad step (settings/algorithms.py)
     "ca2fl": CA2FL,
+    "fedcompass": FedCompass,
 }
 
 
