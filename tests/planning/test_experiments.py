@@ -151,8 +151,11 @@ def sweep_edited(edit) -> dict:
             lambda e: e["variants"]["sync-deadline"].update(population="mobile"),
             "variants.sync-deadline.population changes the clients' world",
         ),
-        (lambda e: e["severities"]["sigma1"].update(rounds=3), "severities.sigma1.rounds is set by the workflow"),
-        (lambda e: e["severities"]["sigma1"].update(speed_sigma=-1), "severity sigma1.*speed_sigma must be"),
+        (
+            lambda e: e["severities"]["heavy_tail"].update(rounds=3),
+            "severities.heavy_tail.rounds is set by the workflow",
+        ),
+        (lambda e: e["severities"]["heavy_tail"].update(speed_sigma=-1), "severity heavy_tail.*speed_sigma must be"),
         (lambda e: e["severities"].update({"a/b": {}}), "severities.'a/b': a severity's name is a folder"),
         (lambda e: e.update(participation=[3, 5]), "participation must be \\[5\\]"),
         (lambda e: e.update(budget={"updates": 50}), "budget.virtual_time is missing"),
@@ -160,8 +163,8 @@ def sweep_edited(edit) -> dict:
         (lambda e: e.pop("severities"), "variants run in experiments with severities: only"),
         (lambda e: e.update(pack_runs=2), "pack_runs: a severity sweep already trains one job per severity"),
         (
-            lambda e: e["severities"]["sigma1"].update(max_virtual_time=1000),
-            "severities.sigma1.max_virtual_time and experiments.digits_stragglers.budget.virtual_time both set it",
+            lambda e: e["severities"]["heavy_tail"].update(max_virtual_time=1000),
+            "severities.heavy_tail.max_virtual_time and experiments.digits_stragglers.budget.virtual_time both set it",
         ),
         (
             lambda e: e["variants"]["sync-deadline"].update(eval_every_updates=7),
@@ -199,8 +202,13 @@ def test_a_run_of_a_sweep_has_its_severitys_and_its_variants_settings():
     variant = run_settings(sweep, "sync-deadline", 5, 5, "heavy_tail")
     assert variant["round_deadline"] == 4.0 and variant["slow_fraction"] == 0.2 and variant["speed_sigma"] == 0.0
     assert "max_staleness" not in variant and variant["max_virtual_time"] == 30
-    plain = run_settings(sweep, "afl", 5, 5, "sigma1")
-    assert plain["speed_sigma"] == 1.0 and plain["max_staleness"] == 4 and "round_deadline" not in plain
+    plain = run_settings(sweep, "afl", 5, 5, "sigma0")
+    assert (
+        plain["speed_sigma"] == 0.0
+        and "slow_fraction" not in plain
+        and plain["max_staleness"] == 4
+        and "round_deadline" not in plain
+    )
 
 
 def test_a_trace_under_a_severity_is_the_experiments_and_checked_while_parsing(tmp_path):
@@ -213,7 +221,7 @@ def test_a_trace_under_a_severity_is_the_experiments_and_checked_while_parsing(t
     def with_traces(first_trace, second_trace):
         def edit(e):
             e["severities"]["sigma0"].update(availability="trace", availability_trace=str(first_trace))
-            e["severities"]["sigma1"].update(availability="trace", availability_trace=str(second_trace))
+            e["severities"]["heavy_tail"].update(availability="trace", availability_trace=str(second_trace))
 
         return sweep_edited(edit)
 

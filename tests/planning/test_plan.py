@@ -29,8 +29,8 @@ def test_the_quick_config_plans_three_job_shapes():
     three = plan_workflow({**QUICK, "experiments": {"x": {**QUICK["experiments"]["digits_mlp"], "pack_runs": 6}}})
     assert [len(job.runs) for job in three["x"].jobs] == [6, 6, 4]  # the last job holds what is left
     sweep = plan["digits_stragglers"]
-    assert [job.key for job in sweep.jobs] == ["sigma0", "sigma1", "heavy_tail"]
-    assert all(len(job.runs) == 40 and job.runtime == 40 * runtime for job in sweep.jobs)  # 8 runs × 5 seeds
+    assert [job.key for job in sweep.jobs] == ["sigma0", "heavy_tail"]
+    assert all(len(job.runs) == 64 and job.runtime == 64 * runtime for job in sweep.jobs)  # 8 runs × 8 seeds
     assert sweep.figures == (*scope_figures(Scope.SEVERITY_SWEEP, 5), *scope_figures(Scope.TUNING, 5))
     alone = plan_workflow({**QUICK, "experiments": {"x": {k: v for k, v in QUICK["experiments"]["digits_world"].items()
                                                            if k != "pack_runs"}}})["x"]  # fmt: skip
@@ -53,12 +53,12 @@ def test_a_runs_settings_are_assembled_once_with_its_severity_and_variant():
 
 def test_a_trace_under_a_severity_is_an_input_of_the_experiment():
     config = copy.deepcopy(QUICK)
-    config["experiments"]["digits_stragglers"]["severities"]["sigma1"].update(
+    config["experiments"]["digits_stragglers"]["severities"]["heavy_tail"].update(
         availability="trace", availability_trace="traces/v.csv"
     )
     plan = plan_workflow(config)
     assert plan["digits_stragglers"].traces == ("traces/v.csv",) and plan["digits_mlp"].traces == ()
-    run = plan["digits_stragglers"].run("results/digits_stragglers/severities/sigma1/sync-deadline/J5/seed0")
+    run = plan["digits_stragglers"].run("results/digits_stragglers/severities/heavy_tail/sync-deadline/J5/seed0")
     assert run.settings["availability_trace"] == "traces/v.csv"
 
 

@@ -105,27 +105,27 @@ def test_the_planner_makes_one_tuning_job_at_the_first_severity_on_the_tuning_se
          r"tune.per_severity 'yes' is not true or false"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": float("nan")}, None,
          r"tune.per_severity nan is not true or false"),
-        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True, "severity": "sigma1"}, None,
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True, "severity": "heavy_tail"}, None,
          r"tune.severity names the one severity tuned at, and .*tune.per_severity tunes at every one"),
-        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "virtual_time": {"sigma0": 10, "sigma1": 10,
+        ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "virtual_time": {"sigma0": 10,
           "heavy_tail": 20}}, None,
          r"tune.virtual_time gives each severity its own tuning budget, and only .*per_severity tunes at each"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True,
-          "virtual_time": {"sigma0": 10, "heavy_tail": 20}}, None,
-         r"tune.virtual_time has no budget for severity 'sigma1'; give every severity of .* one"),
+          "virtual_time": {"sigma0": 10}}, None,
+         r"tune.virtual_time has no budget for severity 'heavy_tail'; give every severity of .* one"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True,
-          "virtual_time": {"sigma0": 10, "sigma1": 10, "heavy_tail": 20, "../calm": 5}}, None,
+          "virtual_time": {"sigma0": 10, "heavy_tail": 20, "../calm": 5}}, None,
          r"tune.virtual_time names '../calm', not one of .*severities; give each severity its budget"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True, "virtual_time": {}}, None,
          r"tune.virtual_time has no budget for severity 'sigma0'"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True,
-          "virtual_time": {"sigma0": 10, "sigma1": float("nan"), "heavy_tail": 20}}, None,
-         r"tune.virtual_time.sigma1 nan is not a virtual time in \(0, 30\]"),
+          "virtual_time": {"sigma0": 10, "heavy_tail": float("nan")}}, None,
+         r"tune.virtual_time.heavy_tail nan is not a virtual time in \(0, 30\]"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True,
-          "virtual_time": {"sigma0": 10, "sigma1": 10, "heavy_tail": 1e12}}, None,
+          "virtual_time": {"sigma0": 10, "heavy_tail": 1e12}}, None,
          r"tune.virtual_time.heavy_tail 1000000000000.0 is not a virtual time in \(0, 30\], the final runs'"),
         ({"seeds": [10], "grid": {"gamma0": [0.01, 0.02]}, "per_severity": True,
-          "virtual_time": {"sigma0": True, "sigma1": 10, "heavy_tail": 20}}, None,
+          "virtual_time": {"sigma0": True, "heavy_tail": 20}}, None,
          r"tune.virtual_time.sigma0 True is not a virtual time"),
     ],
     ids=["shared-seeds", "one-value", "no-validation", "bad-value", "unknown-severity", "unknown-name", "owned",
@@ -159,8 +159,8 @@ def test_the_tuning_trains_to_its_own_budget_and_the_final_runs_to_the_experimen
 
 def test_a_grid_over_a_key_a_severity_sets_is_refused():
     config = with_tune(seeds=[10], grid={"local_epochs": [1, 2]})
-    config["experiments"]["digits_stragglers"]["severities"]["sigma1"]["local_epochs"] = 2
-    with pytest.raises(InputError, match="severities.sigma1 sets local_epochs, and a grid over it would change"):
+    config["experiments"]["digits_stragglers"]["severities"]["heavy_tail"]["local_epochs"] = 2
+    with pytest.raises(InputError, match="severities.heavy_tail sets local_epochs, and a grid over it would change"):
         check_workflow_config(config)
 
 
@@ -286,7 +286,7 @@ def test_per_severity_tuning_makes_a_job_per_severity_each_in_its_own_folder_at_
         assert all(run.settings.items() >= world.items() for run in job.runs)  # trained in that severity's world
         assert plan.job(job.key) is job
     assert plan.chosen_input() == {"chosen": "results/digits_stragglers/tuning/{severity}/chosen.json"}
-    assert plan.tuning_layouts[1].chosen == "results/digits_stragglers/tuning/sigma1/chosen.json"
+    assert plan.tuning_layouts[1].chosen == "results/digits_stragglers/tuning/heavy_tail/chosen.json"
     stems = [stem for stem in plan.figure_stems() if stem.endswith("/tuning")]
     assert stems == [f"results/figures/digits_stragglers/{severity}/tuning" for severity in severities]
     assert plan.runs == plan_workflow(QUICK)["digits_stragglers"].runs  # the final runs: the same
@@ -295,7 +295,7 @@ def test_per_severity_tuning_makes_a_job_per_severity_each_in_its_own_folder_at_
 def test_per_severity_tuning_budgets_train_each_severitys_tuning_to_its_own():
     """`tune.virtual_time` as a mapping: each severity's tuning runs stop at its own budget; the final
     runs and every other setting stay as with one budget."""
-    budgets = {"sigma0": 10, "sigma1": 15, "heavy_tail": 30}
+    budgets = {"sigma0": 10, "heavy_tail": 30}
     one = plan_workflow(with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]}, per_severity=True, virtual_time=10))
     own = plan_workflow(with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]}, per_severity=True,
                                   virtual_time=budgets))["digits_stragglers"]  # fmt: skip
@@ -309,7 +309,7 @@ def test_per_severity_tuning_budgets_train_each_severitys_tuning_to_its_own():
 def test_a_severity_named_as_the_tuning_job_is_refused_where_they_would_share_a_plan():
     config = with_tune(seeds=[10], grid={"gamma0": [0.01, 0.02]})
     severities = config["experiments"]["digits_stragglers"]["severities"]
-    severities["tuning"] = severities.pop("sigma1")
+    severities["tuning"] = severities.pop("heavy_tail")
     with pytest.raises(InputError, match="severities.tuning: the tuning job's plan and log have that name"):
         check_workflow_config(config)
     config["experiments"]["digits_stragglers"]["tune"]["per_severity"] = True  # plans tuning/SEVERITY.json
