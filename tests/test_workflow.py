@@ -72,7 +72,7 @@ def test_packed_runs_train_in_jobs_of_pack_runs_that_ask_for_their_runtime(tmp_p
     for seed in (0, 1):
         assert f"results/digits_mlp/runs/fedadam/J5/seed{seed}/metrics.csv" in packed[0]
     assert "--plan results/digits_mlp/plans/pack1.json" in packed[0].split("train-many")[1]
-    assert counts["plan_training"] == 2 + 1 + 1 + 3 + 1  # and one per severity of digits_stragglers, one for its tuning
+    assert counts["plan_training"] == 2 + 1 + 1 + 2 + 1  # and one per severity of digits_stragglers, one for its tuning
     plan = "results/digits_mlp/plans/pack1.json"
     made = snakemake(plan, "--cores", "1", "--configfile", str(QUICK_CONFIG), workdir=tmp_path)
     assert made.returncode == 0, made.stderr[-2000:]
@@ -479,7 +479,7 @@ def test_a_tuning_search_runs_under_snakemake_and_its_choice_reaches_the_final_r
     jobs = dry.stdout.split("\n\n")
     assert not any("rule tune_digits_stragglers" in job for job in jobs)  # done: nothing to redo
     trains = [job for job in jobs if "rule train_digits_stragglers" in job]
-    assert len(trains) == 3 and all(f"--chosen {chosen} --processes 2 --threads 2 " in job for job in trains)
+    assert len(trains) == 2 and all(f"--chosen {chosen} --processes 2 --threads 2 " in job for job in trains)
 
 
 def test_per_severity_tuning_chooses_at_each_severity_and_each_severitys_runs_train_with_its_choice(tmp_path):

@@ -177,3 +177,9 @@ def test_fedcompass_refuses_settings_outside_their_range(key, value, message):
         make_config({"algorithm": "fedcompass", key: value})
     with pytest.raises(InputError, match=f"{key} does not apply to algorithm fedbuff"):
         make_config({"algorithm": "fedbuff", key: 0.5 if key != "latest_time_factor" else 2.0})
+
+
+def test_fedcompass_refuses_a_staleness_cap_it_would_ignore():
+    """Its late updates wait for the next group: a cap would be read by no code, so it is refused."""
+    with pytest.raises(InputError, match="max_staleness does not apply to algorithm fedcompass"):
+        make_config({"algorithm": "fedcompass", "max_staleness": 3})

@@ -32,6 +32,8 @@ from asyncfl.settings.rules import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Group,
 from asyncfl.settings.yaml_files import read_yaml
 
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
+# The asynchronous algorithms whose server may cap staleness (FedCompass schedules its late updates instead)
+CAPPED = tuple(algorithm for algorithm in ASYNCHRONOUS if algorithm != "fedcompass")
 DISTRIBUTIONS = ("lognormal", "constant")
 JITTER_DISTRIBUTIONS = ("lognormal", "exponential", "half_normal")
 LR_CLOCKS = ("round", "equivalent_round", "epoch")
@@ -310,10 +312,10 @@ class TrainConfig:
     """a client that would arrive after the deadline trains only the whole local steps that still arrive by it
     and sends them, weighted by its data size (FedProx's inexact updates, FLGo's "completeness"); one that fits
     no step is discarded as before. **Project's choice**, off"""
-    max_staleness: int | None = setting(Group.STRAGGLERS, None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
+    max_staleness: int | None = setting(Group.STRAGGLERS, None, lowest=POSITIVE, at_most=MANY, read_by=CAPPED)
     """the staleness cap: an update more than this many versions behind is over it (FedScale's and FLSim's
-    `max_staleness`)"""
-    stale_updates: str = setting(Group.STRAGGLERS, "drop", ("drop", "keep"), read_by=ASYNCHRONOUS)
+    `max_staleness`); FedCompass has none (its late updates wait for the next group's aggregation)"""
+    stale_updates: str = setting(Group.STRAGGLERS, "drop", ("drop", "keep"), read_by=CAPPED)
     """an update over the cap: `drop` (rejected, never aggregated) or `keep` (aggregated with its weight s(τ),
     and counted)"""
     max_virtual_time: float | None = setting(Group.ENDING, None, lowest=POSITIVE)
