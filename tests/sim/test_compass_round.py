@@ -71,3 +71,17 @@ def test_a_run_resumed_after_a_crash_equals_the_uninterrupted_one(tmp_path):
     for name in ("metrics.csv", "events.csv", "model.pt"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
         assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+
+
+def test_clients_that_check_in_by_themselves_are_scheduled_into_groups_too(tmp_path):
+    """Open loop (`arrivals: poisson`): no slot is refilled by the server; each client that checks in is
+    still given its steps and group, and groups are aggregated together."""
+    settings = {**SETTINGS, "arrivals": "poisson", "checkin_rate": 3.0, "concurrency": 4, "rounds": 30}
+    simulation, recording = recorded_simulation(tmp_path, SIZES, **settings)
+    simulation.run()
+    assert len(read_csv(tmp_path / "metrics.csv")) == 30
+    sizes: dict[str, int] = {}
+    for row in read_csv(tmp_path / "events.csv"):
+        sizes[row["round"]] = sizes.get(row["round"], 0) + 1
+    assert max(sizes.values()) > 1
+    assert any(task.samples is not None for call in recording.calls for task, _ in call)
