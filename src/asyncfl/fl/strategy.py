@@ -105,6 +105,12 @@ class Strategy(ABC):
         self.round_size = updates_per_round(config.algorithm, config.clients_per_round, config.buffer_size)
 
     @property
+    def cuts_local_work(self) -> bool:
+        """Some dispatches train fewer samples than their local epochs' (partial work, FedCompass's steps):
+        events.csv records the samples each update trained."""
+        return self.partial_work or self.schedules_groups
+
+    @property
     def lr_clock(self) -> str:
         """What t of the learning rate counts, recorded in run.json for the figures."""
         return self.schedule.clock

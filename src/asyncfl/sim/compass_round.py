@@ -5,58 +5,44 @@ completes it, or is late; the updates it holds are the state's (`SimulationState
 taken at any aggregation keeps them.
 """
 
-from pathlib import Path
-
 from asyncfl.settings.errors import InputError
-from asyncfl.sim.context import RunContext
-from asyncfl.sim.dispatcher import Dispatcher
-from asyncfl.sim.ending import check_finite
-from asyncfl.sim.outcomes import Unaggregated, check_lost
-from asyncfl.sim.rounds import local_result
-from asyncfl.sim.state import Job, SimulationState
-from asyncfl.training.interface import LocalResult
+from asyncfl.sim.compass import CompassSchedule
+from asyncfl.sim.open_round import Round
+from asyncfl.sim.state import Job
 
 # Late updates held at once, per client in flight, past which no group's arrivals come by its deadline
 # any more (the clients' durations swing beyond λ): the run stops saying so instead of holding them for ever
 LATE_PER_SLOT = 20
 
 
-class CompassRound:
+class CompassRound(Round):
     """The aggregation FedCompass's scheduler calls for next, and the updates it holds until then.
 
-    Attributes:
-        buffer: the updates of the aggregation due (the engine folds and then clears it).
-        refill: the dispatches to make after it: the slots its group's arrivals freed (1 for one alone).
-        abandoned_in_a_row: always 0 (no round is abandoned here); the engine's checkpoint reads it.
-        lost_in_a_row: the fates of the dispatches lost since the last update that arrived.
+    Attributes (beside `Round`'s):
+        schedule: the run's scheduler (`SimulationState.compass`).
+        refill: the dispatches to make after the aggregation: the slots its group's arrivals freed (1 for
+            one alone); no round is abandoned here (`abandoned_in_a_row` stays 0).
     """
 
-    def __init__(
-        self,
-        context: RunContext,
-        state: SimulationState,
-        buffer: list[tuple[Job, LocalResult]],
-        dispatcher: Dispatcher,
-        unaggregated: Unaggregated,
-        out: Path,
-    ):
-        assert state.compass is not None  # a run whose strategy schedules groups has a schedule
-        self.context, self.state, self.schedule, self.out = context, state, state.compass, out
-        self.buffer, self.dispatcher, self.unaggregated = buffer, dispatcher, unaggregated
-        self.refill, self.abandoned_in_a_row = 0, 0
-        self.lost_in_a_row: list[str] = []
-        self.momentum: float = context.strategy.parameters.speed_momentum  # type: ignore[attr-defined]
+    refill = 0
+
+    @property
+    def schedule(self) -> CompassSchedule:
+        assert self.state.compass is not None  # a run whose strategy schedules groups has a schedule
+        return self.state.compass
+
+    @property
+    def momentum(self) -> float:
+        return float(self.strategy.parameters.speed_momentum)  # type: ignore[attr-defined]
 
     @property
     def late_limit(self) -> int:
-        return LATE_PER_SLOT * self.context.strategy.initial_clients
+        return LATE_PER_SLOT * self.strategy.initial_clients
 
     def take(self, job: Job) -> bool:
         """An update arrived: aggregated alone, held in its group or as late; True when an aggregation is due."""
         self.lost_in_a_row.clear()
-        result = local_result(self.context, self.state, job, len(self.state.waiting_updates) + 1)
-        if self.context.trains:  # a timing-only run's results have no loss to check
-            check_finite(result, job, self.state.version, self.out)
+        result = self.trained(job, len(self.state.waiting_updates) + 1)
         outcome, group = self.schedule.arrive(job.client, self.state.now, self.momentum)
         if outcome == "alone":
             self.buffer[:], self.refill = [(job, result)], 1
@@ -70,9 +56,7 @@ class CompassRound:
 
     def lose(self, job: Job) -> bool:
         """A dispatch whose result never arrives: its slot is filled now; True where it completes its group."""
-        self.unaggregated.set_aside([job], job.lost)
-        self.lost_in_a_row.append(job.lost)
-        check_lost(self.lost_in_a_row, self.context.config)
+        self.record_loss(job)
         group = self.schedule.lose(job.client)
         self.dispatcher.request(self.dispatcher.closed_loop(1))
         return group is not None and self.collect(group)
@@ -103,6 +87,5 @@ class CompassRound:
                 "raise latest_time_factor (or lower jitter_sigma)"
             )
 
-    def folded(self) -> None:
-        """The aggregation was folded into the model: the buffer starts again empty."""
-        self.buffer.clear()
+    def dispatches_after_aggregation(self) -> int:
+        return self.refill

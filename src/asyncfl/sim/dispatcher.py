@@ -56,7 +56,7 @@ class Dispatcher:
         if self.state.compass is not None:  # FedCompass assigns the fastest first, as APPFL's scheduler does
             chosen = self.state.compass.by_speed(chosen)
         for client in chosen:
-            self.dispatch(int(client))
+            self.dispatch(client)
         self.state.waiting = wanted - len(chosen)
         if self.state.waiting:
             self.wake_when_online()

@@ -118,10 +118,7 @@ class Simulation:
 
     def next_round(self, logs: RunLogs) -> bool:
         """After a round: the next dispatches, and a checkpoint when one is due (False: the run goes on)."""
-        refill = (
-            self.round.refill if isinstance(self.round, CompassRound) else self.strategy.clients_after_arrival(True)
-        )
-        self.dispatcher.start_round(self.dispatcher.closed_loop(refill))
+        self.dispatcher.start_round(self.dispatcher.closed_loop(self.round.dispatches_after_aggregation()))
         if self.state.version % self.config.checkpoint_every == 0 and not self.round.abandoned_in_a_row:
             snapshot = dataclasses.replace(self.state, wall_seconds=self.elapsed())
             save_checkpoint(self.out / CHECKPOINT, self.context.identity, snapshot.payload(logs.settled_texts()))
@@ -216,5 +213,5 @@ def open_logs(context: RunContext, out: Path, resumed: dict[str, str] | None, ve
         bool({"dropped", "discarded", "rejected"} & set(accounting)),
         context.config.eval_every_seconds is not None,
         context.validation_images is not None,
-        context.strategy.partial_work or context.strategy.schedules_groups,
+        context.strategy.cuts_local_work,
     )

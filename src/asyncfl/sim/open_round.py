@@ -12,12 +12,12 @@ from asyncfl.sim.state import Job, SimulationState
 from asyncfl.training.interface import LocalResult
 
 
-class OpenRound:
-    """What arrives between two aggregations, and what becomes of it. Not checkpointed: a checkpoint is
-    taken right after an aggregation, when the round is empty.
+class Round:
+    """What every round of the engine shares: its run's parts, the arrivals' training and the lost-in-a-row
+    guard (`OpenRound`; FedCompass's `compass_round.CompassRound`).
 
     Attributes:
-        buffer: the updates taken for the round, with their results (the dispatcher counts them too).
+        buffer: the updates of the next aggregation, with their results (the dispatcher counts them too).
         abandoned_in_a_row: synchronous rounds abandoned below their reports since the last aggregation.
         lost_in_a_row: the fates of the dispatches lost since the last update that arrived.
     """
@@ -36,13 +36,40 @@ class OpenRound:
         self.abandoned_in_a_row = 0
         self.lost_in_a_row: list[str] = []
 
+    def trained(self, job: Job, buffered: int) -> LocalResult:
+        """The arrived job's update (trained now if it was not yet, `buffered` results held with it), its
+        loss checked."""
+        result = local_result(self.context, self.state, job, buffered)
+        if self.context.trains:  # a timing-only run's results have no loss to check
+            check_finite(result, job, self.state.version, self.out)
+        return result
+
+    def record_loss(self, job: Job) -> None:
+        """A dispatch whose result never arrives: set aside for the next aggregation's logs, and counted
+        towards the lost-in-a-row guard."""
+        self.unaggregated.set_aside([job], job.lost)
+        self.lost_in_a_row.append(job.lost)
+        check_lost(self.lost_in_a_row, self.context.config)
+
+    def dispatches_after_aggregation(self) -> int:
+        """The slots to fill once an aggregation is folded in (before the closed loop's threshold)."""
+        return self.strategy.clients_after_arrival(True)
+
+    def folded(self) -> None:
+        """The round was aggregated: it starts again empty."""
+        self.buffer.clear()
+        self.abandoned_in_a_row = 0
+
+
+class OpenRound(Round):
+    """What arrives between two aggregations, and what becomes of it. Not checkpointed: a checkpoint is
+    taken right after an aggregation, when the round is empty."""
+
     def lose(self, job: Job) -> bool:
         """A dispatch whose result never arrives: its work is lost, its slot frees and is filled (in a
         closed loop, where the strategy wants it), and the next aggregation's logs record it (False: no
         aggregation is due)."""
-        self.unaggregated.set_aside([job], job.lost)
-        self.lost_in_a_row.append(job.lost)
-        check_lost(self.lost_in_a_row, self.context.config)
+        self.record_loss(job)
         in_round = len(self.buffer) + len(self.state.outstanding) + self.state.waiting
         self.dispatcher.request(self.dispatcher.closed_loop(self.strategy.clients_after_loss(in_round)))
         return False
@@ -56,10 +83,7 @@ class OpenRound:
             self.dispatcher.request(self.dispatcher.closed_loop(1))
             return False
         self.unaggregated.kept_over_cap += self.strategy.over_cap(staleness)
-        result = local_result(self.context, self.state, job, len(self.buffer) + 1)
-        if self.context.trains:  # a timing-only run's results have no loss to check
-            check_finite(result, job, self.state.version, self.out)
-        self.buffer.append((job, result))
+        self.buffer.append((job, self.trained(job, len(self.buffer) + 1)))
         if len(self.buffer) < self.strategy.arrivals_per_round:
             self.dispatcher.request(self.dispatcher.closed_loop(self.strategy.clients_after_arrival(False)))
             return False
@@ -75,8 +99,3 @@ class OpenRound:
         self.abandoned_in_a_row += 1
         check_abandoned(self.abandoned_in_a_row, self.context.config)
         return False
-
-    def folded(self) -> None:
-        """The round was aggregated: it starts again empty."""
-        self.buffer.clear()
-        self.abandoned_in_a_row = 0

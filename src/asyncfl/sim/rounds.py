@@ -42,7 +42,7 @@ def folded_round(
     record = aggregation_record(state.version + 1, state.now, jobs, results, sizes, coefficients, norm)
     record.phases = logged_phases(context, jobs)
     record.trained = context.trains
-    if context.strategy.partial_work or context.strategy.schedules_groups:  # the samples a cut update trained
+    if context.strategy.cuts_local_work:
         record.samples_trained = [samples_trained(context, job, result) for job, result in buffer]
     record.losses = [loss_row(context, state.version + 1, *item) for item in unaggregated.jobs]
     record.accounting = unaggregated.counts(context.accounting_columns, state.dispatched)
