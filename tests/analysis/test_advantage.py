@@ -92,3 +92,15 @@ def test_the_map_draws_a_row_of_panels_per_asynchronous_algorithm_and_a_column_p
 def test_a_cell_whose_runs_did_not_all_reach_the_target_is_decided_and_says_how_many_did():
     row = pd.Series(verdict("tail", "afl", "sync", 4.0) | {"family": "afl", "replication": "", "seeds": 10})
     assert cell_text(row, IN_FLIGHT) == "+4.0 s\n[+3.0, +5.0]\nn.s.\np 0.01\nreached 10 vs 3"
+
+
+def test_a_name_longer_than_fedasync_takes_a_line_of_its_own_in_its_cells():
+    in_flight = {"fedcompass": 5, "sync": 5, "sync-overselect": 7}
+    others = ("sync", "sync-overselect")
+    rows = [{**verdict("even", "fedcompass", other, -3.0), "seed_set": "discovery"} for other in others]
+    rows.append({**verdict("even", "fedcompass", "sync", -3.0), "seed_set": "replication", "verdict": "slower"})
+    cells = matched_cells(pd.DataFrame(rows), in_flight)
+    faster, no_run = (cells[cells.other == other].iloc[0] for other in others)
+    words = "-3.0 s\n[-4.0, -2.0]\nFedCompass\nfaster\np 0.01\nrepl.:\nFedCompass\nslower"
+    assert cell_text(faster, in_flight) == words
+    assert cell_text(no_run, in_flight) == "no\nFedCompass\nat\nM = 7"
