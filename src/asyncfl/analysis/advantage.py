@@ -128,7 +128,7 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
 
 
 # A verdict in a cell: short, the hatching and the caption say the rest
-CELL_VERDICTS = {FASTER: "{} faster", SLOWER: "{} slower", TIED: "n.s."}
+CELL_VERDICTS = {FASTER: "{name}{gap}faster", SLOWER: "{name}{gap}slower", TIED: "n.s."}
 # "FedAsync slower" fills a cell's line; a longer name ("FedCompass faster" ran past the cell's edge) takes
 # a line of its own, the words before and after it lines of theirs
 LONGEST_INLINE_NAME = len("FedAsync")
@@ -137,30 +137,20 @@ LONGEST_INLINE_NAME = len("FedAsync")
 def cell_text(row: Any, in_flight: dict[str, int]) -> str:
     """A cell's words: its difference, interval and verdict, or why it has none."""
     name = ALGORITHMS[row.family]
-    text = words_of(row, name, in_flight)
-    return on_its_own_line(name, text) if len(name) > LONGEST_INLINE_NAME else text
-
-
-def on_its_own_line(name: str, text: str) -> str:
-    """`text` with each of name's appearances on a line of its own."""
-    return "\n".join(part.strip(" ") for part in text.replace(name, f"\n{name}\n").split("\n") if part.strip(" "))
-
-
-def words_of(row: Any, name: str, in_flight: dict[str, int]) -> str:
-    """A cell's words, each verdict beside its algorithm's `name`."""
+    gap = "\n" if len(name) > LONGEST_INLINE_NAME else " "  # between the name and the words beside it
     if not row.reference:
-        return f"no {name} at\nM = {in_flight[row.other]}"
+        return f"no{gap}{name}{gap}at\nM = {in_flight[row.other]}"
     if row.verdict == TOO_FEW:
         return f"{row.difference:+.1f} s\n{row.seeds:.0f} seeds:\ntoo few (≥ {MIN_SEEDS})"
-    verdict = f"{CELL_VERDICTS[row.verdict].format(name)}\np {row.p_holm:.2g}"
+    verdict = f"{CELL_VERDICTS[row.verdict].format(name=name, gap=gap)}\np {row.p_holm:.2g}"
     text = f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{verdict}"
     if min(row.reference_reached, row.other_reached) < row.seeds:  # censored runs: how many reached
         text += f"\nreached {row.reference_reached:.0f} vs {row.other_reached:.0f}"
     if not row.replication:
         return text
     agrees = row.replication == row.verdict
-    again = CELL_VERDICTS.get(row.replication, row.replication).format(name)
-    return text + ("\nreplicated" if agrees else f"\nrepl.: {again}")
+    again = CELL_VERDICTS.get(row.replication, row.replication).format(name=name, gap=gap)
+    return text + ("\nreplicated" if agrees else f"\nrepl.:{gap}{again}")
 
 
 def hatched(x: int, y: int, colour: str, filled: bool) -> Rectangle:
