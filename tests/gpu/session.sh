@@ -11,17 +11,29 @@
 # Stage the real data once, in the project's root (the device sees only the checkout and carried folders):
 #   echo /.gpu/ >> .git/info/exclude && mkdir -p .gpu/data && cp /usr/share/datasets/fashion-mnist/*.gz .gpu/data/
 # then on the device, carrying .gpu:   bash tests/gpu/session.sh
-# A CPU smoke run of the same commands (checks the script, measures nothing):
-#   DEVICE=cpu DATASET=digits ROOT=resources/data/digits EPOCHS=1 bash tests/gpu/session.sh
+# A CPU smoke run of the same commands (checks the script, measures nothing), the digits prepared first:
+#   python3 -m asyncfl data --dataset digits --root resources/data/digits
+#   DEVICE=cpu DATASET=digits ROOT=resources/data/digits EPOCHS=1 STEPS="1 2 3 4 5 6" bash tests/gpu/session.sh
+# (about 3 minutes on 2 cores; step 7, the cost table at the paper's sizes, outlasts its timeout on a CPU)
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 ASYNCFL_REQUIRE_CUDA=1
 OUT=${OUT:-/tmp/gpu-out} DEVICE=${DEVICE:-cuda} DATASET=${DATASET:-fashion-mnist} ROOT=${ROOT:-.gpu/data}
 EPOCHS=${EPOCHS:-10} STEPS=${STEPS:-1 2 7 3 4 5 6} BUDGET=${BUDGET:-560}
-[ "$DEVICE" = cpu ] && unset ASYNCFL_REQUIRE_CUDA
+# TOGETHER: the numbers of runs step 3 steps together; on a 2-core CPU 8 outlast their timeout, so the
+# smoke run steps fewer
+if [ "$DEVICE" = cpu ]; then unset ASYNCFL_REQUIRE_CUDA; TOGETHER=${TOGETHER:-2 4}; else TOGETHER=${TOGETHER:-8 32}; fi
 # A device call brings back at most 8 files: the logs travel as one archive, made last.
 logs="$OUT/logs"; mkdir -p "$logs"; work=$(mktemp -d); table="$OUT/table.txt"; : > "$table"
 export ASYNCFL_GPU_LOCKS="$work/locks"
 row() { echo "$*" | tee -a "$table"; }
+# why RC (a step's exit status) failed, in one line: a timeout's thread stacks stay in its LOG
+why() {
+  case $1 in
+    124|137) echo "timed out (every thread's stack in logs/$(basename "$2"))" ;;
+    125) echo "skipped: the budget is spent" ;;
+    *) grep -v '^ *File \|^Thread \|^Current thread\|^Fatal Python' "$2" | tail -1 | cut -c1-150 ;;
+  esac
+}
 step() { [[ " $STEPS " == *" $1 "* ]]; }
 # bounded SECONDS CMD...: CMD under a timeout of SECONDS, or of what the budget has left less 20 s and
 # less RESERVE (the seconds kept for the later steps); at
@@ -61,7 +73,7 @@ if step 2; then
       echo "$line" >>"$OUT/rounds.jsonl"
       row "paper round $model $trainer $profile: $(python3 -c "import json,sys; r=json.loads(sys.argv[1]); print(r['paper_seconds_per_round'], 's', '(I=%d, x%g)' % (r['local_epochs'], 10/r['local_epochs']) if r['scaled_from_epochs'] else '', '; first round', r['first_round_s'], 's; training rounds', r['round_walls'])" "$line")"
     else
-      row "paper round $model $trainer $profile: rc=$? $(tail -1 "$logs/round_${model}_${trainer}_$profile.log" | cut -c1-150)"
+      rc=$?; row "paper round $model $trainer $profile: rc=$rc $(why $rc "$logs/round_${model}_${trainer}_$profile.log")"
     fi
   done <<'ROWS'
 cnn graphed 10 6 60 fp32
@@ -77,7 +89,8 @@ fi
 if step 7; then
   cp config/costs.csv "$OUT/costs.csv"
   bounded 120 python3 -m asyncfl bench --device "$DEVICE" --costs "$OUT/costs.csv" >"$logs/costs.log" 2>&1
-  row "costs: rc=$? $(tail -3 "$logs/costs.log" | tr '\n' ';' | cut -c1-300)"
+  rc=$?; ((rc == 0)) && detail=$(tail -3 "$logs/costs.log" | tr '\n' ';' | cut -c1-300) || detail=$(why $rc "$logs/costs.log")
+  row "costs: rc=$rc $detail"
 fi
 
 bounded 60 python3 -m asyncfl partition --dataset "$DATASET" --root "$ROOT" --clients 10 --alpha 0.5 --seed 0 \
@@ -98,10 +111,12 @@ same() { for f in metrics.csv events.csv model.pt; do cmp -s "$work/first/$f" "$
 #    earlier, processes sharing the GPU: cnn 1.94× at 8, resnet20 1.05×, docs/gpu.md "On a GPU").
 if step 3; then
   quick=; [ "$DEVICE" = cpu ] && quick=--quick
-  for runs in 8 32; do
+  for runs in $TOGETHER; do
     bounded 150 python3 -m asyncfl bench --device "$DEVICE" --together "$runs" --profile fast $quick \
       --sweep config/config.yaml --json "$OUT/together_$runs.json" >"$logs/together_$runs.log" 2>&1
-    row "$runs runs together: rc=$? $(grep -E '^  |device-hours' "$logs/together_$runs.log" | cut -c1-170 | tr '\n' ';')"
+    rc=$?; ((rc == 0)) && detail=$(grep -E '^  |device-hours' "$logs/together_$runs.log" | cut -c1-170 | tr '\n' ';') \
+      || detail=$(why $rc "$logs/together_$runs.log")
+    row "$runs runs together: rc=$rc $detail"
   done
 fi
 
@@ -109,14 +124,15 @@ fi
 #    same bytes as the run alone.
 if step 4; then
   train 120 0 "$work/first" >"$logs/first.log" 2>&1
-  row "one graphed cnn run (4 rounds, real data): rc=$?"
+  first=$?; row "one graphed cnn run (4 rounds, real data): rc=$first $( ((first)) && why $first "$logs/first.log")"
   train 120 0 "$work/killed" >"$logs/killed.log" 2>&1 &
   victim=$!
   for _ in $(seq 400); do [ -e "$work/killed/checkpoint.pt" ] || ! kill -0 "$victim" 2>/dev/null && break; sleep 0.25; done
   pkill -9 -f -- "--out $work/killed"; wait "$victim" 2>/dev/null
   row "killed -9 with a checkpoint: $([ -e "$work/killed/checkpoint.pt" ] && echo yes || echo NO)"
   train 120 0 "$work/killed" >>"$logs/killed.log" 2>&1
-  row "resumed: rc=$? $(same killed)"
+  rc=$?; ((rc == 0 && first == 0)) && detail=$(same killed) || detail="not compared: the run alone or the resume failed"
+  row "resumed: rc=$rc $detail"
 fi
 
 # 5. The fast profile's accuracy cost on CUDA: AFL, resnet20 on digits, 4 paired seeds fp32 against
@@ -124,13 +140,15 @@ fi
 if step 5; then
   bounded 120 python3 -m asyncfl bench --device "$DEVICE" --profile-cost 4 --json "$OUT/profile_cost.json" \
     >"$logs/profile_cost.log" 2>&1
-  row "profile cost: rc=$? $(grep -E "fast − fp32|trained again" "$logs/profile_cost.log" | tr '\n' ';')"
+  rc=$?; ((rc == 0)) && detail=$(grep -E "fast − fp32|trained again" "$logs/profile_cost.log" | tr '\n' ';') \
+    || detail=$(why $rc "$logs/profile_cost.log")
+  row "profile cost: rc=$rc $detail"
 fi
 
 # 6. The benchmark at its quick sizes, as far as the budget goes (trainer rows, the engine's overhead).
 if step 6; then
   bounded 200 python3 -m asyncfl bench --device "$DEVICE" --quick --json "$OUT/bench.json" >"$logs/bench.log" 2>&1
-  row "bench --quick: rc=$? (bench.log)"
+  rc=$?; row "bench --quick: rc=$rc $( ((rc)) && why $rc "$logs/bench.log" || echo '(bench.log)')"
 fi
 tar -czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$logs"
 echo; echo "== table ($SECONDS s)"; cat "$table"
