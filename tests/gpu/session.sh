@@ -26,11 +26,11 @@ if [ "$DEVICE" = cpu ]; then unset ASYNCFL_REQUIRE_CUDA; TOGETHER=${TOGETHER:-2 
 logs="$OUT/logs"; mkdir -p "$logs"; work=$(mktemp -d); table="$OUT/table.txt"; : > "$table"
 export ASYNCFL_GPU_LOCKS="$work/locks"
 row() { echo "$*" | tee -a "$table"; }
-# why RC (a step's exit status) failed, in one line: a timeout's thread stacks stay in its LOG
+# why RC (a step's exit status) failed, in one line: a timeout's thread stacks stay in its LOG; else
+# its last line that is not a stack (a skipped step's is bounded's "skipped: ...")
 why() {
   case $1 in
     124|137) echo "timed out (every thread's stack in logs/$(basename "$2"))" ;;
-    125) echo "skipped: the budget is spent" ;;
     *) grep -v '^ *File \|^Thread \|^Current thread\|^Fatal Python' "$2" | tail -1 | cut -c1-150 ;;
   esac
 }
@@ -41,7 +41,7 @@ step() { [[ " $STEPS " == *" $1 "* ]]; }
 bounded() {
   local limit=$1 left=$((BUDGET - SECONDS - 20 - ${RESERVE:-0})); shift
   ((left < limit)) && limit=$left
-  ((limit < 15)) && { echo "skipped: the budget is spent"; return 125; }
+  ((limit < 15)) && { echo "skipped: the budget is spent" >&2; return 125; }
   timeout -s ABRT -k 5 "$limit" "$@"
 }
 if command -v nvidia-smi >/dev/null; then
