@@ -5,7 +5,7 @@ QUICK := --configfile .test/config/quick.yaml
 # Rules call `python -m asyncfl`: the project's environment comes first.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup run test
+.PHONY: setup run test test-unit
 
 setup: $(VENV)/.installed
 
@@ -38,5 +38,12 @@ run:
 	echo "report:  results/reports/quick.html"; \
 	echo "archive: results/archive/quick/ (asyncfl-results.tar.gz, SHA256SUMS, provenance.json, .zenodo.json)"
 
+# Every test, each file on one of three worker processes on two cores (docs/development.md "Test tiers"):
+# the SLURM tests, which mostly wait on the cluster, beside the others. One torch thread a process: torch's
+# threads spin while they wait, and three processes of two on two cores ran the suite several times slower.
 test: setup
-	$(BIN)/python -m pytest
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
+
+# The inner loop: the package's in-process unit tests only (no processes, Snakemake or SLURM).
+test-unit: setup
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile -m "not subprocess and not workflow and not slurm"

@@ -1,6 +1,8 @@
 """Shared test helpers."""
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -66,13 +68,53 @@ def snakemake(*args: str, workdir: Path | None = None, env=None, timeout: int = 
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env or ENV, timeout=timeout)
 
 
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` for the block (flock: released if the holder dies)."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def shared_by_workers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every worker of this test session sees (pytest-xdist gives each its own base temp)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def quick_local_run(tmp_path_factory) -> Path:
-    """The quick config run locally through snakemake, once per test session."""
-    workdir = tmp_path_factory.mktemp("quick-local")
-    result = snakemake("--cores", "2", "--configfile", str(QUICK_CONFIG), workdir=workdir)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    """The quick config run locally through snakemake, once per test session, whichever worker of
+    `make test` asks first (the others wait for it; tests only read it, or add to it)."""
+    shared = shared_by_workers(tmp_path_factory)
+    workdir, done = shared / "quick-local", shared / "quick-local.done"
+    with locked(shared / "quick-local.lock"):
+        if not done.exists():
+            shutil.rmtree(workdir, ignore_errors=True)  # a worker that failed to make it left a part
+            result = snakemake("--cores", "2", "--configfile", str(QUICK_CONFIG), workdir=workdir)
+            assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+            done.touch()
     return workdir
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`make test` runs each test file on one of three worker processes (pytest-xdist, `--dist loadfile
+    --no-loadscope-reorder`: a file's module fixtures are made once, and the SLURM tests, which share
+    the one cluster, run one after another). The files are handed out in this order: the SLURM tests
+    first, since they mostly wait on the cluster while the other workers use the CPU, then files of the
+    slower tiers, so that the fast files fill the end."""
+    tiers = ("slurm", "workflow", "subprocess")
+
+    def tier(item: pytest.Item) -> int:
+        return next((rank for rank, name in enumerate(tiers) if item.get_closest_marker(name)), len(tiers))
+
+    rank: dict[Path, int] = {}
+    for item in items:
+        rank[item.path] = min(rank.get(item.path, len(tiers)), tier(item))
+    items.sort(key=lambda item: rank[item.path])
 
 
 @contextmanager

@@ -20,6 +20,8 @@ from asyncfl.planning.layout import RUN_FILES, RUN_OUTPUTS
 from conftest import ENV, REPO, started, wait_for
 
 SETTINGS = '{"eval_every": 2, "checkpoint_every": 2, "gamma0": 0.01}'
+# The reference run's rounds: enough that a signal after a checkpoint or a few rounds finds it going on
+LONE_ROUNDS = 16
 
 
 def train_argv(partition: Path, out: Path, rounds: int = 4, *extra: str) -> list[str]:
@@ -42,7 +44,7 @@ def partition(tmp_path_factory) -> Path:
 def lone_run(partition, tmp_path_factory) -> dict[str, bytes]:
     """The outputs of one uninterrupted run, the reference every other case must reproduce."""
     out = tmp_path_factory.mktemp("lone") / "run"
-    assert main(train_argv(partition, out, 30)) == 0
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
     return {name: (out / name).read_bytes() for name in RUN_OUTPUTS}
 
 
@@ -60,7 +62,7 @@ def outputs(out: Path) -> dict[str, bytes]:
 @pytest.mark.subprocess
 def test_two_concurrent_commands_one_proceeds_and_matches_a_lone_run(partition, lone_run, tmp_path):
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, LONE_ROUNDS)]
     with started(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as first:
         wait_for(lambda: (out / "metrics.csv").exists(), first, "the first command's metrics.csv")  # it owns the folder
         second = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=1800)
@@ -72,15 +74,15 @@ def test_two_concurrent_commands_one_proceeds_and_matches_a_lone_run(partition, 
     assert f"{out} is in use by pid {first.pid} on {socket.gethostname()}" in line
     assert outputs(out) == lone_run
     metrics = (out / "metrics.csv").read_text().splitlines()
-    assert [row.split(",")[0] for row in metrics[1:]] == [str(r) for r in range(1, 31)]
+    assert [row.split(",")[0] for row in metrics[1:]] == [str(r) for r in range(1, LONE_ROUNDS + 1)]
 
 
 def test_a_finished_run_is_not_retrained(partition, lone_run, tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(train_argv(partition, out, 30)) == 0
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
     before = {name: (out / name).stat().st_mtime_ns for name in RUN_FILES}
     capsys.readouterr()
-    assert main(train_argv(partition, out, 30)) == 0
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
     assert "already finished" in capsys.readouterr().out
     assert {name: (out / name).stat().st_mtime_ns for name in RUN_FILES} == before
     assert outputs(out) == lone_run
@@ -88,14 +90,14 @@ def test_a_finished_run_is_not_retrained(partition, lone_run, tmp_path, capsys):
 
 def test_a_finished_run_with_other_settings_needs_force(partition, lone_run, tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(train_argv(partition, out, 30)) == 0
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
     old_run_json = (out / "run.json").read_text()
     capsys.readouterr()
     assert main(train_argv(partition, out, 3)) == 1
     err = capsys.readouterr().err
     assert "holds a finished run with other settings" in err and "--force" in err
     assert (out / "run.json").read_text() == old_run_json  # nothing touched
-    assert main(train_argv(partition, out, 30, "--force")) == 0
+    assert main(train_argv(partition, out, LONE_ROUNDS, "--force")) == 0
     moved = [p for p in (out / "replaced").iterdir()]
     assert len(moved) == 1 and (moved[0] / "run.json").read_text() == old_run_json
     assert outputs(out) == lone_run
@@ -103,13 +105,13 @@ def test_a_finished_run_with_other_settings_needs_force(partition, lone_run, tmp
 
 def test_outputs_that_contradict_run_json_are_never_taken_as_finished(partition, lone_run, tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(train_argv(partition, out, 30)) == 0
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
     with open(out / "metrics.csv", "a") as stream:
-        stream.write("31,1.0,,,,,,,\n")
+        stream.write(f"{LONE_ROUNDS + 1},1.0,,,,,,,\n")
     capsys.readouterr()
-    assert main(train_argv(partition, out, 30)) == 1
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 1
     assert "do not match the hashes in its run.json" in capsys.readouterr().err
-    assert main(train_argv(partition, out, 30, "--force")) == 0
+    assert main(train_argv(partition, out, LONE_ROUNDS, "--force")) == 0
     assert outputs(out) == lone_run
 
 
@@ -117,10 +119,10 @@ def test_outputs_that_contradict_run_json_are_never_taken_as_finished(partition,
 def test_a_killed_rerun_leaves_no_run_json_beside_other_csvs(partition, tmp_path):
     """Killed at any moment of a rerun with --force, the folder holds no run.json that vouches for other CSVs."""
     out = tmp_path / "run"
-    assert main(train_argv(partition, out, 30)) == 0
-    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30, "--force")]
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, LONE_ROUNDS, "--force")]
     with started(command, cwd=REPO, env=ENV, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL) as process:
-        wait_for(lambda: rows(out / "metrics.csv") not in (None, 0, 31), process, "the rerun's first rows")
+        wait_for(lambda: rows(out / "metrics.csv") not in (None, 0, LONE_ROUNDS + 1), process, "the rerun's first rows")
         process.kill()
     assert not (out / "run.json").exists() and not (out / "model.pt").exists()
 
@@ -135,12 +137,12 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(partition, lone_run, tmp_p
     command = [sys.executable, "-c", holder, str(out)]
     with started(command, cwd=REPO, env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as process:
         assert process.stdout.readline() == "held\n"
-        assert main(train_argv(partition, out, 30)) == 1
+        assert main(train_argv(partition, out, LONE_ROUNDS)) == 1
         assert f"in use by pid {process.pid}" in capsys.readouterr().err
         process.kill()
         process.wait()
     assert json.loads((out / ".lock").read_text())["pid"] == process.pid  # left behind, naming the dead
-    assert main(train_argv(partition, out, 30)) == 0
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
     assert outputs(out) == lone_run and os.path.exists(out / "run.json")
 
 
@@ -149,7 +151,7 @@ def test_logs_deleted_mid_run_are_written_whole_before_run_json(partition, lone_
     """Snakemake deletes the outputs of a job it thinks failed while the orphan still runs: the run
     writes its logs whole again from memory, never hashing and finishing on a partial log."""
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, LONE_ROUNDS)]
     with started(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
         wait_for(lambda: (rows(out / "metrics.csv") or 0) >= 4, process, "round 3")
         process.send_signal(signal.SIGSTOP)  # deterministic: nothing moves while the logs are deleted
@@ -177,7 +179,7 @@ def test_a_symlink_planted_in_a_run_folder_is_refused(partition, tmp_path, capsy
 
 def kill_mid_run(partition: Path, out: Path, *extra: str) -> None:
     """Leave `out` as a SIGKILLed run leaves it: a checkpoint, some rows, no model.pt."""
-    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30, *extra)]
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, LONE_ROUNDS, *extra)]
     with started(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as process:
         wait_for(lambda: (out / "checkpoint.pt").exists(), process, "the first checkpoint")
         process.kill()
@@ -189,7 +191,7 @@ def one_thread_run(partition, tmp_path) -> Iterator[dict[str, bytes]]:
     """An uninterrupted run on one torch thread (sums split over other thread counts round differently)."""
     threads = torch.get_num_threads()
     try:
-        assert main(train_argv(partition, tmp_path / "straight", 30, "--threads", "1")) == 0
+        assert main(train_argv(partition, tmp_path / "straight", LONE_ROUNDS, "--threads", "1")) == 0
         yield outputs(tmp_path / "straight")
     finally:
         torch.set_num_threads(threads)
@@ -205,12 +207,12 @@ def test_a_damaged_checkpoint_or_other_threads_are_refused_then_resume_is_byte_i
     flipped = bytearray(good)
     flipped[len(good) // 2] ^= 0x01
     checkpoint.write_bytes(bytes(flipped))
-    assert main(train_argv(partition, out, 30, "--threads", "1")) == 1
+    assert main(train_argv(partition, out, LONE_ROUNDS, "--threads", "1")) == 1
     assert "do not match its checksum" in capsys.readouterr().err and checkpoint.read_bytes() == bytes(flipped)
     checkpoint.write_bytes(good)
-    assert main(train_argv(partition, out, 30, "--threads", "2")) == 1
+    assert main(train_argv(partition, out, LONE_ROUNDS, "--threads", "2")) == 1
     assert "written with 1 torch threads" in capsys.readouterr().err and checkpoint.exists()
-    assert main(train_argv(partition, out, 30, "--threads", "1")) == 0
+    assert main(train_argv(partition, out, LONE_ROUNDS, "--threads", "1")) == 0
     assert outputs(out) == one_thread_run
 
 
@@ -259,18 +261,18 @@ def interrupted(command: list[str], checkpoint: Path) -> tuple[int, str]:
 @pytest.mark.subprocess
 def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, 30)]
+    command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, LONE_ROUNDS)]
     returncode, err = interrupted(command, out / "checkpoint.pt")
     assert returncode == 130 and err.startswith("asyncfl train: interrupted; run the same command again")
     assert len(err.strip().splitlines()) == 1, err
-    assert main(train_argv(partition, out, 30)) == 0
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
     assert outputs(out) == lone_run
 
 
 def test_train_many_makes_each_run_as_asyncfl_train_alone(partition, lone_run, tmp_path, capsys):
     """Packed runs share a process (and its loaded dataset), never their numbers: each folder holds the
     bytes `asyncfl train` writes alone, whichever runs precede it; a finished one is not trained again."""
-    settings = {**json.loads(SETTINGS), "algorithm": "afl", "clients_per_round": 3, "rounds": 30,
+    settings = {**json.loads(SETTINGS), "algorithm": "afl", "clients_per_round": 3, "rounds": LONE_ROUNDS,
                 "local_epochs": 2, "seed": 0}  # fmt: skip
     other = {**settings, "algorithm": "sync", "rounds": 5}
     plan = [
@@ -318,7 +320,7 @@ def test_train_many_in_two_processes_makes_the_bytes_of_one_and_a_failing_run_fa
 
 def lone_plan(partition: Path, tmp_path: Path, first: dict | None = None) -> str:
     """A train-many plan whose run "afl" is `lone_run`'s, after a `first` run where one is given."""
-    settings = {**json.loads(SETTINGS), "algorithm": "afl", "clients_per_round": 3, "rounds": 30,
+    settings = {**json.loads(SETTINGS), "algorithm": "afl", "clients_per_round": 3, "rounds": LONE_ROUNDS,
                 "local_epochs": 2, "seed": 0}  # fmt: skip
     plan = [{"partition": str(partition), "out": str(tmp_path / "afl"), "settings": settings}]
     if first is not None:
@@ -337,7 +339,7 @@ def test_a_run_failing_in_train_many_is_one_line_and_the_others_finish(partition
 
 @pytest.mark.subprocess
 def test_ctrl_c_in_train_many_is_one_line_and_every_run_resumes(partition, lone_run, tmp_path):
-    other = {"algorithm": "sync", "clients_per_round": 3, "rounds": 30, "eval_every": 2, "checkpoint_every": 2}
+    other = {"algorithm": "sync", "clients_per_round": 3, "rounds": LONE_ROUNDS, "eval_every": 2, "checkpoint_every": 2}
     command = [sys.executable, "-m", "asyncfl", "train-many", "--dataset", "digits", "--plan",
                lone_plan(partition, tmp_path, other)]  # fmt: skip
     returncode, err = interrupted(command, tmp_path / "afl" / "checkpoint.pt")
@@ -378,7 +380,7 @@ def test_a_signal_to_a_train_many_parent_alone_stops_every_child_and_every_run_r
     `--processes` alone: its children stop too (SIGKILL, which no handler sees, through the children's
     own death signal), none keeps training or holding its folder's lock, and a rerun ends every run with
     the bytes of an uninterrupted one."""
-    other = {"algorithm": "sync", "clients_per_round": 3, "rounds": 30, "eval_every": 2, "checkpoint_every": 2}
+    other = {"algorithm": "sync", "clients_per_round": 3, "rounds": LONE_ROUNDS, "eval_every": 2, "checkpoint_every": 2}
     argv = ["train-many", "--dataset", "digits", "--plan", lone_plan(partition, tmp_path, other), "--processes", "2"]
     with started(
         [sys.executable, "-m", "asyncfl", *argv], cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

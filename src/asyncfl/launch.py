@@ -131,6 +131,12 @@ def train_together(
     the other runs' in one trainer call, each folder gets the bytes `train_run` makes of it alone.
     `report` is called as each run ends; a run that fails leaves the others to finish, and its error
     is its outcome."""
+    paced = [run for run in runs if run.config.clock == "real"]
+    if paced and len(runs) > 1:  # one thread steps them all: one run's wait for the wall clock would stall the rest
+        raise InputError(
+            f"{paced[0].out}: clock: real paces a run by sleeping until its events are due, and runs stepped "
+            f"together share one thread; train it alone (asyncfl train, or a plan of one run)"
+        )
     if threads:
         torch.set_num_threads(threads)  # this thread trains every run's clients: the runs' thread count
     lockstep = Lockstep()

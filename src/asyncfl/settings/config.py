@@ -42,6 +42,7 @@ ARRIVAL_PROCESSES = ("closed", "poisson")
 CLASS_DRAWS = ("shares", "probability")
 TRANSFER_DRAWS = ("per_client", "per_dispatch")
 CLIENT_FREEDOM = ("at_arrival", "after_training")
+CLOCKS = ("virtual", "real")
 
 
 # Algorithms that read the learning-rate clock settings: AFL as coded has its own (t = epoch, d = 2 s)
@@ -345,6 +346,15 @@ class TrainConfig:
     channels_last: bool = setting(Group.MACHINE, False)
     """speed knob: NHWC images and weights, oneDNN's and cuDNN's fastest convolution layout (`asyncfl bench`
     shows its effect)"""
+    clock: str = setting(Group.MACHINE, "virtual", CLOCKS)
+    """`virtual`: the run jumps from event to event, costing only its compute (the default); `real`: the same
+    engine paced by the wall clock, each event served `time_scale` wall seconds per virtual second after the
+    run (or its resume) began, as SimPy's real-time environment paces its processes: the same outputs but
+    for the wall-time columns, and a run whose wall length does not depend on the machine while the machine
+    keeps up (an event served late is counted in run.json's `clock`: docs/design.md "Two clocks")"""
+    time_scale: float = setting(Group.MACHINE, 1.0, lowest=POSITIVE, at_least=1e-6, at_most=1e3)
+    """with `clock: real`, wall seconds per virtual second (1: real time; 0.01: a hundred times faster), from
+    1e-6 to 1e3"""
     profile: str | None = setting(Group.MACHINE, None, tuple(PROFILES))
     """a speed profile: `fast` sets `precision: bf16` and `channels_last: true` (a setting given beside it
     wins; run.json records both), 1.73× on resnet20's paper round on an H100; its accuracy cost is in
@@ -598,6 +608,7 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "diurnal_spread": ("availability: diurnal", lambda c: c.availability == "diurnal"),
     "availability_sigma": ("availability: lognormal", lambda c: c.availability == "lognormal"),
     "speed_sigma": ("speed_distribution: lognormal", lambda c: c.speed_distribution == "lognormal"),
+    "time_scale": ("clock: real", lambda c: c.clock == "real"),
     "server_optimizer_lr": ("server_optimizer other than none", lambda c: c.server_optimizer != "none"),
     "server_momentum": ("server_optimizer: sgd", lambda c: c.server_optimizer == "sgd"),
     "server_beta1": (

@@ -74,10 +74,17 @@ def warn_of_starved(events_text: str, config: TrainConfig) -> None:
 
 
 def write_outputs(
-    out: Path, context: RunContext, state: SimulationState, stop_reason: str, wall_seconds: float, logs: dict[str, str]
+    out: Path,
+    context: RunContext,
+    state: SimulationState,
+    stop_reason: str,
+    wall_seconds: float,
+    logs: dict[str, str],
+    clock: dict | None = None,
 ) -> dict:
     """The finished run's model.pt and run.json (hashes of the outputs last); the checkpoint goes.
-    The logs' hashes are those of the texts this run wrote, which `RunLogs.settled_texts` put on disk."""
+    The logs' hashes are those of the texts this run wrote, which `RunLogs.settled_texts` put on disk;
+    `clock`: a run on the real clock, how its last stretch (from its start or last resume) kept the pace."""
     save_torch(out / MODEL, state.global_model)
     hashes = {MODEL: sha256(out / MODEL)}
     hashed = [name for name in (METRICS, EVENTS, EVALUATIONS) if name in logs]  # evaluations.csv: on a grid only
@@ -94,6 +101,7 @@ def write_outputs(
         "torch_threads": torch.get_num_threads(),
         "cpu_kernels": torch.backends.cpu.get_cpu_capability(),  # AVX2, AVX512: each rounds its own way
         "lr_clock": context.strategy.lr_clock,
+        **({"clock": clock} if clock is not None else {}),
     }
     outputs = (*RUN_OUTPUTS, EVALUATIONS)
     record = write_run_record(out, summary, {name: hashes[name] for name in outputs if name in hashes})

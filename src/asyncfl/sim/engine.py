@@ -14,6 +14,7 @@ byte-identical outputs.
 
 import dataclasses
 import functools
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ from asyncfl.sim.compass_round import CompassRound
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
 from asyncfl.sim.dispatcher import Dispatcher
 from asyncfl.sim.ending import stop_condition, warn_of_starved, write_outputs
-from asyncfl.sim.events import Event, EventQueue, Kind
+from asyncfl.sim.events import Event, Kind, PacedQueue, event_queue
 from asyncfl.sim.grid import EvaluationGrid
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.open_round import OpenRound
@@ -160,7 +161,8 @@ class Simulation:
         bound = progress_bound(self.strategy.arrivals_per_round, self.strategy.initial_clients)
         self.check = SelfCheck.of(self.state, self.strategy, bound)
         buffer: list[tuple[Job, LocalResult]] = []
-        self.dispatcher = Dispatcher(self.context, self.state, buffer, self.check, EventQueue(self.state.now))
+        events = event_queue(self.config.clock, self.state.now, self.config.time_scale)
+        self.dispatcher = Dispatcher(self.context, self.state, buffer, self.check, events)
         self.unaggregated = Unaggregated(self.state, self.check, self.dispatcher.withdraw)
         round_of = CompassRound if self.strategy.schedules_groups else OpenRound
         self.round = round_of(self.context, self.state, buffer, self.dispatcher, self.unaggregated, self.out)
@@ -175,7 +177,16 @@ class Simulation:
             logs.close()
         if self.strategy.drops_stale:
             warn_of_starved(texts[EVENTS], self.config)
-        return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts)
+        clock = events.record() if isinstance(events, PacedQueue) else None
+        if clock and clock["late_batches"]:
+            print(
+                f"warning: the machine fell behind the real clock {clock['late_batches']} time(s), at most "
+                f"{clock['most_behind_seconds']} s: the outputs are the virtual run's, its wall time longer than "
+                "paced (raise time_scale)",
+                file=sys.stderr,
+                flush=True,
+            )
+        return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts, clock)
 
 
 def resumed_state(context: RunContext, out: Path) -> tuple[SimulationState, dict[str, str]] | None:

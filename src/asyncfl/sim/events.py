@@ -15,6 +15,12 @@ jumps to the earliest scheduled time and makes due, as one batch, every event sc
 same time. Far out (from about 1e7 s), where adding `RESOLUTION` rounds to the time itself, the clock
 goes one float past it, so a step always makes progress; nothing scheduled with work still waiting is
 a deadlock, an error rather than a hang.
+
+`PacedQueue` is the same queue on the real clock (`clock: real`), as SimPy's `RealtimeEnvironment` is its
+`Environment` paced: before a batch is made due, it waits until the wall clock reaches the batch's virtual
+time × `time_scale` past where the run (or its resume) began. The order of events stays the virtual
+clock's, so a paced run makes the virtual run's outputs; a batch the run reaches after its wall time (the
+machine did not keep up) is served at once and counted as late.
 """
 
 import heapq
@@ -93,3 +99,48 @@ class EventQueue:
     def __len__(self) -> int:
         """Events scheduled or due, not yet served."""
         return len(self.scheduled) + len(self.due)
+
+
+# How far past its wall time a batch may be served and still count as on time: the sleep's own overshoot
+LATE_AFTER = 0.01
+
+
+class PacedQueue(EventQueue):
+    """An `EventQueue` paced by the wall clock (`clock: real`).
+
+    Attributes:
+        time_scale: wall seconds per virtual second.
+        began: the wall clock (time.monotonic) and the virtual clock where pacing began.
+        late: batches served more than `LATE_AFTER` after their wall time, and the most behind one was.
+    """
+
+    def __init__(self, start: float, time_scale: float) -> None:
+        super().__init__(start)
+        self.time_scale = time_scale
+        self.began = (time.monotonic(), start)
+        self.late, self.most_behind = 0, 0.0
+
+    def step(self) -> None:
+        """Wait for the wall time of the earliest scheduled event, then make its batch due."""
+        if self.scheduled:
+            wall, virtual = self.began
+            behind = time.monotonic() - (wall + (self.scheduled[0][0] - virtual) * self.time_scale)
+            if behind < 0:
+                time.sleep(-behind)
+            elif behind > LATE_AFTER:
+                self.late += 1
+                self.most_behind = max(self.most_behind, behind)
+        super().step()
+
+    def record(self) -> dict[str, float | int]:
+        """run.json's `clock`: the pace and how well the machine kept it."""
+        return {
+            "time_scale": self.time_scale,
+            "late_batches": self.late,
+            "most_behind_seconds": round(self.most_behind, 3),
+        }
+
+
+def event_queue(clock: str, start: float, time_scale: float) -> EventQueue:
+    """The run's queue on its clock (`clock` setting): virtual, or paced by the wall clock."""
+    return PacedQueue(start, time_scale) if clock == "real" else EventQueue(start)
