@@ -91,6 +91,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "redistribution_threshold": {"algorithm": "fedbuff", "concurrency": 4},
         "transfer_jitter_sigma": {"bandwidth_median": 5.0},
         "transfer_jitter_distribution": {"upload_seconds": "1:0.2", "transfer_jitter_sigma": 0.3},
+        "time_scale": {"clock": "real"},
     }
     assert set(where) == set(NEEDS)
     other = {
