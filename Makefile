@@ -38,11 +38,11 @@ run:
 	echo "report:  results/reports/quick.html"; \
 	echo "archive: results/archive/quick/ (asyncfl-results.tar.gz, SHA256SUMS, provenance.json, .zenodo.json)"
 
-# Every test, each file on one of three worker processes on two cores (docs/development.md "Test tiers"):
-# the SLURM tests, which mostly wait on the cluster, beside the others. One torch thread a process: torch's
-# threads spin while they wait, and three processes of two on two cores ran the suite several times slower.
+# Every test, each file on one of four worker processes on two cores (docs/development.md "Test tiers"):
+# the two SLURM files, which mostly wait on the cluster, beside the others. One torch thread a process: torch's
+# threads spin while they wait, and three processes of two threads on two cores ran the suite several times slower.
 test: setup
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 4 --dist loadfile --no-loadscope-reorder
 
 # The inner loop: the package's in-process unit tests only (no processes, Snakemake or SLURM).
 test-unit: setup

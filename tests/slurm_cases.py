@@ -1,0 +1,48 @@
+"""The SLURM tests' shared parts (not a test module): the tests' cluster as a site's user names it, and a
+small config of one AFL run."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from conftest import QUICK_CONFIG, REPO, skip_unless
+
+SLURM_PROFILE = ["--profile", str(REPO / "profiles/slurm"), "--workflow-profile", str(REPO / "tests/slurm/profile")]
+# The test cluster's partitions and the longest job its GPU partition allows (tests/slurm/cluster.sh), as a
+# site's user writes them into the config they run
+SITE = {"partitions": {"cpu": "cpu", "gpu": "gpu"}, "max_runtime": 2160}
+
+
+def on_this_site(config: dict) -> dict:
+    return {**config, "resources": {**config["resources"], **SITE}}
+
+
+def cluster_is_up() -> bool:
+    if shutil.which("sinfo") is None:
+        return False
+    result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
+    states = set(result.stdout.split())
+    return result.returncode == 0 and bool(states) and states <= {"idle", "mixed", "allocated"}
+
+
+def require_cluster() -> None:
+    """Skip (or fail, in CI) where no cluster runs."""
+    skip_unless(cluster_is_up(), "no SLURM cluster here: start one with `tests/slurm/cluster.sh start`")
+
+
+def write_config(path: Path, rounds: int = 30, **train) -> Path:
+    """The quick config reduced to one small experiment with one AFL run of `rounds` rounds (no budget)."""
+    config = yaml.safe_load((QUICK_CONFIG).read_text())
+    experiment = {**config["experiments"]["digits_mlp"], "algorithms": ["afl"], "participation": [5], "seeds": [0]}
+    experiment.pop("budget", None)
+    experiment.pop("pack_runs", None)  # one job per run: the `train` rule and its per-run log
+    experiment["rounds"] = rounds  # the workflow's key: refused under train:
+    experiment["train"] = {**experiment["train"], **train}
+    config["experiments"] = {"small": experiment}
+    path.write_text(yaml.safe_dump(on_this_site(config)))
+    return path
+
+
+RUN = "results/small/runs/afl/J5/seed0"
