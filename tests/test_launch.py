@@ -239,8 +239,8 @@ def test_durations_of_any_allowed_size_end(partition, tmp_path):
     assert json.loads((out / "run.json").read_text())["virtual_time"] > 1e9
 
 
-def interrupted(command: list[str], checkpoint: Path) -> tuple[int, str]:
-    """Run `command`, send it SIGINT once `checkpoint` exists; its exit status and stderr."""
+def interrupted(command: list[str], checkpoint: Path, stop: signal.Signals = signal.SIGINT) -> tuple[int, str]:
+    """Run `command`, send it `stop` once `checkpoint` exists; its exit status and stderr."""
     # A shell's background job (`make test &`) inherits SIGINT ignored, and Python then leaves it so:
     # the child gets the default disposition back, as a terminal's Ctrl-C would find it.
     with started(
@@ -253,7 +253,7 @@ def interrupted(command: list[str], checkpoint: Path) -> tuple[int, str]:
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     ) as process:
         wait_for(checkpoint.exists, process, "the first checkpoint")
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         err = process.communicate(timeout=1800)[1]
     return process.returncode, err
 
@@ -267,6 +267,44 @@ def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
     assert len(err.strip().splitlines()) == 1, err
     assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
     assert outputs(out) == lone_run
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_run_on_the_real_clock_stopped_by_a_signal_resumes_to_the_virtual_runs_bytes(
+    partition, lone_run, tmp_path, stop
+):
+    """Its clients asyncio tasks training on worker threads, a real-clock run stopped mid-way (Ctrl-C: in one
+    line; SIGTERM: at once, as `asyncfl train` always dies of it) resumes from its checkpoint to the virtual
+    run's bytes."""
+    out = tmp_path / "run"
+    argv = train_argv(partition, out, LONE_ROUNDS)
+    # 24 virtual seconds paced over about 6: a signal once the first checkpoint is written finds it going on
+    argv[argv.index(SETTINGS)] = json.dumps({**json.loads(SETTINGS), "clock": "real", "time_scale": 0.25})
+    returncode, err = interrupted([sys.executable, "-m", "asyncfl", *argv], out / "checkpoint.pt", stop)
+    if stop == signal.SIGINT:
+        assert returncode == 130 and err.startswith("asyncfl train: interrupted; run the same command again"), err
+        assert len(err.strip().splitlines()) == 1, err
+    else:
+        assert returncode == -stop and not (out / "run.json").exists(), err
+    assert main(argv) == 0
+    assert outputs(out) == lone_run
+
+
+def test_train_many_trains_real_clock_runs_alone_beside_the_stepped_ones(partition, lone_run, tmp_path):
+    """A plan that mixes the clocks: the real-clock runs are not stepped with the others (each alone, its
+    own loop and workers), and every folder holds the virtual run's bytes."""
+    settings = {**json.loads(SETTINGS), "algorithm": "afl", "clients_per_round": 3, "rounds": LONE_ROUNDS,
+                "local_epochs": 2, "seed": 0}  # fmt: skip
+    paced = {**settings, "clock": "real", "time_scale": 0.05}
+    plan = [
+        {"partition": str(partition), "out": str(tmp_path / name), "settings": each}
+        for name, each in (("paced", paced), ("virtual", settings), ("paced-too", paced))
+    ]
+    assert main(["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, plan)]) == 0
+    for name in ("paced", "virtual", "paced-too"):
+        assert outputs(tmp_path / name) == lone_run, name
+    assert "clock" in json.loads((tmp_path / "paced" / "run.json").read_text())
 
 
 def test_train_many_makes_each_run_as_asyncfl_train_alone(partition, lone_run, tmp_path, capsys):

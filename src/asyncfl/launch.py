@@ -129,16 +129,22 @@ def train_together(
 ) -> list[TrainedFolder | BaseException]:
     """Train the runs stepped together in this process (`lockstep.Lockstep`): each run's clients join
     the other runs' in one trainer call, each folder gets the bytes `train_run` makes of it alone.
+    Runs on the real clock (`clock: real`) are not stepped: each trains alone, first, on its own event
+    loop with its own client workers (a run that sleeps until its events are due would stall the others).
     `report` is called as each run ends; a run that fails leaves the others to finish, and its error
     is its outcome."""
-    paced = [run for run in runs if run.config.clock == "real"]
-    if paced and len(runs) > 1:  # one thread steps them all: one run's wait for the wall clock would stall the rest
-        raise InputError(
-            f"{paced[0].out}: clock: real paces a run by sleeping until its events are due, and runs stepped "
-            f"together share one thread; train it alone (asyncfl train, or a plan of one run)"
-        )
     if threads:
         torch.set_num_threads(threads)  # this thread trains every run's clients: the runs' thread count
+    outcomes: dict[int, TrainedFolder | BaseException] = {}
+    for index, run in enumerate(runs):
+        if run.config.clock == "real":
+            try:
+                trained = train_run(run.config, dataset, root, run.partition, run.out, threads, tuned=run.tuned)
+            except Exception as error:  # the others go on, as in the lockstep
+                outcomes[index] = error
+                continue
+            outcomes[index] = trained
+            report(run, trained)
     lockstep = Lockstep()
 
     def job(run: PlannedRun) -> TrainedFolder:
@@ -146,4 +152,6 @@ def train_together(
         report(run, outcome)
         return outcome
 
-    return lockstep.run([functools.partial(job, run) for run in runs])
+    stepped = [index for index in range(len(runs)) if index not in outcomes]
+    outcomes.update(zip(stepped, lockstep.run([functools.partial(job, runs[index]) for index in stepped]), strict=True))
+    return [outcomes[index] for index in range(len(runs))]

@@ -92,6 +92,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "transfer_jitter_sigma": {"bandwidth_median": 5.0},
         "transfer_jitter_distribution": {"upload_seconds": "1:0.2", "transfer_jitter_sigma": 0.3},
         "time_scale": {"clock": "real"},
+        "client_workers": {"clock": "real"},
     }
     assert set(where) == set(NEEDS)
     other = {

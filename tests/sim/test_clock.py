@@ -3,7 +3,11 @@ than its wall time, in the virtual clock's order; a run makes the virtual run's 
 falls behind is counted, never reordered. Lower bounds only: load can make a paced run later, never earlier.
 """
 
+import asyncio
+import csv
+import itertools
 import math
+import threading
 import time
 from pathlib import Path
 
@@ -12,9 +16,12 @@ import pytest
 from asyncfl.planning.layout import RUN_OUTPUTS
 from asyncfl.settings.config import make_config
 from asyncfl.settings.errors import InputError
+from asyncfl.sim.clients import ClientFailed
 from asyncfl.sim.engine import Simulation
 from asyncfl.sim.events import LATE_AFTER, Event, EventQueue, PacedQueue
 from asyncfl.sim.state import Job
+from asyncfl.training.interface import LocalResult, LocalTask
+from asyncfl.training.plain import PlainTrainer
 from engine_cases import contiguous_partition, tiny_dataset
 
 SIZES = [40, 56, 72, 48, 64, 80]
@@ -44,16 +51,27 @@ def scheduled(queue: EventQueue, times: list[float]) -> None:
         queue.at(Event.arrival(Job(index, 0, 0, 0.0, at, (0.1,))))
 
 
+def paced(queue: PacedQueue, count: int, handler_seconds: float = 0.0) -> list[tuple[Event, float]]:
+    """The first `count` events the queue serves on an asyncio loop, each with its wall time after the
+    queue began; `handler_seconds`: how long each event's handler holds the loop."""
+
+    async def serve() -> list[tuple[Event, float]]:
+        served = []
+        for _ in range(count):
+            event = await queue.paced_next()
+            served.append((event, time.monotonic() - queue.began[0]))
+            time.sleep(handler_seconds)
+        return served
+
+    return asyncio.run(serve())
+
+
 def test_each_batch_is_served_no_earlier_than_its_wall_time_in_the_virtual_order():
     times = [0.04, 0.0, 0.1, 0.04, 0.07]
-    virtual, paced = EventQueue(0.0), PacedQueue(0.0, time_scale=0.5)
+    virtual, queue = EventQueue(0.0), PacedQueue(0.0, time_scale=0.5)
     scheduled(virtual, times)
-    scheduled(paced, times)
-    began = paced.began[0]
-    served = []
-    for _ in times:
-        event = paced.next()
-        served.append((event, time.monotonic() - began))
+    scheduled(queue, times)
+    served = paced(queue, len(times))
     assert [event for event, _ in served] == [virtual.next() for _ in times]
     for event, after in served:
         assert after >= event.time * 0.5, (event, after)
@@ -62,18 +80,16 @@ def test_each_batch_is_served_no_earlier_than_its_wall_time_in_the_virtual_order
 def test_a_resumed_queue_paces_from_where_it_resumes():
     queue = PacedQueue(100.0, time_scale=0.5)  # a resume at virtual 100 s: 100.1 s is 0.05 s of wall time away
     scheduled(queue, [100.1])
-    queue.next()
-    assert time.monotonic() - queue.began[0] >= 0.05
+    ((_, after),) = paced(queue, 1)
+    assert after >= 0.05
     assert queue.record() == {"time_scale": 0.5, "late_batches": 0, "most_behind_seconds": 0.0}
 
 
 def test_a_machine_that_falls_behind_is_counted_and_the_order_kept():
     queue = PacedQueue(0.0, time_scale=1e-3)  # every batch 1 ms apart
     scheduled(queue, [0.0, 1.0, 2.0, 3.0])
-    order = []
-    for _ in range(4):
-        order.append(queue.next().time)
-        time.sleep(3 * LATE_AFTER)  # a handler slower than the gaps: each next batch is already late
+    # a handler slower than the gaps: each next batch is already late
+    order = [event.time for event, _ in paced(queue, 4, handler_seconds=3 * LATE_AFTER)]
     assert order == [0.0, 1.0, 2.0, 3.0]
     assert queue.late == 3 and queue.most_behind >= 2 * LATE_AFTER
 
@@ -107,8 +123,77 @@ def test_a_paced_run_makes_the_virtual_runs_outputs(tmp_path, family):
         ({"clock": "real", "time_scale": 1e-9}, "time_scale must be ≥ 1e-06"),
         ({"clock": "real", "time_scale": "fast"}, "time_scale must be float"),
         ({"clock": "wall"}, "clock"),
+        ({"client_workers": 4}, "client_workers applies only with clock: real"),
+        ({"clock": "real", "client_workers": 0}, "client_workers must be"),
+        ({"clock": "real", "client_workers": 1.5}, "client_workers must be int"),
+        ({"clock": "real", "client_workers": 10**9}, "client_workers must be ≤ 256"),
+        ({"clock": "real", "client_workers": "two"}, "client_workers must be int"),
     ],
 )
 def test_a_clock_setting_that_cannot_work_is_one_line_naming_it(settings, message):
     with pytest.raises(InputError, match=message):
         make_config(settings)
+
+
+# Long enough a training (10 epochs of up to two minibatches) that two workers given clients at the same
+# instant are both still training when the other starts
+TRAINING = {**FAMILIES["afl"], "local_epochs": 10, "clock": "real", "time_scale": SCALE, "client_workers": 2}
+
+
+def wall_rows(out: Path) -> list[dict[str, str]]:
+    with (out / "wall.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_clients_train_off_the_event_loop_two_at_once(tmp_path, monkeypatch):
+    """Every training runs on a worker thread, never on the loop's (the main thread, which would stall
+    the server and every other client); with two workers, two trainings overlap in wall time."""
+    threads: list[str] = []
+    train_one = PlainTrainer.train_one
+
+    def watched(trainer: PlainTrainer, task: LocalTask) -> LocalResult:
+        threads.append(threading.current_thread().name)
+        return train_one(trainer, task)
+
+    monkeypatch.setattr(PlainTrainer, "train_one", watched)
+    record = Simulation(make_config(TRAINING), DATASET, PARTITION, tmp_path / "paced").run()
+    rows = wall_rows(tmp_path / "paced")
+    assert threads and all(name.startswith("client-worker") for name in threads), set(threads)
+    assert len(rows) == len(threads) and {row["worker"] for row in rows} <= set(threads)
+    spans = [(float(row["trained_from"]), float(row["trained_to"]), row["worker"]) for row in rows]
+    assert any(a[0] < b[1] and b[0] < a[1] and a[2] != b[2] for a in spans for b in spans), spans
+    assert all(float(row["downloaded"]) <= float(row["trained_from"]) for row in rows)
+    assert record["clock"]["client_workers"] == 2 and not any(name.startswith("client-worker") for name in live())
+    monkeypatch.undo()
+    virtual = {**TRAINING, "clock": "virtual"}
+    del virtual["time_scale"], virtual["client_workers"]
+    Simulation(make_config(virtual), DATASET, PARTITION, tmp_path / "virtual").run()
+    assert outputs(tmp_path / "paced") == outputs(tmp_path / "virtual")
+
+
+def live() -> list[str]:
+    return [thread.name for thread in threading.enumerate()]
+
+
+def test_a_client_that_raises_stops_the_run_naming_it_and_leaves_no_worker(tmp_path, monkeypatch):
+    calls = itertools.count()
+    train_one = PlainTrainer.train_one
+
+    def failing(trainer: PlainTrainer, task: LocalTask) -> LocalResult:
+        if next(calls) == 4:
+            raise RuntimeError("CUDA out of memory")
+        return train_one(trainer, task)
+
+    monkeypatch.setattr(PlainTrainer, "train_one", failing)
+    with pytest.raises(ClientFailed, match=r"^client \d+'s dispatch \d+ .* RuntimeError: CUDA out of memory$"):
+        Simulation(make_config(TRAINING), DATASET, PARTITION, tmp_path / "run").run()
+    assert not any(name.startswith("client-worker") for name in live())
+    assert not (tmp_path / "run" / "run.json").exists()
+
+
+def test_a_timing_only_run_on_the_real_clock_is_the_virtual_ones_twin(tmp_path):
+    settings = {**FAMILIES["fedbuff"], "trainer": "none"}
+    Simulation(make_config(settings), DATASET, PARTITION, tmp_path / "virtual").run()
+    paced = {**settings, "clock": "real", "time_scale": SCALE}
+    record = Simulation(make_config(paced), DATASET, PARTITION, tmp_path / "paced").run()
+    assert outputs(tmp_path / "paced") == outputs(tmp_path / "virtual") and record["clock"]["late_dispatches"] == 0

@@ -101,6 +101,7 @@ def run_name(folder: str | Path) -> str:
 METRICS, EVENTS, TIMINGS = "metrics.csv", "events.csv", "timings.csv"
 EVALUATIONS = "evaluations.csv"  # only where the run evaluates on a time grid (eval_every_seconds)
 MODEL, RUN_RECORD, CHECKPOINT = "model.pt", "run.json", "checkpoint.pt"
+WALL = "wall.csv"  # a real-clock run's trainings in wall time (`sim.clients`)
 RUN_OUTPUTS = (MODEL, METRICS, EVENTS)  # byte-identical for equal runs; hashed in run.json
 RUN_LOGS = (METRICS, EVENTS)  # what the figures read and the archive ships of a run, beside its run.json
 RUN_FILES = (METRICS, EVENTS, MODEL, RUN_RECORD)  # a finished run, as the workflow expects it

@@ -355,6 +355,9 @@ class TrainConfig:
     time_scale: float = setting(Group.MACHINE, 1.0, lowest=POSITIVE, at_least=1e-6, at_most=1e3)
     """with `clock: real`, wall seconds per virtual second (1: real time; 0.01: a hundred times faster), from
     1e-6 to 1e3"""
+    client_workers: int = setting(Group.MACHINE, 2, lowest=POSITIVE, at_most=256)
+    """with `clock: real`, the worker threads that train the clients in flight at once, each with a model of
+    its own (the project's choice: 2; a client's result does not depend on it, only how many train at once)"""
     profile: str | None = setting(Group.MACHINE, None, tuple(PROFILES))
     """a speed profile: `fast` sets `precision: bf16` and `channels_last: true` (a setting given beside it
     wins; run.json records both), 1.73× on resnet20's paper round on an H100; its accuracy cost is in
@@ -609,6 +612,7 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "availability_sigma": ("availability: lognormal", lambda c: c.availability == "lognormal"),
     "speed_sigma": ("speed_distribution: lognormal", lambda c: c.speed_distribution == "lognormal"),
     "time_scale": ("clock: real", lambda c: c.clock == "real"),
+    "client_workers": ("clock: real", lambda c: c.clock == "real"),
     "server_optimizer_lr": ("server_optimizer other than none", lambda c: c.server_optimizer != "none"),
     "server_momentum": ("server_optimizer: sgd", lambda c: c.server_optimizer == "sgd"),
     "server_beta1": (

@@ -11,11 +11,13 @@ import numpy as np
 from asyncfl.fl.algorithms.fedcompass import FedCompassParameters
 from asyncfl.settings.errors import InputError
 from asyncfl.sim.availability import NEVER
+from asyncfl.sim.clients import ClientTasks
 from asyncfl.sim.context import RunContext
 from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.network import Links
 from asyncfl.sim.partial_work import samples_after, samples_that_fit
+from asyncfl.sim.rounds import start_of
 from asyncfl.sim.sampling import ClientPicker
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.training.interface import LocalResult
@@ -40,8 +42,11 @@ class Dispatcher:
         buffer: list[tuple[Job, LocalResult]],
         check: SelfCheck,
         events: EventQueue,
+        clients: ClientTasks | None = None,
     ):
+        """`clients`: on the real clock, where each dispatch's client runs as an asyncio task."""
         self.context, self.state, self.buffer, self.check = context, state, buffer, check
+        self.clients = clients
         self.in_flight: Counter[int] = Counter()
         self.picker = ClientPicker(context, state, self.in_flight, buffer)
         self.events = events
@@ -87,6 +92,8 @@ class Dispatcher:
     def spawn(self, job: Job) -> None:
         self.in_flight[job.client] += 1
         self.events.at(Event.arrival(job))  # the client: busy for its virtual duration, then it reports
+        if self.clients is not None and not job.lost and job.key not in self.state.results:
+            self.clients.spawn(job, self.context.local_task(job, start_of(self.context, self.state, job)))
 
     def arrived(self, job: Job, ended: float | None = None) -> None:
         """A dispatch that ended (its update arrived, or it was lost, or its round closed at `ended`): no

@@ -12,6 +12,7 @@ flight. Checkpoints hold the whole run state at an aggregation, so a killed run 
 byte-identical outputs.
 """
 
+import asyncio
 import dataclasses
 import functools
 import sys
@@ -25,6 +26,7 @@ from asyncfl.planning.layout import CHECKPOINT, EVENTS
 from asyncfl.runs.checkpoint import load_checkpoint, save_checkpoint
 from asyncfl.runs.logs import RunLogs
 from asyncfl.settings.config import TrainConfig
+from asyncfl.sim.clients import ClientTasks
 from asyncfl.sim.compass_round import CompassRound
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
 from asyncfl.sim.dispatcher import Dispatcher
@@ -87,6 +89,25 @@ class Simulation:
             event = events.next()
             if handlers[event.kind](event):
                 return
+
+    async def serve_paced(self, logs: RunLogs, clients: ClientTasks) -> None:
+        """`serve` on the real clock: the server an asyncio task that awaits each batch's wall time while
+        the clients' tasks train, and each arrival's training before its handler; the clients still in
+        flight are cancelled at the end, or when the run is stopped."""
+        handlers = self.handlers(logs)
+        events = self.dispatcher.events
+        assert isinstance(events, PacedQueue)
+        try:
+            self.dispatcher.start()
+            self.grid.start()
+            while True:
+                event = await events.paced_next()
+                if event.job is not None and event.job.key in self.state.outstanding:
+                    await clients.result(event.job, self.state)
+                if handlers[event.kind](event):
+                    return
+        finally:
+            await clients.close()
 
     def on_arrival(self, event: Event, logs: RunLogs) -> bool:
         """A dispatch ended: its update joins the open round (which may aggregate), or it was lost."""
@@ -162,31 +183,49 @@ class Simulation:
         self.check = SelfCheck.of(self.state, self.strategy, bound)
         buffer: list[tuple[Job, LocalResult]] = []
         events = event_queue(self.config.clock, self.state.now, self.config.time_scale)
-        self.dispatcher = Dispatcher(self.context, self.state, buffer, self.check, events)
+        clients = (
+            ClientTasks(self.context, events, self.config.client_workers) if isinstance(events, PacedQueue) else None
+        )
+        self.dispatcher = Dispatcher(self.context, self.state, buffer, self.check, events, clients)
         self.unaggregated = Unaggregated(self.state, self.check, self.dispatcher.withdraw)
         round_of = CompassRound if self.strategy.schedules_groups else OpenRound
         self.round = round_of(self.context, self.state, buffer, self.dispatcher, self.unaggregated, self.out)
         self.grid = EvaluationGrid(self.context, self.state, self.dispatcher)
         logs = open_logs(self.context, self.out, resumed[1] if resumed else None, self.state.version)
         try:
-            self.serve(logs)
+            if clients is None:
+                self.serve(logs)
+            else:
+                asyncio.run(self.serve_paced(logs, clients))
             if logs.evaluations is not None:
                 self.grid.catch_up(logs.evaluations)
             texts = logs.settled_texts()
         finally:
             logs.close()
+            if clients is not None:
+                clients.write_wall(self.out)
         if self.strategy.drops_stale:
             warn_of_starved(texts[EVENTS], self.config)
-        clock = events.record() if isinstance(events, PacedQueue) else None
-        if clock and clock["late_batches"]:
-            print(
-                f"warning: the machine fell behind the real clock {clock['late_batches']} time(s), at most "
-                f"{clock['most_behind_seconds']} s: the outputs are the virtual run's, its wall time longer than "
-                "paced (raise time_scale)",
-                file=sys.stderr,
-                flush=True,
-            )
+        clock = None
+        if isinstance(events, PacedQueue) and clients is not None:
+            clock = events.record() | clients.record()
+            warn_if_late(clock)
         return write_outputs(self.out, self.context, self.state, self.stop_reason, self.elapsed(), texts, clock)
+
+
+def warn_if_late(clock: dict) -> None:
+    """One line on stderr where the machine did not keep the real clock's pace: the outputs are still the
+    virtual run's (its order kept), but the run was longer than paced."""
+    if not clock["late_batches"] and not clock["late_dispatches"]:
+        return
+    print(
+        f"warning: the machine fell behind the real clock: {clock['late_batches']} event batch(es) served late "
+        f"(at most {clock['most_behind_seconds']} s), {clock['late_dispatches']} arrival(s) waited for their "
+        f"training (the first: client, dispatch {clock['first_late_dispatch']}); the outputs are the virtual "
+        "run's, its wall time longer than paced (raise time_scale or client_workers)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def resumed_state(context: RunContext, out: Path) -> tuple[SimulationState, dict[str, str]] | None:

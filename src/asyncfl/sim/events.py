@@ -17,12 +17,13 @@ goes one float past it, so a step always makes progress; nothing scheduled with 
 a deadlock, an error rather than a hang.
 
 `PacedQueue` is the same queue on the real clock (`clock: real`), as SimPy's `RealtimeEnvironment` is its
-`Environment` paced: before a batch is made due, it waits until the wall clock reaches the batch's virtual
-time × `time_scale` past where the run (or its resume) began. The order of events stays the virtual
-clock's, so a paced run makes the virtual run's outputs; a batch the run reaches after its wall time (the
-machine did not keep up) is served at once and counted as late.
+`Environment` paced: before a batch is made due, the server's asyncio task sleeps until the wall clock
+reaches the batch's virtual time × `time_scale` past where the run (or its resume) began. The order of
+events stays the virtual clock's, so a paced run makes the virtual run's outputs; a batch the run reaches
+after its wall time (the machine did not keep up) is served at once and counted as late.
 """
 
+import asyncio
 import heapq
 import itertools
 import math
@@ -106,7 +107,8 @@ LATE_AFTER = 0.01
 
 
 class PacedQueue(EventQueue):
-    """An `EventQueue` paced by the wall clock (`clock: real`).
+    """An `EventQueue` paced by the wall clock (`clock: real`): `paced_next` is `next` awaited on the run's
+    asyncio loop, so the clients in flight (`clients.ClientTasks`) train while the server waits.
 
     Attributes:
         time_scale: wall seconds per virtual second.
@@ -120,17 +122,23 @@ class PacedQueue(EventQueue):
         self.began = (time.monotonic(), start)
         self.late, self.most_behind = 0, 0.0
 
-    def step(self) -> None:
-        """Wait for the wall time of the earliest scheduled event, then make its batch due."""
-        if self.scheduled:
-            wall, virtual = self.began
-            behind = time.monotonic() - (wall + (self.scheduled[0][0] - virtual) * self.time_scale)
-            if behind < 0:
-                time.sleep(-behind)
-            elif behind > LATE_AFTER:
+    def wall_time(self, virtual: float) -> float:
+        """The wall clock (time.monotonic) at which the virtual time `virtual` is due."""
+        wall, start = self.began
+        return wall + (virtual - start) * self.time_scale
+
+    async def paced_next(self) -> Event:
+        """The next event in order; a new batch is made due no earlier than its wall time, and counted as
+        late where the machine reached it more than `LATE_AFTER` after."""
+        if not self.due and self.scheduled:
+            behind = time.monotonic() - self.wall_time(self.scheduled[0][0])
+            if behind > LATE_AFTER:
                 self.late += 1
                 self.most_behind = max(self.most_behind, behind)
-        super().step()
+            while behind < 0:  # asyncio may wake a timer up to its clock's resolution early
+                await asyncio.sleep(-behind)
+                behind = time.monotonic() - self.wall_time(self.scheduled[0][0])
+        return self.next()
 
     def record(self) -> dict[str, float | int]:
         """run.json's `clock`: the pace and how well the machine kept it."""
