@@ -335,9 +335,8 @@ class TrainConfig:
     """`vectorised`: the clients in flight train as one batch (torch.func); `plain`: one client after another
     (the reference); `graphed`: each client's step a CUDA graph replay (no FedProx term); `auto`: graphed on
     CUDA, vectorised there for FedProx and `afl_as_coded`, plain on the CPU (docs/performance.md "Speed");
-    `none`: a timing-only run, every dispatch, staleness and version as a trained run's and no training (the
-    training columns of the logs empty, no model scored, model.pt the initial model; settings only training
-    reads refused: docs/world.md "The clients' world")"""
+    `none`: a timing-only run, every dispatch, staleness and version as a trained run's, no training (empty
+    training columns, no score, model.pt the initial model: docs/world.md "The clients' world")"""
     precision: str = setting(Group.MACHINE, "fp32", PRECISIONS)
     """speed knob: `fp32` (IEEE everywhere, TF32 switched off), `tf32` (CUDA matmuls and convolutions in
     TensorFloat-32; refused on the CPU), `bf16` (autocast: activations in bfloat16, parameters, Adam state and
@@ -347,17 +346,16 @@ class TrainConfig:
     """speed knob: NHWC images and weights, oneDNN's and cuDNN's fastest convolution layout (`asyncfl bench`
     shows its effect)"""
     clock: str = setting(Group.MACHINE, "virtual", CLOCKS)
-    """`virtual`: the run jumps from event to event, costing only its compute (the default); `real`: the same
-    engine paced by the wall clock, each event served `time_scale` wall seconds per virtual second after the
-    run (or its resume) began, as SimPy's real-time environment paces its processes: the same outputs but
-    for the wall-time columns, and a run whose wall length does not depend on the machine while the machine
-    keeps up (an event served late is counted in run.json's `clock`: docs/design.md "Two clocks")"""
+    """`virtual`: the run jumps from event to event (the default); `real`: the same engine paced by the wall
+    clock, `time_scale` wall seconds per virtual second, each client an asyncio task training off the loop:
+    the outputs of the virtual run but the wall-time columns, late events counted in run.json's `clock`
+    (docs/clocks.md "The real clock")"""
     time_scale: float = setting(Group.MACHINE, 1.0, lowest=POSITIVE, at_least=1e-6, at_most=1e3)
     """with `clock: real`, wall seconds per virtual second (1: real time; 0.01: a hundred times faster), from
     1e-6 to 1e3"""
     client_workers: int = setting(Group.MACHINE, 2, lowest=POSITIVE, at_most=256)
-    """with `clock: real`, the worker threads that train the clients in flight at once, each with a model of
-    its own (the project's choice: 2; a client's result does not depend on it, only how many train at once)"""
+    """with `clock: real`, the worker threads training the clients in flight, a model each (**project's
+    choice**; results do not depend on it)"""
     profile: str | None = setting(Group.MACHINE, None, tuple(PROFILES))
     """a speed profile: `fast` sets `precision: bf16` and `channels_last: true` (a setting given beside it
     wins; run.json records both), 1.73× on resnet20's paper round on an H100; its accuracy cost is in

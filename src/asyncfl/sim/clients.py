@@ -1,4 +1,4 @@
-"""The clients on the real clock (`clock: real`, docs/design.md "Two clocks"): each dispatch an asyncio
+"""The clients on the real clock (`clock: real`, docs/clocks.md "The real clock"): each dispatch an asyncio
 task on the server's event loop, as the paper's code runs its clients, but training off the loop.
 
 A client's task waits out its download on the wall clock, then trains in a worker thread (torch releases
