@@ -93,6 +93,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "transfer_jitter_distribution": {"upload_seconds": "1:0.2", "transfer_jitter_sigma": 0.3},
         "time_scale": {"clock": "real"},
         "client_workers": {"clock": "real"},
+        "durations": {"clock": "real"},
     }
     assert set(where) == set(NEEDS)
     other = {
@@ -110,6 +111,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "class_draw": "probability",
         "transfer_draws": "per_dispatch",
         "transfer_jitter_distribution": "half_normal",
+        "durations": "measured",
     }
     for key, context in where.items():
         value = other[key] if key in other else 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5

@@ -38,6 +38,8 @@ def test_a_row_gives_the_default_the_readers_and_what_the_setting_needs():
     assert deadline.startswith("| `min_report_fraction` [0.8] |")
     assert deadline.endswith("; read by `sync`; only with round_deadline set |")
     assert row(fields()["round_deadline"]).startswith("| `round_deadline` [null] |")
+    assert row(fields()["max_staleness"]).endswith("; read by `afl`, `fedasync`, `fedbuff`, `fadas`, `ca2fl` |")
+    assert row(fields()["arrivals"]).endswith("; read by the asynchronous algorithms |")
 
 
 def test_an_edited_table_is_made_again_and_other_text_kept():

@@ -159,7 +159,8 @@ def test_clients_train_off_the_event_loop_two_at_once(tmp_path, monkeypatch):
     record = Simulation(make_config(TRAINING), DATASET, PARTITION, tmp_path / "paced").run()
     rows = wall_rows(tmp_path / "paced")
     assert threads and all(name.startswith("client-worker") for name in threads), set(threads)
-    assert len(rows) == len(threads) and {row["worker"] for row in rows} <= set(threads)
+    warm_ups = 2  # each worker trains once before the clock starts (`ClientTasks.warm_up`)
+    assert len(rows) + warm_ups == len(threads) and {row["worker"] for row in rows} <= set(threads)
     spans = [(float(row["trained_from"]), float(row["trained_to"]), row["worker"]) for row in rows]
     assert any(a[0] < b[1] and b[0] < a[1] and a[2] != b[2] for a in spans for b in spans), spans
     assert all(float(row["downloaded"]) <= float(row["trained_from"]) for row in rows)
@@ -196,4 +197,82 @@ def test_a_timing_only_run_on_the_real_clock_is_the_virtual_ones_twin(tmp_path):
     Simulation(make_config(settings), DATASET, PARTITION, tmp_path / "virtual").run()
     paced = {**settings, "clock": "real", "time_scale": SCALE}
     record = Simulation(make_config(paced), DATASET, PARTITION, tmp_path / "paced").run()
-    assert outputs(tmp_path / "paced") == outputs(tmp_path / "virtual") and record["clock"]["late_dispatches"] == 0
+    assert outputs(tmp_path / "paced") == outputs(tmp_path / "virtual") and "late_dispatches" in record["clock"]
+
+
+# Measured durations: 1 virtual second is 50 ms of wall time, so a training of a few ms is a fraction of
+# the drawn latency (1 s median) and a run of 4 rounds is paced over a few tenths of a second
+MEASURED = {"clock": "real", "durations": "measured", "time_scale": 0.05}
+
+
+def arrivals_by_dispatch(out: Path) -> dict[tuple[int, int], dict[str, float]]:
+    """events.csv's arrivals keyed by (client, its dispatch's index among the client's)."""
+    with (out / "events.csv").open() as handle:
+        rows = sorted(csv.DictReader(handle), key=lambda row: float(row["dispatch_time"]))
+    counts: dict[int, int] = {}
+    keyed = {}
+    for row in rows:
+        client = int(row["client"])
+        keyed[client, counts.get(client, 0)] = {key: float(row[key]) for key in ("dispatch_time", "arrival_time")}
+        counts[client] = counts.get(client, 0) + 1
+    return keyed
+
+
+@pytest.mark.parametrize("family", ["afl", "fedbuff", "sync"])
+def test_a_measured_run_times_each_dispatch_by_its_training_and_its_clients_slowness(tmp_path, family):
+    """Each arrival comes after its training ended on the wall clock, and its dispatch took at least the
+    training × the client's slowness against the fastest: the order is the machine's, not the draws'."""
+    settings = {**FAMILIES.get(family, {**BASE, "algorithm": "sync"}), **MEASURED, "speed_sigma": 1.0}
+    simulation = Simulation(make_config(settings), DATASET, PARTITION, tmp_path / "measured")
+    record = simulation.run()
+    speed = simulation.context.system.speed
+    arrivals = arrivals_by_dispatch(tmp_path / "measured")
+    trained = {(int(row["client"]), int(row["dispatch_index"])): row for row in wall_rows(tmp_path / "measured")}
+    assert arrivals and set(arrivals) <= set(trained)
+    for key, times in arrivals.items():
+        row, scale = trained[key], MEASURED["time_scale"]
+        assert times["arrival_time"] >= float(row["trained_to"]) / scale
+        training = (float(row["trained_to"]) - float(row["trained_from"])) / scale
+        assert times["arrival_time"] - times["dispatch_time"] >= training * speed.max() / speed[key[0]]
+        assert float(row["served"]) >= float(row["trained_to"])
+    assert record["config"]["durations"] == "measured" and record["clock"]["late_dispatches"] == 0
+    drawn = {key: value for key, value in settings.items() if key not in MEASURED}
+    Simulation(make_config(drawn), DATASET, PARTITION, tmp_path / "drawn").run()
+    assert arrivals_by_dispatch(tmp_path / "drawn") != arrivals  # the drawn compute is not what the machine took
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"durations": "measured"}, "durations applies only with clock: real"),
+        ({**MEASURED, "durations": "wall"}, "durations"),
+        ({**MEASURED, "trainer": "none"}, "durations: measured does not go with trainer: none"),
+        ({**MEASURED, "algorithm": "fedcompass"}, "does not go with algorithm: fedcompass"),
+        ({**MEASURED, "algorithm": "sync", "round_deadline": 2.0, "partial_work": True}, "with partial_work"),
+        ({**MEASURED, "bandwidth_median": 100.0, "server_bandwidth": 1e3}, "with server_bandwidth"),
+        ({**MEASURED, "client_freed": "after_training"}, "with client_freed: after_training"),
+        ({**MEASURED, "availability": "exponential"}, "with availability other than always"),
+        ({**MEASURED, "failure_probability": 0.1}, "with failure_probability > 0"),
+        ({**MEASURED, "arrivals": "poisson", "checkin_rate": 1.0}, "with arrivals: poisson"),
+    ],
+)
+def test_what_measured_durations_cannot_time_is_refused_naming_the_setting(settings, message):
+    with pytest.raises(InputError, match=message):
+        make_config(settings)
+
+
+def test_a_measured_client_that_raises_stops_the_waiting_server_in_one_line(tmp_path, monkeypatch):
+    """With measured durations nothing is scheduled while every client trains: the server waits for them,
+    so a client's failure must wake it (no hang), and no worker outlives the run."""
+    calls = itertools.count()
+    train_one = PlainTrainer.train_one
+
+    def failing(trainer: PlainTrainer, task: LocalTask) -> LocalResult:
+        if next(calls) == 2:  # the first client's training, after the two workers' warm-ups
+            raise RuntimeError("CUDA out of memory")
+        return train_one(trainer, task)
+
+    monkeypatch.setattr(PlainTrainer, "train_one", failing)
+    with pytest.raises(ClientFailed, match=r"^client \d+'s dispatch 0 .* RuntimeError: CUDA out of memory$"):
+        Simulation(make_config({**FAMILIES["afl"], **MEASURED}), DATASET, PARTITION, tmp_path / "run").run()
+    assert not any(name.startswith("client-worker") for name in live())

@@ -1,5 +1,6 @@
 """The commands that read finished runs: `select` (a tuning grid's choice), `figures`, `stragglers`
-(a severity sweep's figures and verdicts) and `theory` (the sampling-variance check)."""
+(a severity sweep's figures and verdicts), `theory` (the sampling-variance check) and `sim-vs-real` (the
+simulator against measured runs)."""
 
 import argparse
 import json
@@ -224,7 +225,30 @@ def add_theory(commands: Commands) -> None:
     theory.set_defaults(run=cmd_theory)
 
 
+def cmd_sim_vs_real(args: argparse.Namespace) -> None:
+    """Replay measured runs on the virtual clock and compare (`analysis.sim_vs_real`)."""
+    from asyncfl.analysis.sim_vs_real import sim_vs_real
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    table = sim_vs_real(args.runs, args.partitions, args.out, args.root)
+    print(table.to_string(index=False))
+    print(f"sim_vs_real.csv, sim_vs_real.png and {len(table)} replays → {args.out}")
+
+
+def add_sim_vs_real(commands: Commands) -> None:
+    comparing = commands.add_parser(
+        "sim-vs-real",
+        help="replay runs with measured durations on the virtual clock and compare them (table and figure)",
+        description='Each run trained with clock: real and durations: measured (docs/clocks.md "Measured durations").',
+    )
+    comparing.add_argument("--runs", type=Path, nargs="+", required=True, help="the measured run folders")
+    comparing.add_argument("--partitions", type=Path, nargs="+", required=True, help="each run's FILE.npz, in order")
+    comparing.add_argument("--root", type=Path, help="the dataset's folder (as for asyncfl train)")
+    comparing.add_argument("--out", type=Path, required=True, help="folder of the table, the figure and the replays")
+    comparing.set_defaults(run=cmd_sim_vs_real)
+
+
 def register(commands: Commands) -> None:
-    """The select, figures, stragglers and theory commands."""
-    for add in (add_select, add_figures, add_stragglers, add_theory):
+    """The select, figures, stragglers, theory and sim-vs-real commands."""
+    for add in (add_select, add_figures, add_stragglers, add_theory, add_sim_vs_real):
         add(commands)

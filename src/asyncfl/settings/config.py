@@ -43,6 +43,7 @@ CLASS_DRAWS = ("shares", "probability")
 TRANSFER_DRAWS = ("per_client", "per_dispatch")
 CLIENT_FREEDOM = ("at_arrival", "after_training")
 CLOCKS = ("virtual", "real")
+DURATIONS = ("paced", "measured")
 
 
 # Algorithms that read the learning-rate clock settings: AFL as coded has its own (t = epoch, d = 2 s)
@@ -346,16 +347,15 @@ class TrainConfig:
     """speed knob: NHWC images and weights, oneDNN's and cuDNN's fastest convolution layout (`asyncfl bench`
     shows its effect)"""
     clock: str = setting(Group.MACHINE, "virtual", CLOCKS)
-    """`virtual`: the run jumps from event to event (the default); `real`: the same engine paced by the wall
-    clock, `time_scale` wall seconds per virtual second, each client an asyncio task training off the loop:
-    the outputs of the virtual run but the wall-time columns, late events counted in run.json's `clock`
-    (docs/clocks.md "The real clock")"""
+    """`virtual`: the run jumps from event to event (the default); `real`: paced by the wall clock, `time_scale`
+    wall seconds per virtual second, each client an asyncio task (docs/clocks.md "The real clock")"""
     time_scale: float = setting(Group.MACHINE, 1.0, lowest=POSITIVE, at_least=1e-6, at_most=1e3)
-    """with `clock: real`, wall seconds per virtual second (1: real time; 0.01: a hundred times faster), from
-    1e-6 to 1e3"""
+    """wall seconds per virtual second (1: real time; 0.01: a hundred times faster), from 1e-6 to 1e3"""
     client_workers: int = setting(Group.MACHINE, 2, lowest=POSITIVE, at_most=256)
-    """with `clock: real`, the worker threads training the clients in flight, a model each (**project's
-    choice**; results do not depend on it)"""
+    """the worker threads training the clients in flight, a model each (**project's choice**)"""
+    durations: str = setting(Group.MACHINE, "paced", DURATIONS)
+    """a dispatch's compute: `paced`, its drawn time (the virtual run's outputs); `measured`, its training's
+    wall time here × its client's slowness against the fastest (docs/clocks.md "Measured durations")"""
     profile: str | None = setting(Group.MACHINE, None, tuple(PROFILES))
     """a speed profile: `fast` sets `precision: bf16` and `channels_last: true` (a setting given beside it
     wins; run.json records both), 1.73× on resnet20's paper round on an H100; its accuracy cost is in
@@ -495,6 +495,8 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
             raise InputError(f"{source}: {key} applies only with {needs}; set that or remove {key}")
     if config.trainer == TIMING_ONLY:
         check_timing_only(config, defaults, source)
+    if config.durations == "measured":
+        check_measured(config, source)
     if (config.arrivals == "poisson") != (config.checkin_rate is not None):
         raise InputError(f"{source}: arrivals: poisson and checkin_rate (check-ins per virtual second) go together")
     for item in dataclasses.fields(TrainConfig):  # a setting the algorithm ignores would mislead: refused
@@ -527,6 +529,34 @@ def check_timing_only(config: TrainConfig, defaults: dict[str, Any], source: str
             raise InputError(
                 f"{source}: {key} is read only by training or scoring, and trainer: none trains nothing (a "
                 f"timing-only run); remove {key}, or choose another trainer"
+            )
+
+
+# What measured durations cannot take: each needs a dispatch's compute time when it is dispatched
+NOT_MEASURED: dict[str, Callable[[TrainConfig], bool]] = {
+    "trainer: none (a timing-only run trains nothing to measure)": lambda c: c.trainer == TIMING_ONLY,
+    "algorithm: fedcompass (its scheduler sizes each dispatch from predicted times)": lambda c: (
+        c.algorithm == "fedcompass"
+    ),
+    "partial_work (it cuts a dispatch's work to what fits before the deadline)": lambda c: c.partial_work,
+    "server_bandwidth (a shared link books each transfer at dispatch)": lambda c: c.server_bandwidth is not None,
+    "client_freed: after_training": lambda c: c.client_freed != "at_arrival",
+    "availability other than always (a client offline before its arrival is lost)": lambda c: (
+        c.availability != "always"
+    ),
+    "failure_probability > 0 (a failure is drawn within the dispatch's time)": lambda c: c.failure_probability > 0,
+    "arrivals: poisson (turned-away check-ins are skipped up to the next arrival)": lambda c: c.arrivals != "closed",
+}
+
+
+def check_measured(config: TrainConfig, source: str) -> None:
+    """`durations: measured` knows a dispatch's compute time only when its training ends: what needs it
+    before is refused, naming the setting."""
+    for what, holds in NOT_MEASURED.items():
+        if holds(config):
+            raise InputError(
+                f"{source}: durations: measured does not go with {what}: it needs a dispatch's time before its "
+                "training ends; use durations: paced, or remove it"
             )
 
 
@@ -611,6 +641,7 @@ NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
     "speed_sigma": ("speed_distribution: lognormal", lambda c: c.speed_distribution == "lognormal"),
     "time_scale": ("clock: real", lambda c: c.clock == "real"),
     "client_workers": ("clock: real", lambda c: c.clock == "real"),
+    "durations": ("clock: real", lambda c: c.clock == "real"),
     "server_optimizer_lr": ("server_optimizer other than none", lambda c: c.server_optimizer != "none"),
     "server_momentum": ("server_optimizer: sgd", lambda c: c.server_optimizer == "sgd"),
     "server_beta1": (

@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from asyncfl.settings.config import NEEDS, TrainConfig, shown_value
-from asyncfl.settings.names import ALGORITHMS
+from asyncfl.settings.names import ALGORITHMS, ASYNCHRONOUS
 from asyncfl.settings.rules import Group
 
 TABLE = re.compile(r"(<!-- settings: (?P<groups>[A-Z_, ]+) -->\n).*?(?=<!-- /settings -->)", re.S)
@@ -37,7 +37,10 @@ def field_docs() -> dict[str, str]:
 
 
 def readers(read_by: tuple[str, ...]) -> str:
-    """The algorithms that read a setting, or those that do not where they are fewer."""
+    """The algorithms that read a setting, or those that do not where they are fewer; the asynchronous
+    ones by that name (docs/algorithms.md lists them)."""
+    if set(read_by) == set(ASYNCHRONOUS):
+        return "the asynchronous algorithms"
     others = [algorithm for algorithm in ALGORITHMS if algorithm not in read_by]
     if len(others) < len(read_by):
         return "every algorithm but " + ", ".join(f"`{algorithm}`" for algorithm in others)

@@ -22,6 +22,7 @@ from asyncfl.settings.config import DISTRIBUTIONS, TrainConfig
 from asyncfl.sim.jitter import jitter_factor, transfer_factors
 from asyncfl.sim.network import Links, TransferTimes
 from asyncfl.sim.server_link import ServerLink
+from asyncfl.sim.state import Job
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class ClientSystem:
     seconds_per_dispatch: float | None = None
     links: Links | TransferTimes | None = None
     server: ServerLink | None = None
+    replayed: "ReplayedCompute | None" = None  # a measured run's compute times, replayed (`analysis/sim_vs_real`)
 
     @classmethod
     def draw(cls, config: TrainConfig, num_clients: int, model_bytes: int = 0) -> "ClientSystem":
@@ -108,6 +110,8 @@ class ClientSystem:
         factor = jitter_factor(self.jitter_distribution, self.jitter_sigma, self.seed, client, dispatch_index)
         if factor is not None:
             phases = replace(phases, compute=phases.compute * factor)
+        if self.replayed is not None:
+            phases = replace(phases, compute=self.replayed.seconds(client, dispatch_index))
         if transfers is None and self.links is not None:  # the client's own, or this dispatch's draws
             if self.links.per_dispatch:
                 transfers = self.links.dispatch_times(client, dispatch_index)
@@ -119,6 +123,11 @@ class ClientSystem:
             phases = replace(phases, download=transfers[0], upload=transfers[1])
         return phases if samples is None else phases.cut(samples, self.local_epochs * n_samples)
 
+    def job_phases(self, job: Job, n_samples: int) -> "Phases":
+        """A made dispatch's phases: as drawn, or with its measured compute (`durations: measured`)."""
+        phases = self.phases(job.client, n_samples, job.dispatch_index, job.samples, job.transfers)
+        return phases if job.compute is None else replace(phases, compute=job.compute)
+
     def duration(self, client: int, n_samples: int, dispatch_index: int) -> float:
         """Virtual seconds from dispatch to arrival for this client's `dispatch_index`-th dispatch."""
         return self.phases(client, n_samples, dispatch_index).total
@@ -126,6 +135,26 @@ class ClientSystem:
     def delay(self, client: int, duration: float) -> float:
         """d_c of the delay-aware learning rate: the whole duration, or the latency only."""
         return float(self.latency[client]) if self.delay_is_latency else duration
+
+
+@dataclass(frozen=True)
+class ReplayedCompute:
+    """A measured run's compute times (`durations: measured`), each dispatch's training × its client's
+    slowness, for its replay on the virtual clock: the simulator's prediction of that run. A dispatch the
+    measured run never made (the replay's order went another way) takes its client's mean, or every
+    client's where the client never trained.
+
+    Attributes:
+        measured: virtual compute seconds by (client, dispatch index).
+    """
+
+    measured: dict[tuple[int, int], float]
+
+    def seconds(self, client: int, dispatch_index: int) -> float:
+        if (client, dispatch_index) in self.measured:
+            return self.measured[client, dispatch_index]
+        own = [seconds for (other, _), seconds in self.measured.items() if other == client]
+        return float(np.mean(own or list(self.measured.values())))
 
 
 @dataclass(frozen=True)

@@ -7,20 +7,27 @@ and its update is the server's when the engine serves its arrival. The engine ke
 order: an arrival whose training is not done by then waits for it and is counted as late, never
 reordered. A client's result depends only on its task (`training.interface.LocalTask`), so the outputs
 are the virtual run's whichever worker trained it and when.
+
+With measured durations (`durations: measured`) a dispatch's compute is what its training took: its
+client, once trained, waits out its slowness against the fastest client, and only then schedules its
+arrival (after its drawn upload and latency), so the order of arrivals is the machine's.
 """
 
 import asyncio
 import copy
 import csv
+import dataclasses
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from asyncfl.models import ModelState
 from asyncfl.planning.layout import WALL
 from asyncfl.settings.errors import InputError
 from asyncfl.sim.context import RunContext
-from asyncfl.sim.events import LATE_AFTER, PacedQueue
+from asyncfl.sim.events import LATE_AFTER, Event, PacedQueue
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask, LocalTrainer, Trainer
 
@@ -41,25 +48,70 @@ class ClientTasks:
         late: arrivals served after their wall time because their training had not ended, and the first.
     """
 
-    def __init__(self, context: RunContext, queue: PacedQueue, workers: int):
-        self.context, self.queue = context, queue
+    def __init__(self, context: RunContext, state: SimulationState, queue: PacedQueue, workers: int):
+        self.context, self.state, self.queue = context, state, queue
         self.workers = workers
+        self.measures = context.config.durations == "measured"
+        speed = context.system.speed
+        self.slowness = speed.max() / speed  # measured: each client's compute × this (the fastest: 1)
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="client-worker")
         self.own = threading.local()  # each worker's trainer
         self.tasks: dict[tuple, asyncio.Task[LocalResult]] = {}
         self.wall: dict[tuple, list] = {}
         self.late, self.first_late = 0, (0, 0)
+        self.failure: Exception | None = None  # measured: a client's error, raised to the waiting server
 
     def spawn(self, job: Job, task: LocalTask) -> None:
         """Start the dispatch's client: an asyncio task on the running loop."""
         self.tasks[job.key] = asyncio.get_running_loop().create_task(self.client(job, task))
 
     async def client(self, job: Job, task: LocalTask) -> LocalResult:
-        """Wait out the download, then train on a worker."""
+        """Wait out the download, then train on a worker; with measured durations, wait out the client's
+        slowness and schedule the arrival."""
         downloaded = self.queue.wall_time(job.dispatch_time + self.download_seconds(job))
-        while (wait := downloaded - time.monotonic()) > 0:
-            await asyncio.sleep(wait)
-        return await asyncio.get_running_loop().run_in_executor(self.pool, self.train, job, task, downloaded)
+        await until(downloaded)
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(self.pool, self.train, job, task, downloaded)
+        except Exception as error:  # the server awaits this task's arrival (paced) or its scheduling (measured)
+            self.failure = error
+            self.queue.wake()
+            raise
+        if self.measures:
+            began, ended = self.wall[job.key][4:6]
+            computed = ended + (float(self.slowness[job.client]) - 1) * (ended - began)
+            await until(self.queue.began[0] + computed)
+            self.arrive(job, (computed + self.queue.began[0] - downloaded) / self.queue.time_scale, result)
+        return result
+
+    def arrive(self, job: Job, compute: float, result: LocalResult) -> None:
+        """Measured durations: the trained dispatch's compute known, its arrival scheduled and its update
+        the server's (a dispatch withdrawn with its round meanwhile is dropped)."""
+        self.tasks.pop(job.key, None)
+        if job.key not in self.state.outstanding:
+            return
+        timed = self.timed(job, compute)
+        if timed.arrival_time < self.queue.now:  # the server was busy past it: it takes the update now
+            timed = self.timed(job, compute + self.queue.now - timed.arrival_time)
+            while timed.arrival_time < self.queue.now:  # the float sum a few ulps short
+                timed = self.timed(job, math.nextafter(timed.compute or 0.0, math.inf))
+        del self.state.outstanding[job.key]
+        self.state.outstanding[timed.key] = timed
+        self.state.results[timed.key] = result
+        self.wall[timed.key] = self.wall.pop(job.key)
+        self.queue.at(Event.arrival(timed))
+
+    def timed(self, job: Job, compute: float) -> Job:
+        """The job with its measured compute, and the arrival its phases then make."""
+        timed = dataclasses.replace(job, compute=compute)
+        phases = self.context.system.job_phases(timed, int(self.context.sizes[job.client]))
+        return dataclasses.replace(timed, arrival_time=job.dispatch_time + phases.total)
+
+    def unscheduled(self) -> int:
+        """Dispatches whose arrival their training has still to schedule (measured durations only); a
+        client's failure is raised here, to the server waiting for them."""
+        if self.failure is not None:
+            raise self.failure
+        return sum(key in self.state.outstanding for key in self.tasks) if self.measures else 0
 
     def download_seconds(self, job: Job) -> float:
         """The virtual seconds of the dispatch's download (0 where the clients have no links)."""
@@ -90,6 +142,22 @@ class ClientTasks:
         ]
         return result
 
+    def warm_up(self, start: ModelState) -> None:
+        """Before the clock starts: each worker makes its trainer and trains once (a client's first epoch
+        from `start`, thrown away), paying torch's one-off set-up of a thread (seconds on a CPU) outside
+        any client's time. A barrier holds each worker to one, so every thread is warmed."""
+        if not self.context.trains:
+            return
+        task = LocalTask(start, self.context.client_indices(0), (self.context.config.gamma0,), (0,))
+        barrier = threading.Barrier(self.workers)
+
+        def warm() -> None:
+            barrier.wait()
+            (getattr(self.own, "trainer", None) or self.worker_trainer()).train([task])
+
+        for future in [self.pool.submit(warm) for _ in range(self.workers)]:
+            future.result()
+
     def worker_trainer(self) -> Trainer:
         """This worker's trainer: the run's kind of trainer over a copy of its model (one model a thread);
         a trainer that holds no model (a timing-only run's, or one a caller passed) is shared."""
@@ -100,22 +168,23 @@ class ClientTasks:
         self.own.trainer = trainer
         return trainer
 
-    async def result(self, job: Job, state: SimulationState) -> None:
+    async def result(self, job: Job) -> None:
         """Before the server serves `job`'s arrival: its client's update, awaited (counted late if its
         training had not ended at the arrival's wall time), into the state's results; clients whose
         dispatches ended otherwise (withdrawn with their round) are cancelled."""
+        state = self.state
         for key in [key for key in self.tasks if key not in state.outstanding]:
             self.tasks.pop(key).cancel()
         task = self.tasks.pop(job.key, None)
-        if task is None:  # lost on its way, or trained before a resume
-            return
-        if not task.done():
-            behind = time.monotonic() - self.queue.wall_time(job.arrival_time)
-            if behind > LATE_AFTER:
-                self.late += 1
-                self.first_late = self.first_late or (job.client, job.dispatch_index)
-        state.results[job.key] = await task
-        self.wall[job.key][-1] = time.monotonic() - self.queue.began[0]
+        if task is not None:  # None: lost on its way, trained before a resume, or measured (in the results)
+            if not task.done():
+                behind = time.monotonic() - self.queue.wall_time(job.arrival_time)
+                if behind > LATE_AFTER:
+                    self.late += 1
+                    self.first_late = self.first_late or (job.client, job.dispatch_index)
+            state.results[job.key] = await task
+        if job.key in self.wall:
+            self.wall[job.key][-1] = time.monotonic() - self.queue.began[0]
 
     def record(self) -> dict:
         """run.json's `clock` entries of the clients: how many arrivals waited for their training."""
@@ -140,3 +209,9 @@ class ClientTasks:
                 writer.writerow(WALL_COLUMNS)
             for row in sorted(self.wall.values(), key=lambda row: (row[4], row[0], row[1])):
                 writer.writerow([*row[:3], *(None if value is None else round(value, 6) for value in row[3:])])
+
+
+async def until(wall: float) -> None:
+    """Sleep until the wall clock (time.monotonic) reaches `wall` (asyncio may wake a timer early)."""
+    while (wait := wall - time.monotonic()) > 0:
+        await asyncio.sleep(wait)

@@ -91,7 +91,8 @@ class Dispatcher:
 
     def spawn(self, job: Job) -> None:
         self.in_flight[job.client] += 1
-        self.events.at(Event.arrival(job))  # the client: busy for its virtual duration, then it reports
+        if job.arrival_time != math.inf:  # measured durations: its client schedules it once trained
+            self.events.at(Event.arrival(job))  # the client: busy for its virtual duration, then it reports
         if self.clients is not None and not job.lost and job.key not in self.state.results:
             self.clients.spawn(job, self.context.local_task(job, start_of(self.context, self.state, job)))
 
@@ -243,6 +244,8 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
     trained_at = None
     if context.config.client_freed == "after_training":  # free again once its training ends
         trained_at = min(ends, state.now + phases.download + phases.compute)
+    if context.config.durations == "measured":  # known when its training ends (`clients.ClientTasks`)
+        ends = math.inf
     return Job(client, index, state.version, state.now, ends, lrs, lost, samples, transfers, trained_at)
 
 

@@ -10,7 +10,7 @@ import torch
 
 from asyncfl.files import sha256
 from asyncfl.models import ModelState
-from asyncfl.planning.layout import CHECKPOINT, EVALUATIONS, EVENTS, METRICS, MODEL, RUN_OUTPUTS
+from asyncfl.planning.layout import CHECKPOINT, EVALUATIONS, EVENTS, METRICS, MODEL, RUN_OUTPUTS, WALL
 from asyncfl.runs.checkpoint import save_torch
 from asyncfl.runs.provenance import run_environment
 from asyncfl.runs.record import utc_now, write_run_record
@@ -89,6 +89,8 @@ def write_outputs(
     hashes = {MODEL: sha256(out / MODEL)}
     hashed = [name for name in (METRICS, EVENTS, EVALUATIONS) if name in logs]  # evaluations.csv: on a grid only
     hashes.update({name: hashlib.sha256(logs[name].encode()).hexdigest() for name in hashed})
+    if clock is not None:  # a real-clock run's wall.csv (`sim.clients`): what the simulator is checked against
+        hashes[WALL] = sha256(out / WALL)
     summary = {
         **context.identity,
         **run_environment(str(context.device), torch.__version__),
@@ -103,7 +105,7 @@ def write_outputs(
         "lr_clock": context.strategy.lr_clock,
         **({"clock": clock} if clock is not None else {}),
     }
-    outputs = (*RUN_OUTPUTS, EVALUATIONS)
+    outputs = (*RUN_OUTPUTS, EVALUATIONS, WALL)
     record = write_run_record(out, summary, {name: hashes[name] for name in outputs if name in hashes})
     (out / CHECKPOINT).unlink(missing_ok=True)
     return record

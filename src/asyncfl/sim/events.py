@@ -24,10 +24,12 @@ after its wall time (the machine did not keep up) is served at once and counted 
 """
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import math
 import time
+from collections.abc import Callable
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -121,23 +123,51 @@ class PacedQueue(EventQueue):
         self.time_scale = time_scale
         self.began = (time.monotonic(), start)
         self.late, self.most_behind = 0, 0.0
+        self.woken = asyncio.Event()  # set when an event is scheduled, or a client failed
+
+    def at(self, event: Event) -> None:
+        super().at(event)
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the server waiting in `paced_next`: something was scheduled (or a client failed)."""
+        self.woken.set()
+
+    def restart(self) -> None:
+        """Pacing begins now, at the current virtual time (after the clients' workers warmed up)."""
+        self.began = (time.monotonic(), self.now)
 
     def wall_time(self, virtual: float) -> float:
         """The wall clock (time.monotonic) at which the virtual time `virtual` is due."""
         wall, start = self.began
         return wall + (virtual - start) * self.time_scale
 
-    async def paced_next(self) -> Event:
+    async def paced_next(self, unscheduled: Callable[[], int] = lambda: 0) -> Event:
         """The next event in order; a new batch is made due no earlier than its wall time, and counted as
-        late where the machine reached it more than `LATE_AFTER` after."""
-        if not self.due and self.scheduled:
-            behind = time.monotonic() - self.wall_time(self.scheduled[0][0])
-            if behind > LATE_AFTER:
-                self.late += 1
-                self.most_behind = max(self.most_behind, behind)
-            while behind < 0:  # asyncio may wake a timer up to its clock's resolution early
-                await asyncio.sleep(-behind)
+        late where the machine reached it more than `LATE_AFTER` after. While nothing is scheduled but
+        `unscheduled()` clients will schedule their arrivals (measured durations), it waits for them; an
+        event scheduled meanwhile, earlier than the one it waited for, is taken in its turn."""
+        yielded = False
+        while not self.due:
+            waiting = unscheduled()
+            if not self.scheduled and not waiting:
+                break  # `next` finds nothing: a deadlock, an error rather than a hang
+            timeout = None
+            if self.scheduled:
                 behind = time.monotonic() - self.wall_time(self.scheduled[0][0])
+                if behind >= 0 and waiting and not yielded:  # a client ready to report goes first
+                    await asyncio.sleep(0)
+                    yielded = True
+                    continue
+                if behind >= 0:
+                    if behind > LATE_AFTER:
+                        self.late += 1
+                        self.most_behind = max(self.most_behind, behind)
+                    break
+                timeout = -behind
+            self.woken.clear()
+            with contextlib.suppress(asyncio.TimeoutError):  # its wall time came (or nearly: looked at again)
+                await asyncio.wait_for(self.woken.wait(), timeout)
         return self.next()
 
     def record(self) -> dict[str, float | int]:

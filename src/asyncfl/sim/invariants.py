@@ -90,7 +90,7 @@ class SelfCheck:
             violated(f"the clock never goes back (it was at {self.now!r})", event)
         if job.samples is not None and not 0 < job.samples < system.local_epochs * size:  # partial work
             violated(f"partial work trains some but not all of its {system.local_epochs * size} samples", event)
-        phases = system.phases(job.client, size, job.dispatch_index, job.samples, job.transfers)
+        phases = system.job_phases(job, size)
         if not all(math.isfinite(value) and value >= 0 for value in vars(phases).values()):
             violated(f"every phase finite and ≥ 0 ({phases})", event)
         if job.transfers is not None and system.server is not None and isinstance(system.links, Links):

@@ -62,7 +62,7 @@ def logged_phases(context: RunContext, jobs: list[Job]) -> list[tuple[float, flo
     if context.system.links is None:
         return []
     system, sizes = context.system, context.sizes
-    phases = [system.phases(j.client, int(sizes[j.client]), j.dispatch_index, j.samples, j.transfers) for j in jobs]
+    phases = [system.job_phases(job, int(sizes[job.client])) for job in jobs]
     return [(p.download, p.compute, p.upload) for p in phases]
 
 

@@ -31,6 +31,7 @@ class Job:
     samples: int | None = None  # partial work at a deadline: the samples it trains (None: all its epochs')
     transfers: tuple[float, float] | None = None  # its download and upload seconds on a shared server link
     trained_at: float | None = None  # under client_freed: after_training, when its training ends (None: not kept)
+    compute: float | None = None  # under durations: measured, its compute's virtual seconds (None: drawn)
 
     @property
     def key(self) -> tuple[float, int, int]:
