@@ -1,6 +1,7 @@
 """asyncfl from Python: the command line's code path, so the same settings make the same bytes."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -57,3 +58,43 @@ def test_bad_settings_from_python_are_one_line_before_anything_trains(tmp_path, 
     with pytest.raises(InputError, match=message) as raised:
         call(digits, tmp_path / "out")
     assert len(str(raised.value).splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def partition_with(**changed):
+    arguments = {"clients": 10, "alpha": 0.5, "seed": 0} | changed
+    return lambda p, out: api.partition("digits", out=out / "p.npz", **arguments)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (partition_with(clients="10"), "clients must be an integer ≥ 1, got '10'"),
+        (partition_with(clients=True), "clients must be an integer ≥ 1, got True"),
+        (partition_with(clients=10.5), "clients must be an integer ≥ 1, got 10.5"),
+        (partition_with(alpha="0.5"), "alpha must be a number, got '0.5'"),
+        (partition_with(seed=-1), "seed must be an integer ≥ 0, got -1"),
+        (partition_with(seed=1.5), "seed must be an integer ≥ 0, got 1.5"),
+        (partition_with(equal_sizes="yes"), "equal_sizes must be True or False"),
+        (lambda p, out: api.train("digits", p, out, {}, threads="2"), "threads must be an integer ≥ 1, got '2'"),
+        (lambda p, out: api.train("digits", p, out, {}, threads=-1), "threads must be an integer ≥ 1, got -1"),
+        (lambda p, out: api.train("digits", p, out, {}, threads=10**6), "threads must be ≤"),
+        (lambda p, out: api.train("digits", p, out, {}, force=1), "force must be True or False"),
+        (lambda p, out: api.train("digits", 3, out, {}), "partition must be a path"),
+        (lambda p, out: api.train_many("digits", "runs.json"), "runs must be a list of (partition, out, settings)"),
+        (lambda p, out: api.train_many("digits", {"a": 1}), "runs must be a list"),
+        (lambda p, out: api.train_many("digits", [(p, out)]), "runs[0] must be a (partition, out, settings) triple"),
+        (lambda p, out: api.train_many("digits", [(p, out, {})], threads=0), "threads must be an integer ≥ 1"),
+    ],
+)
+def test_an_argument_that_is_not_a_setting_is_one_line_naming_it(tmp_path, digits, call, message):
+    """As the command line's argument types refuse them (issue 94's API tracebacks): nothing is written,
+    no lock is left in the run folder."""
+    with pytest.raises(InputError, match=re.escape(message)) as raised:
+        call(digits, tmp_path / "out")
+    assert len(str(raised.value).splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_partition_under_a_file_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError, match="a file stands where a folder must go"):
+        api.partition("digits", clients=10, alpha=0.5, seed=0, out=tmp_path / "file" / "p.npz")

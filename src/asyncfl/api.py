@@ -10,13 +10,16 @@ same way and is not trained again once finished.
     run.metrics.plot(x="virtual_time", y="test_accuracy")
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from asyncfl.cli import os_error_line
+from asyncfl.cli.arguments import machine_cpus
 from asyncfl.data.partition import DirichletSplit, make_partition
 from asyncfl.launch import PlannedRun, TrainedFolder, train_run, train_together
 from asyncfl.planning.layout import EVALUATIONS, EVENTS, METRICS
@@ -69,8 +72,14 @@ def partition(
 ) -> Path:
     """`asyncfl partition`: the Dirichlet split of `dataset`'s training set into `clients` clients
     (`equal_sizes`: ⌊n/C⌋ samples each), written to `out` (FILE.npz, its statistics beside as FILE.json)."""
-    split = DirichletSplit(clients, alpha, seed, equal_sizes=equal_sizes)
-    make_partition(dataset, None if root is None else Path(root), split, Path(out))
+    split = DirichletSplit(
+        whole("clients", clients, 1),
+        number("alpha", alpha),
+        whole("seed", seed, 0),
+        equal_sizes=flag("equal_sizes", equal_sizes),
+    )
+    with disk_errors_as_lines():
+        make_partition(dataset, optional_path("root", root), split, path("out", out))
     return Path(out)
 
 
@@ -98,9 +107,10 @@ def train(
     `partition`, into `out`: `asyncfl train`'s code path (`launch.train_run`). A folder that holds
     another run is refused unless `force` moves its outputs aside."""
     config = checked_settings(settings, "settings")
-    outcome = train_run(
-        config, dataset, None if root is None else Path(root), Path(partition), Path(out), threads, force
-    )
+    threads, force = checked_threads(threads), flag("force", force)
+    with disk_errors_as_lines():
+        outcome = train_run(config, dataset, optional_path("root", root), path("partition", partition),
+                            path("out", out), threads, force)  # fmt: skip
     return result(Path(out), outcome)
 
 
@@ -114,13 +124,25 @@ def train_many(
     """Several runs, each (partition, out, settings), stepped together in this process: `asyncfl
     train-many`'s code path (`launch.train_together`), every run's bytes those it makes alone. Every
     run's settings are checked before the first trains; a run that fails raises once the others end."""
+    if isinstance(runs, str | bytes | Mapping) or not isinstance(runs, Sequence):
+        raise InputError(f"runs must be a list of (partition, out, settings) triples, got {type(runs).__name__}")
+    for index, entry in enumerate(runs):
+        if isinstance(entry, str | bytes | Mapping) or not isinstance(entry, Sequence) or len(entry) != 3:
+            raise InputError(f"runs[{index}] must be a (partition, out, settings) triple, got {entry!r:.80}")
     planned = [
-        PlannedRun(checked_settings(settings, f"runs[{index}]"), Path(partition), Path(out), None)
+        PlannedRun(
+            checked_settings(settings, f"runs[{index}]"),
+            path(f"runs[{index}]'s partition", partition),
+            path(f"runs[{index}]'s out", out),
+            None,
+        )
         for index, (partition, out, settings) in enumerate(runs)
     ]
+    threads = checked_threads(threads)
     if len({run.out.resolve() for run in planned}) != len(planned):
         raise InputError("runs: two runs share an out folder; give each run its own")
-    outcomes = train_together(planned, dataset, None if root is None else Path(root), threads, lambda run, done: None)
+    with disk_errors_as_lines():
+        outcomes = train_together(planned, dataset, optional_path("root", root), threads, lambda run, done: None)
     results = []
     for run, outcome in zip(planned, outcomes, strict=True):
         if isinstance(outcome, BaseException):  # the first run that failed, after every run ended
@@ -131,3 +153,51 @@ def train_many(
 
 def result(folder: Path, outcome: TrainedFolder) -> RunResult:
     return RunResult(folder, outcome.summary, outcome.already_finished)
+
+
+# The arguments that are not settings, checked as the command line's types check them (`cli.arguments`):
+# one line naming the argument, before anything is read or written
+
+
+def whole(name: str, value: object, lowest: int, highest: int | None = None, why: str = "") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+        raise InputError(f"{name} must be an integer ≥ {lowest}, got {value!r}")
+    if highest is not None and value > highest:
+        raise InputError(f"{name} must be ≤ {highest}{why}, got {value!r}")
+    return value
+
+
+def number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def path(name: str, value: object) -> Path:
+    if not isinstance(value, str | Path) or not str(value):
+        raise InputError(f"{name} must be a path (str or pathlib.Path), got {value!r}")
+    return Path(value)
+
+
+def optional_path(name: str, value: object) -> Path | None:
+    return None if value is None else path(name, value)
+
+
+def checked_threads(threads: object) -> int | None:
+    """`threads`: None (torch's choice) or 1 to the CPUs this process may use, as `--threads`."""
+    return None if threads is None else whole("threads", threads, 1, machine_cpus(), ", the CPUs this process may use")
+
+
+@contextmanager
+def disk_errors_as_lines() -> Iterator[None]:
+    """The disk's errors (full, read-only, a file where a folder goes) as the command line words them."""
+    try:
+        yield
+    except OSError as error:
+        raise InputError(os_error_line(error)) from None

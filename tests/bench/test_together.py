@@ -56,3 +56,22 @@ def test_bad_together_arguments_are_one_line(argv, message, capsys):
     with pytest.raises(SystemExit):
         main(["bench", *argv])
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--profile", "fast", "--engine", "--quick"], "--profile does nothing for --engine: only --together read"),
+        (["--sweep", "config/config.yaml", "--engine", "--quick"], "--sweep does nothing for --engine"),
+        (["--scales", "300"], "--scales does nothing for the trainers' speeds (no flag): only --engine read it"),
+        (["--costs", "c.csv", "--json", "r.json"], "--json does nothing for --costs"),
+        (["--profile-cost", "2", "--quick"], "--quick does nothing for --profile-cost"),
+        (["--engine", "--together", "4"], "--engine and --together are separate measurements"),
+        (["--profile", "fast"], "--profile does nothing for the trainers' speeds (no flag)"),
+    ],
+)
+def test_an_option_the_measurement_does_not_read_is_refused_naming_both(argv, message, capsys):
+    """Every bench option is read by some measurements only (`cli.benchmark.READS`): given to another it
+    would be dropped without a word (BN12, BN13), so it is one line before anything is measured."""
+    assert main(["bench", *argv]) == 1
+    assert message in capsys.readouterr().err

@@ -10,13 +10,46 @@ from asyncfl.settings.integrity import check_output
 from asyncfl.settings.names import DEVICES
 from asyncfl.settings.populations import PROFILES
 
+DEFAULT_SWEEP = Path("config/config.yaml")  # --sweep's where present, for the measurements that read it
+# Each measurement `asyncfl bench` makes (the flag that chooses it; none: the trainers' speeds) and the
+# options it reads: an option given to one that does not read it would be dropped without a word, so it
+# is refused
+READS = {
+    None: ("--quick", "--sweep", "--json"),
+    "--engine": ("--quick", "--scales", "--json"),
+    "--profile-cost": ("--json",),
+    "--together": ("--quick", "--profile", "--sweep", "--json"),
+    "--costs": ("--quick",),
+}
+OPTIONS = ("--quick", "--scales", "--profile", "--sweep", "--json")
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """One measurement a call, and no option it does not read (one line naming both)."""
+    chosen = [flag for flag in READS if flag and getattr(args, attribute(flag)) not in (None, False)]
+    if len(chosen) > 1:
+        raise InputError(f"{chosen[0]} and {chosen[1]} are separate measurements; run asyncfl bench once for each")
+    mode = chosen[0] if chosen else None
+    for option in OPTIONS:
+        if getattr(args, attribute(option)) not in (None, False) and option not in READS[mode]:
+            readers = " or ".join(flag or "the trainers' speeds (no flag)" for flag in READS if option in READS[flag])
+            what = mode or "the trainers' speeds (no flag)"
+            raise InputError(f"{option} does nothing for {what}: only {readers} read it; remove {option}")
+
+
+def attribute(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
 
 def cmd_bench(args: argparse.Namespace) -> None:
     """Training speed: reference-style loop vs plain vs vectorised trainer, and the engine's own cost."""
     from asyncfl.bench.measure import run_bench
     from asyncfl.bench.paper_round import load_sweep
 
-    if args.sweep and not args.engine:  # every argument checked before minutes of measuring
+    check_options(args)
+    if args.sweep is None and not any((args.engine, args.costs, args.profile_cost)) and DEFAULT_SWEEP.is_file():
+        args.sweep = DEFAULT_SWEEP
+    if args.sweep:  # every argument checked before minutes of measuring
         load_sweep(args.sweep, args.together)
     if args.json:
         if not args.json.parent.is_dir():
@@ -35,9 +68,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
     elif args.together:
         result = together_result(args)
     else:
-        sweep = None if args.engine else args.sweep
         result = run_bench(
-            args.device, args.quick, sweep=sweep, engine_only=args.engine, scales=tuple(args.scales or ())
+            args.device, args.quick, sweep=args.sweep, engine_only=args.engine, scales=tuple(args.scales or ())
         )
     if args.json:
         write_json(args.json, result)
@@ -118,7 +150,6 @@ def register(commands: Commands) -> None:
     bench.add_argument(
         "--sweep",
         type=Path,
-        default=Path("config/config.yaml") if Path("config/config.yaml").is_file() else None,
-        help="workflow config whose training cost to project (default: config/config.yaml where present)",
+        help=f"workflow config whose training cost to project (default: {DEFAULT_SWEEP} where present)",
     )
     bench.set_defaults(run=cmd_bench)
