@@ -166,11 +166,21 @@ def test_a_run_with_no_evaluation_by_the_budget_is_refused_not_dropped(tmp_path)
         claim_table(runs, [stats], SEVERITIES, 0.5, BUDGET)
 
 
-@pytest.mark.parametrize("targets", [[0.5, 0.5], [0.5, 0.7, 0.5], [math.nan], [0.5, 1.5]])
-def test_repeated_or_impossible_targets_are_refused_before_anything_is_written(sweep, tmp_path, targets):
+@pytest.mark.parametrize(
+    ("targets", "named"),
+    [
+        ([0.5, 0.5], "(--target-accuracy and --other-targets)"),
+        ([0.5, 0.7, 0.7], "(--other-targets)"),
+        ([math.nan], "not a number in (0, 1]"),
+        ([0.5, 1.5], "not a number in (0, 1]"),
+    ],
+)
+def test_repeated_or_impossible_targets_are_refused_before_anything_is_written(sweep, tmp_path, targets, named):
+    """A repeat names where the user gave it: the command's flags, never the config's keys (ST09)."""
     _, runs, stats = sweep
     with pytest.raises(InputError, match="target accuracy") as error:
         draw_straggler_claim(runs, [stats], SEVERITIES, targets, BUDGET, tmp_path / "out", "x")
+    assert named in str(error.value) and "_" not in str(error.value).split(":")[0]
     assert "\n" not in str(error.value) and not (tmp_path / "out").exists()
 
 

@@ -317,7 +317,7 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     where they are given (`verdicts.seed_set_verdicts`). With `other_budgets`, the verdicts are also
     read with the runs cut at each of those shorter virtual times (a `budget` column says which; the
     figures stay at T): a verdict that holds at T and at T/2 does not hang on where the budget fell."""
-    check_targets("--target-accuracy and --other-targets", targets)  # before anything is read or written
+    check_targets("asyncfl stragglers", targets, ("--target-accuracy", "--other-targets"))  # before anything is read
     check_budgets(budget, other_budgets)
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     target = targets[0]

@@ -219,16 +219,16 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
         raise InputError(f"{key}.other_budgets gives {repeated[0]!r} twice; give each budget once")
 
 
-def check_targets(key: str, targets: list[Any]) -> None:
-    """The accuracies a sweep's verdicts are read at: each in (0, 1] (NaN is not), each once."""
+def check_targets(key: str, targets: list[Any], names: tuple[str, str] = ("target_accuracy", "other_targets")) -> None:
+    """The accuracies a sweep's verdicts are read at: each in (0, 1] (NaN is not), each once; `names`: what
+    the user called the first and the others (config keys, or the command's flags)."""
     for target in targets:
         if not (isinstance(target, (int, float)) and 0 < target <= 1):
             raise InputError(f"{key}: target accuracy {target!r} is not a number in (0, 1]; give one such as 0.8")
     repeated = first_repeated(targets)
     if repeated:
-        raise InputError(
-            f"{key}: target accuracy {repeated[0]!r} is given twice (target_accuracy and other_targets); give each once"
-        )
+        where = f"{names[0]} and {names[1]}" if repeated[0] == targets[0] else names[1]
+        raise InputError(f"{key}: target accuracy {repeated[0]!r} is given twice ({where}); give each once")
 
 
 def first_repeated(values: list[Any]) -> list[Any]:
