@@ -14,7 +14,8 @@ from engine_cases import contiguous_partition, read_csv, tiny_dataset
 
 SIZES = [6, 9, 12, 7, 10, 8, 11, 5]
 # What the clock decides, in events.csv and metrics.csv: every column but what training makes
-TIMING_EVENTS = ("round", "client", "dispatch_version", "dispatch_time", "arrival_time", "staleness", "n_samples")
+TIMING_EVENTS = ("round", "client", "dispatch_version", "dispatch_time", "arrival_time", "staleness", "n_samples",
+                 "samples_trained")  # fmt: skip
 TIMING_METRICS = ("round", "virtual_time", "mean_staleness", "max_staleness")
 # Every part of the clients' world that shapes a dispatch's time or fate
 WORLD = {
@@ -51,13 +52,24 @@ def columns(rows, names):
         {"algorithm": "fedbuff", "buffer_size": 2, "concurrency": 5, **WORLD},
         {"algorithm": "fedasync", "max_staleness": 2, "concurrency": 6, "arrivals": "poisson", "checkin_rate": 3.0},
         {"algorithm": "sync", "over_selection": 0.5, "round_deadline": 4.0, "min_report_fraction": 0.5, **WORLD},
+        {"algorithm": "fedcompass", "speed_sigma": 1.0, "local_epochs": 2},
+        {
+            "algorithm": "sync",
+            "round_deadline": 0.8,
+            "min_report_fraction": 0.6,
+            "partial_work": True,
+            "speed_sigma": 1.0,
+            "local_epochs": 3,
+        },
     ],
-    ids=["afl", "fedbuff-world", "fedasync-capped-open-loop", "sync-deadline-world"],
+    ids=["afl", "fedbuff-world", "fedasync-capped-open-loop", "sync-deadline-world", "fedcompass", "partial-work"],
 )
 def test_a_timing_only_run_has_its_trained_twins_clock_exactly(tmp_path, settings):
     (events, metrics, _), (timed_events, timed_metrics, timed) = run_pair(tmp_path, **settings)
     phases = [name for name in ("download_seconds", "compute_seconds", "upload_seconds", "lost") if name in events[0]]
     assert columns(timed_events, TIMING_EVENTS + tuple(phases)) == columns(events, TIMING_EVENTS + tuple(phases))
+    if "samples_trained" in events[0]:  # the samples each dispatch was given, trained or not (issue 94)
+        assert any(row["samples_trained"] not in ("", "0") for row in timed_events)
     assert columns(timed_metrics, TIMING_METRICS) == columns(metrics, TIMING_METRICS)
     trained_rows = [row for row in timed_events if row.get("lost", "") == ""]
     assert trained_rows and all(row["train_loss"] == row["epochs_run"] == row["lr"] == "" for row in trained_rows)

@@ -51,8 +51,10 @@ def folded_round(
 
 def samples_trained(context: RunContext, job: Job, result: LocalResult) -> int:
     """The samples a job's update trained: its epochs' whole, or the cut that fits a deadline, the last
-    epoch it ran cut short (an early stop under patience ends the count there too)."""
-    whole = result.epochs_run * int(context.sizes[job.client])
+    epoch it ran cut short (an early stop under patience ends the count there too). A timing-only run
+    trains none but logs the samples each dispatch was given, its trained twin's (no patience there)."""
+    epochs = result.epochs_run if context.trains else context.config.local_epochs
+    whole = epochs * int(context.sizes[job.client])
     return whole if job.samples is None else min(job.samples, whole)
 
 
