@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from asyncfl.analysis.stragglers import claim_table, draw_straggler_claim
+from asyncfl.analysis.stragglers import claim_table, draw_straggler_claim, trajectory
 from asyncfl.cli import main
 from asyncfl.planning.layout import SEVERITY_RUN_FOLDER
 from asyncfl.settings.errors import InputError
@@ -254,3 +254,12 @@ def test_impossible_other_budgets_are_refused_before_anything_is_written(grid_sw
     with pytest.raises(InputError, match=message) as error:
         draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "out", "x", (), budgets)
     assert "\n" not in str(error.value) and not (tmp_path / "out").exists()
+
+
+def test_a_timing_only_run_is_refused_not_judged_as_staying_above_every_target(tmp_path):
+    """Its accuracy is empty on the time grid: read as "never below the target", it once stayed above every
+    target from its first evaluation (time_to_stay 1 s, issue 94)."""
+    grid = pd.DataFrame({"virtual_time": [1.0, 2.0], "test_accuracy": [math.nan, math.nan]})
+    record = {"config": {"trainer": "none", "eval_every_seconds": 1.0}}
+    with pytest.raises(InputError, match="is a timing-only run \\(trainer: none\\): it has no test accuracy"):
+        trajectory(tmp_path, record, grid)

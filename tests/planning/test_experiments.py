@@ -157,6 +157,14 @@ def sweep_edited(edit) -> dict:
         ),
         (lambda e: e["severities"]["heavy_tail"].update(speed_sigma=-1), "severity heavy_tail.*speed_sigma must be"),
         (lambda e: e["severities"].update({"a/b": {}}), "severities.'a/b': a severity's name is a folder"),
+        (  # a timing-only run in a sweep gets no accuracy: once judged as reaching every target at once
+            lambda e: e["variants"]["sync-deadline"].update(trainer="none"),
+            r"variants.sync-deadline.trainer: none \(timing-only\) trains no model",
+        ),
+        (
+            lambda e: e["severities"]["heavy_tail"].update(trainer="none"),
+            r"severities.heavy_tail.trainer: none \(timing-only\) trains no model",
+        ),
         (lambda e: e.update(participation=[3, 5]), "participation must be \\[5\\]"),
         (lambda e: e.update(budget={"updates": 50}), "budget.virtual_time is missing"),
         (lambda e: e.pop("target_accuracy"), "target_accuracy is missing"),

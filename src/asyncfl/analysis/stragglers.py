@@ -35,6 +35,7 @@ from asyncfl.runs.record import verify_run_files  # noqa: E402
 from asyncfl.settings.catalogue import catalogued  # noqa: E402
 from asyncfl.settings.config import applies, make_config  # noqa: E402
 from asyncfl.settings.errors import InputError  # noqa: E402
+from asyncfl.settings.names import TIMING_ONLY  # noqa: E402
 
 # The claim figure's height grows with its verdict lines past those its catalogued height was sized
 # for, so that its panels keep their size however many asynchronous run names a sweep compares
@@ -82,7 +83,11 @@ def time_grid(folder: Path, record: dict) -> pd.DataFrame | None:
 def trajectory(folder: Path, record: dict, metrics: pd.DataFrame) -> pd.DataFrame:
     """A run's test accuracy over virtual time, with the client work spent by then: its time grid
     where it evaluated on one, else its evaluations at aggregations in metrics.csv (no work column
-    there: NaN)."""
+    there: NaN). A timing-only run, which scores no model, is refused: it has no accuracy to judge."""
+    if record["config"].get("trainer") == TIMING_ONLY:
+        raise InputError(
+            f"{folder} is a timing-only run (trainer: none): it has no test accuracy to judge; give trained runs"
+        )
     grid = time_grid(folder, record)
     if grid is not None:
         shown = grid[["virtual_time", "test_accuracy", "busy_seconds"]]

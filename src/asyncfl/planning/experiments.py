@@ -115,11 +115,12 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
         )
     train = experiment.get("train", {})
     check_owned(f"{key}.train", train)
-    if train.get("trainer") == TIMING_ONLY and "severities" in experiment:
-        raise InputError(
-            f"{key}.train.trainer: none (timing-only) trains no model, and a severity sweep's verdicts compare "
-            "accuracies; sweep trained runs, or drop severities: for the clock's figures alone"
-        )
+    for block, settings in settings_blocks(key, experiment):  # train:, a severity's, a variant's
+        if settings.get("trainer") == TIMING_ONLY and "severities" in experiment:
+            raise InputError(
+                f"{block}.trainer: none (timing-only) trains no model, and a severity sweep's verdicts compare "
+                "accuracies; sweep trained runs, or drop severities: for the clock's figures alone"
+            )
     check_severities(key, experiment, reference_j)
     check_budget_owned(key, experiment)
     for trace in experiment_traces(experiment):  # a client ≥ C, a bad row: refused before any job runs
