@@ -98,3 +98,11 @@ def test_a_partition_under_a_file_is_one_line(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(InputError, match="a file stands where a folder must go"):
         api.partition("digits", clients=10, alpha=0.5, seed=0, out=tmp_path / "file" / "p.npz")
+
+
+def test_a_run_failing_in_train_many_from_python_is_named_and_the_others_finish(tmp_path, digits):
+    """PM10: the failing run's place in `runs` and its folder, as train-many's --plan run N."""
+    diverging = {"algorithm": "fedbuff", "server_lr": 1e300, "gamma0": 0.01, "rounds": 2, "local_epochs": 1}
+    with pytest.raises(InputError, match=r"^runs\[1\] \(.*bad\): .*nan or inf.*; the other runs finished$"):
+        api.train_many("digits", [(digits, tmp_path / "ok", SETTINGS), (digits, tmp_path / "bad", diverging)])
+    assert (tmp_path / "ok" / "run.json").is_file()

@@ -339,12 +339,14 @@ def test_train_many_in_two_processes_makes_the_bytes_of_one_and_a_failing_run_fa
     diverging = {"algorithm": "fedbuff", "server_lr": 1e300, "gamma0": 0.01, "rounds": 2}
     other = {**json.loads(SETTINGS), "algorithm": "sync", "clients_per_round": 3, "rounds": 5, "seed": 0}
     plan = json.loads(Path(lone_plan(partition, tmp_path, diverging)).read_text())
-    plan.insert(1, {"partition": str(partition), "out": str(tmp_path / "sync"), "settings": other})
+    plan.insert(0, {"partition": str(partition), "out": str(tmp_path / "sync"), "settings": other})
     argv = ["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, plan), "--processes", "2"]
-    assert main(argv) == 1  # the first process trains runs 0 and 2, the second run 1
+    assert main(argv) == 1  # the first process trains runs 0 and 2, the second run 1 (the diverging one)
     captured = capfd.readouterr()
     err = captured.err.strip().splitlines()
-    assert len(err) == 2 and err[0].startswith("asyncfl train-many: error: --plan run 0") and "nan or inf" in err[0]
+    # named by its number in the user's plan, not in its child's share (which numbers it 0)
+    first = f"asyncfl train-many: error: --plan run 1 ({tmp_path / 'first'}): "
+    assert len(err) == 2 and err[0].startswith(first) and "nan or inf" in err[0], err
     assert err[1] == (
         "asyncfl train-many: error: 1 of 2 training processes failed (exit status 1); each one's error is above; "
         "the runs of the others finished"

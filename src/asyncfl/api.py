@@ -144,8 +144,10 @@ def train_many(
     with disk_errors_as_lines():
         outcomes = train_together(planned, dataset, optional_path("root", root), threads, lambda run, done: None)
     results = []
-    for run, outcome in zip(planned, outcomes, strict=True):
-        if isinstance(outcome, BaseException):  # the first run that failed, after every run ended
+    for index, (run, outcome) in enumerate(zip(planned, outcomes, strict=True)):
+        if isinstance(outcome, InputError):  # the first run that failed, after every run ended, named
+            raise InputError(f"runs[{index}] ({run.out}): {outcome}; the other runs finished") from outcome
+        if isinstance(outcome, BaseException):
             raise outcome
         results.append(result(run.out, outcome))
     return results

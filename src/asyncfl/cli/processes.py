@@ -80,6 +80,7 @@ def train_in_processes(
     each: int | None,
     dataset: str,
     root: Path | None,
+    numbers: list[int],
 ) -> None:
     """Train `plan`'s runs (`runs`: the same, checked, a tuning's choice applied) in `count` child
     `asyncfl train-many` processes of `each` threads (`process_shares`), the runs dealt out in turn (a
@@ -94,6 +95,7 @@ def train_in_processes(
             command = [sys.executable, "-m", "asyncfl", "train-many", "--dataset", dataset, "--plan", str(part)]
             command += ["--root", str(root)] if root else []
             command += ["--threads", str(each)] if each else []
+            command += ["--plan-numbers", ",".join(map(str, numbers[index::count]))]  # named as the plan numbers them
             chosen = choices_of(runs[index::count])
             if chosen:
                 (Path(folder) / f"chosen{index}.json").write_text(json.dumps({"chosen": chosen}))

@@ -87,14 +87,29 @@ def planned_runs(text: str) -> list[dict]:
     return plan
 
 
+def plan_numbers(text: str) -> list[int]:
+    """argparse type of the hidden `--plan-numbers` of a `--processes` child: its runs' numbers in the
+    parent's plan, comma-separated, so that its messages name the run the user's plan lists."""
+    try:
+        numbers = [int(item) for item in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated run numbers, got {text!r}") from None
+    if any(number < 0 for number in numbers) or len(set(numbers)) < len(numbers):
+        raise argparse.ArgumentTypeError(f"expected distinct run numbers ≥ 0, got {text!r}")
+    return numbers
+
+
 def cmd_train_many(args: argparse.Namespace) -> None:
     """Train several runs in this process, stepped together: one start-up (imports, the dataset) for all
     of them, and their clients trained in shared calls (`lockstep.Lockstep`). Every run's settings are
     checked before the first one trains. Each run is exactly what `asyncfl train` makes of it alone:
     the same folder, resumed the same way, the same bytes. A run that fails leaves the others to finish.
     With --processes, the checked runs are dealt out to that many such processes."""
-    runs = checked_runs(args.plan, args.dataset, args.root, args.chosen)
-    train_plan(args.plan, runs, args.dataset, args.root, args.threads, args.processes)
+    numbers = args.plan_numbers or list(range(len(args.plan)))
+    if len(numbers) != len(args.plan):
+        raise InputError(f"--plan-numbers gives {len(numbers)} numbers for the plan's {len(args.plan)} runs")
+    runs = checked_runs(args.plan, args.dataset, args.root, args.chosen, numbers)
+    train_plan(args.plan, runs, args.dataset, args.root, args.threads, args.processes, numbers)
 
 
 def train_plan(
@@ -104,27 +119,34 @@ def train_plan(
     root: Path | None,
     threads: int | None,
     processes: int,
+    numbers: list[int] | None = None,
 ) -> None:
     """Train `runs` (`plan`'s, checked) stepped together in this process, or in several child processes
-    where `processes` and the job's threads allow more than one (`processes.train_in_processes`)."""
+    where `processes` and the job's threads allow more than one (`processes.train_in_processes`);
+    `numbers`: each run's number in the whole plan, which the messages name (default: its index)."""
+    numbers = numbers or list(range(len(runs)))
     count, each = process_shares(processes, threads, len(runs))
     if count > 1:
-        train_in_processes(plan, runs, count, each, dataset, root)
+        train_in_processes(plan, runs, count, each, dataset, root, numbers)
     else:
-        train_planned(runs, dataset, root, threads)
+        train_planned(runs, dataset, root, threads, numbers)
 
 
-def checked_runs(plan: list[dict], dataset: str, root: Path | None, chosen_path: Path | None) -> list["PlannedRun"]:
+def checked_runs(
+    plan: list[dict], dataset: str, root: Path | None, chosen_path: Path | None, numbers: list[int] | None = None
+) -> list["PlannedRun"]:
     """The runs of a train-many plan with the choice at `chosen_path` applied, every one checked as it
     would be when it starts (nothing trains before all pass): one folder each, a choice among its
     run's grid points only."""
     from asyncfl.launch import PlannedRun, check_planned_run
 
+    numbers = numbers or list(range(len(plan)))
     outs = [Path(run["out"]).resolve() for run in plan]  # r/tm6 and r/./tm6 are one folder
     for index, out in enumerate(outs):
         if out in outs[:index]:
             raise InputError(
-                f"--plan runs {outs.index(out)} and {index} both write to {out}; give every run its own folder"
+                f"--plan runs {numbers[outs.index(out)]} and {numbers[index]} both write to {out}; give every run its "
+                "own folder"
             )
     names = [run_name(run["out"]) for run in plan]
     chosen = {}
@@ -142,7 +164,7 @@ def checked_runs(plan: list[dict], dataset: str, root: Path | None, chosen_path:
         PlannedRun(
             make_config(
                 with_paths_from({**run["settings"], **chosen.get(name, {})}, Path.cwd()),
-                f"--plan run {index} ({run['out']})",
+                f"--plan run {numbers[index]} ({run['out']})",
             ),
             Path(run["partition"]),
             Path(run["out"]),
@@ -151,12 +173,16 @@ def checked_runs(plan: list[dict], dataset: str, root: Path | None, chosen_path:
         for index, (run, name) in enumerate(zip(plan, names, strict=True))
     ]
     for index, planned in enumerate(runs):  # before the first trains: nothing is half done
-        check_planned_run(planned.config, dataset, root, planned.partition, f"--plan run {index} ({planned.out})")
+        where = f"--plan run {numbers[index]} ({planned.out})"
+        check_planned_run(planned.config, dataset, root, planned.partition, where)
     return runs
 
 
-def train_planned(runs: list["PlannedRun"], dataset: str, root: Path | None, threads: int | None) -> None:
-    """Train `runs` stepped together, a line as each ends; every failure named, the first raised."""
+def train_planned(
+    runs: list["PlannedRun"], dataset: str, root: Path | None, threads: int | None, numbers: list[int]
+) -> None:
+    """Train `runs` stepped together, a line as each ends; every failure named (by its `numbers` in the
+    whole plan), the first raised."""
     from asyncfl.launch import train_together
 
     def report(run: "PlannedRun", outcome: "TrainedFolder") -> None:
@@ -169,10 +195,10 @@ def train_planned(runs: list["PlannedRun"], dataset: str, root: Path | None, thr
     if not all(isinstance(outcome, InputError) for _, outcome in failed):
         raise next(outcome for _, outcome in failed if not isinstance(outcome, InputError))
     for index, error in failed[1:]:
-        print(f"asyncfl train-many: error: --plan run {index} ({runs[index].out}): {error}", file=sys.stderr)
+        print(f"asyncfl train-many: error: --plan run {numbers[index]} ({runs[index].out}): {error}", file=sys.stderr)
     first, error = failed[0]
     others = f"; {len(failed) - 1} other runs failed too (above)" if len(failed) > 1 else ""
-    raise InputError(f"--plan run {first} ({runs[first].out}): {error}{others}; the other runs finished")
+    raise InputError(f"--plan run {numbers[first]} ({runs[first].out}): {error}{others}; the other runs finished")
 
 
 def register(commands: Commands) -> None:
@@ -230,4 +256,7 @@ def register(commands: Commands) -> None:
     many.add_argument(
         "--chosen", type=Path, help="the settings asyncfl select chose per run name, added to those runs' settings"
     )
+    many.add_argument(
+        "--plan-numbers", type=plan_numbers, help=argparse.SUPPRESS
+    )  # a child's runs in its parent's plan
     many.set_defaults(run=cmd_train_many)
