@@ -49,9 +49,9 @@ MACHINE_ONLY = ("clock", "time_scale", "client_workers", "durations")  # what th
 
 def measured_run(run: Path) -> tuple[dict, TrainConfig, pd.DataFrame]:
     """A finished measured run's record, config and wall.csv, each checked against its run.json."""
-    record = verify_run_files(run, (EVENTS, METRICS, WALL)) if (run / WALL).exists() else None
-    if record is None:
+    if not (run / WALL).exists():
         raise InputError(f"{run} has no {WALL}: only a run with clock: real and durations: measured can be replayed")
+    record = verify_run_files(run, (EVENTS, METRICS, WALL))
     config = make_config(record["config"], str(run / RUN_RECORD))
     if config.clock != "real" or config.durations != "measured":
         raise InputError(
@@ -108,6 +108,7 @@ def compared(name: str, real: Path, replayed: Path) -> dict:
     config = make_config(record["config"], str(real / RUN_RECORD))
     verify_run_files(replayed, (EVENTS, METRICS))
     ours, theirs = (arrivals(pd.read_csv(folder / EVENTS)) for folder in (real, replayed))
+    wall = pd.read_csv(real / WALL)
     keys = [list(zip(frame.client, frame.dispatch_index, strict=True)) for frame in (ours, theirs)]
     shared = min(len(keys[0]), len(keys[1]))
     same = sum(a == b for a, b in zip(keys[0][:shared], keys[1][:shared], strict=True)) / shared
@@ -131,18 +132,10 @@ def compared(name: str, real: Path, replayed: Path) -> dict:
         "accuracy_real": round(float(metrics[0].test_accuracy.dropna().iloc[-1]), 4),
         "accuracy_replay": round(float(metrics[1].test_accuracy.dropna().iloc[-1]), 4),
         "replay_estimated": round(estimated, 4),
-        **waits(real, record),
-    }
-
-
-def waits(run: Path, record: dict) -> dict[str, float]:
-    """What the replay leaves out, as the measured run logged it: the mean wall seconds a trained client
-    waited for a free worker, and the event batches the server reached late (busy with its own work)."""
-    wall = pd.read_csv(run / WALL)
-    clock = record.get("clock") or {}
-    return {
+        # what the replay leaves out: the mean wall seconds a trained client waited for a free worker, and
+        # the event batches the server reached late (busy with its own work)
         "worker_wait": round(float((wall.trained_from - wall.downloaded).mean()), 4),
-        "late_batches": int(clock.get("late_batches", 0)),
+        "late_batches": int((record.get("clock") or {}).get("late_batches", 0)),
     }
 
 

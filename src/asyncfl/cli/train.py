@@ -105,8 +105,8 @@ def cmd_train_many(args: argparse.Namespace) -> None:
     checked before the first one trains. Each run is exactly what `asyncfl train` makes of it alone:
     the same folder, resumed the same way, the same bytes. A run that fails leaves the others to finish.
     With --processes, the checked runs are dealt out to that many such processes."""
-    numbers = args.plan_numbers or list(range(len(args.plan)))
-    if len(numbers) != len(args.plan):
+    numbers = args.plan_numbers
+    if numbers is not None and len(numbers) != len(args.plan):
         raise InputError(f"--plan-numbers gives {len(numbers)} numbers for the plan's {len(args.plan)} runs")
     runs = checked_runs(args.plan, args.dataset, args.root, args.chosen, numbers)
     train_plan(args.plan, runs, args.dataset, args.root, args.threads, args.processes, numbers)

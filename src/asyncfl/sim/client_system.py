@@ -13,6 +13,7 @@ of virtual time; jitter (`jitter.py`: lognormal, exponential or half-normal) has
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -150,11 +151,19 @@ class ReplayedCompute:
 
     measured: dict[tuple[int, int], float]
 
+    @cached_property
+    def means(self) -> tuple[dict[int, float], float]:
+        """Each client's mean measured compute, and every client's (a replayed phase is read per event)."""
+        by_client: dict[int, list[float]] = {}
+        for (client, _), seconds in self.measured.items():
+            by_client.setdefault(client, []).append(seconds)
+        return {c: float(np.mean(s)) for c, s in by_client.items()}, float(np.mean(list(self.measured.values())))
+
     def seconds(self, client: int, dispatch_index: int) -> float:
         if (client, dispatch_index) in self.measured:
             return self.measured[client, dispatch_index]
-        own = [seconds for (other, _), seconds in self.measured.items() if other == client]
-        return float(np.mean(own or list(self.measured.values())))
+        own, overall = self.means
+        return own.get(client, overall)
 
 
 @dataclass(frozen=True)
