@@ -39,7 +39,7 @@ run:
 	echo "archive: results/archive/quick/ (asyncfl-results.tar.gz, SHA256SUMS, provenance.json, .zenodo.json)"
 
 # Every test, each file on one of four worker processes on two cores (docs/development.md "Test tiers"):
-# the two SLURM files, which mostly wait on the cluster, beside the others. One torch thread a process: torch's
+# the three SLURM files, which mostly wait on the cluster, beside the others. One torch thread a process: torch's
 # threads spin while they wait, and three processes of two threads on two cores ran the suite several times slower.
 test: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 4 --dist loadfile --no-loadscope-reorder

@@ -103,7 +103,7 @@ def quick_local_run(tmp_path_factory) -> Path:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`make test` runs each test file on one of four worker processes (pytest-xdist, `--dist loadfile
     --no-loadscope-reorder`: a file's module fixtures are made once). The files are handed out in this
-    order: the two SLURM files first, since their tests mostly wait on the cluster while the other
+    order: the three SLURM files first, since their tests mostly wait on the cluster while the other
     workers use the CPU, then files of the slower tiers, so that the fast files fill the end."""
     tiers = ("slurm", "workflow", "subprocess")
 

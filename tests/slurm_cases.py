@@ -46,3 +46,12 @@ def write_config(path: Path, rounds: int = 30, **train) -> Path:
 
 
 RUN = "results/small/runs/afl/J5/seed0"
+
+
+def assert_resumed_to_the_straight_bytes(cluster: Path, local: Path) -> None:
+    """The last attempt resumed from a checkpoint, or found the run finished by an attempt that SLURM
+    then killed, and restored it (both are a resume); the bytes are the straight run's."""
+    log = (cluster / "logs/train/small/afl_J5_seed0.log").read_text()
+    assert "resuming" in log or "this run already finished" in log, log[-2000:]
+    for name in ("metrics.csv", "events.csv", "model.pt"):
+        assert (cluster / RUN / name).read_bytes() == (local / RUN / name).read_bytes(), name

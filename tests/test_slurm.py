@@ -28,9 +28,10 @@ def slurm():
     require_cluster()
 
 
-def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
+def test_quick_config_on_slurm_matches_the_local_run(tmp_path, request):
     """Every job of the quick config's seed 0 (a run depends on its own seed only) on the cluster: the
-    same bytes as the local run's, and every figure and the archive."""
+    same bytes as the local run's, and every figure and the archive. The local run is asked for once the
+    cluster's is done: another worker makes it meanwhile (the cluster's jobs mostly wait to start)."""
     quick = yaml.safe_load((QUICK_CONFIG).read_text())
     for experiment in quick["experiments"].values():
         experiment["seeds"] = [0]
@@ -49,6 +50,7 @@ def test_quick_config_on_slurm_matches_the_local_run(tmp_path, quick_local_run):
             assert ("gpu:1" in job.get("TresPerJob", "")) == (rule in trained), (rule, job)
             assert job["NumCPUs"] == "1", (rule, job)  # the quick config's threads
     runs = sorted(p.relative_to(tmp_path) for pattern in RUN_METRICS_GLOBS for p in tmp_path.glob(pattern))
+    quick_local_run = request.getfixturevalue("quick_local_run")
     local_seed0 = sorted(
         p.relative_to(quick_local_run)
         for pattern in RUN_METRICS_GLOBS

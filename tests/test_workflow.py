@@ -101,46 +101,52 @@ def test_a_trace_under_a_severity_is_an_input_of_the_severity_jobs(tmp_path):
     assert len(jobs) == 2 and all(str(trace) in job.split("output:")[0] for job in jobs)
 
 
-def test_a_severity_split_within_the_cap_trains_each_run_to_the_bytes_of_the_whole_job(tmp_path, quick_local_run):
+def small_sweep(folder: Path, resources: dict | None = None, **sweep) -> Path:
+    """The quick config's straggler sweep made small (one severity, AFL and sync, two seeds, no tuning or
+    variants, 8 virtual seconds), updated with `sweep` and its `resources` with `resources`, written into `folder`."""
+    config = yaml.safe_load(QUICK_CONFIG.read_text())
+    small = config["experiments"]["digits_stragglers"]
+    small.pop("tune")
+    small.update(algorithms=["afl", "sync"], seeds=[0, 1], severities={"sigma0": {"speed_sigma": 0.0}})
+    small.update({"variants": {}, "budget": {"virtual_time": 8}, **sweep})
+    config["experiments"] = {"small": small}
+    config["resources"].update(resources or {})
+    folder.mkdir(exist_ok=True)
+    (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return folder / "config.yaml"
+
+
+def test_a_severity_split_within_the_cap_trains_each_run_to_the_bytes_of_the_whole_job(tmp_path):
     """resources.max_runtime under a severity job's minutes: the job is split into parts (rules
     train_SWEEP_partK), each run in one of them, each written as the unsplit job wrote it."""
-    config = yaml.safe_load(QUICK_CONFIG.read_text())
-    config["resources"]["max_runtime"] = 32 * config["resources"]["train"]["runtime"]  # 64 runs: 2 parts of 32
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    severity = "results/digits_stragglers/severities/sigma0"
-    runs = sorted(
-        path.parent.relative_to(quick_local_run) for path in quick_local_run.glob(f"{severity}/*/*/*/run.json")
-    )
-    assert len(runs) == 64
+    runs = [f"results/small/severities/sigma0/{name}/J5/seed{seed}" for name in ("afl", "sync") for seed in (0, 1)]
     targets = [f"{run}/{name}" for run in runs for name in RUN_OUTPUTS]
-    result = snakemake(*targets, "--cores", "2", "--configfile", str(tmp_path / "config.yaml"), workdir=tmp_path)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    counts = job_counts(result.stdout + result.stderr)
-    assert counts["train_digits_stragglers_part0"] == counts["train_digits_stragglers_part1"] == 1
+    counts = {}
+    for folder, resources in (("whole", {}), ("split", {"max_runtime": 2 * 30})):  # 4 runs of 30 min: 2 parts
+        config = small_sweep(tmp_path / folder, resources)
+        result = snakemake(*targets, "--cores", "2", "--configfile", str(config), workdir=tmp_path / folder)
+        assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+        counts[folder] = job_counts(result.stdout + result.stderr)
+    assert counts["whole"]["train_small"] == 1 and "train_small_part0" not in counts["whole"]
+    assert counts["split"]["train_small_part0"] == counts["split"]["train_small_part1"] == 1
     for target in targets:
-        assert (tmp_path / target).read_bytes() == (quick_local_run / target).read_bytes(), target
+        assert (tmp_path / "split" / target).read_bytes() == (tmp_path / "whole" / target).read_bytes(), target
 
 
 def test_a_failed_severity_job_keeps_the_runs_it_finished(tmp_path):
     """Snakemake deletes every output of a failed job: the AFL run this severity's job finished before
     its diverging variant failed is deleted with it. The rerun restores it from its kept hard links,
     checked against its sealed run.json, instead of training it again (the same run.json: not retrained)."""
-    config = yaml.safe_load(QUICK_CONFIG.read_text())
-    sweep = config["experiments"]["digits_stragglers"]
-    sweep.pop("tune")
-    sweep.update(algorithms=["afl", "sync-bad"], seeds=[0], severities={"sigma0": {"speed_sigma": 0.0}})
-    sweep.update(variants={"sync-bad": {"optimizer": "sgd", "gamma0": 1e12}}, budget={"virtual_time": 8})
-    config["experiments"] = {"small": sweep}
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    bad = {"sync-bad": {"optimizer": "sgd", "gamma0": 1e12}}
+    config = small_sweep(tmp_path, algorithms=["afl", "sync-bad"], seeds=[0], variants=bad)
     targets = [f"results/small/severities/sigma0/{name}/J5/seed0/run.json" for name in ("afl", "sync-bad")]
-    failed = snakemake(*targets, "--cores", "1", "--configfile", str(tmp_path / "config.yaml"), workdir=tmp_path)
+    failed = snakemake(*targets, "--cores", "1", "--configfile", str(config), workdir=tmp_path)
     assert failed.returncode != 0 and "training loss is" in failed.stdout + failed.stderr
     afl = tmp_path / "results/small/severities/sigma0/afl/J5/seed0"
     assert not (afl / "run.json").exists()  # deleted by Snakemake with the failed job's other outputs
     kept = (afl / ".finished/run.json").read_bytes()
-    sweep["variants"]["sync-bad"] = {"gamma0": 0.01}
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    rerun = snakemake(*targets, "--cores", "1", "--configfile", str(tmp_path / "config.yaml"), workdir=tmp_path)
+    small_sweep(tmp_path, algorithms=["afl", "sync-bad"], seeds=[0], variants={"sync-bad": {"gamma0": 0.01}})
+    rerun = snakemake(*targets, "--cores", "1", "--configfile", str(config), workdir=tmp_path)
     assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
     assert (afl / "run.json").read_bytes() == kept
     assert "seed0: this run already finished" in (tmp_path / "logs/train/small/sigma0.log").read_text()
