@@ -116,6 +116,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank[item.path])
 
 
+def cluster_is_up() -> bool:
+    if shutil.which("sinfo") is None:
+        return False
+    result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
+    states = set(result.stdout.split())
+    return result.returncode == 0 and bool(states) and states <= {"idle", "mixed", "allocated"}
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked slurm skips (or fails, in CI) where no cluster runs."""
+    if item.get_closest_marker("slurm"):
+        skip_unless(cluster_is_up(), "no SLURM cluster here: start one with `tests/slurm/cluster.sh start`")
+
+
 @contextmanager
 def started(command: list[str], **options) -> Iterator[subprocess.Popen]:
     """A process for the block, killed and reaped when the block ends, pass or fail."""

@@ -1,13 +1,11 @@
 """The SLURM tests' shared parts (not a test module): the tests' cluster as a site's user names it, and a
 small config of one AFL run."""
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import yaml
 
-from conftest import QUICK_CONFIG, REPO, skip_unless
+from conftest import QUICK_CONFIG, REPO
 
 SLURM_PROFILE = ["--profile", str(REPO / "profiles/slurm"), "--workflow-profile", str(REPO / "tests/slurm/profile")]
 # The test cluster's partitions and the longest job its GPU partition allows (tests/slurm/cluster.sh), as a
@@ -17,19 +15,6 @@ SITE = {"partitions": {"cpu": "cpu", "gpu": "gpu"}, "max_runtime": 2160}
 
 def on_this_site(config: dict) -> dict:
     return {**config, "resources": {**config["resources"], **SITE}}
-
-
-def cluster_is_up() -> bool:
-    if shutil.which("sinfo") is None:
-        return False
-    result = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
-    states = set(result.stdout.split())
-    return result.returncode == 0 and bool(states) and states <= {"idle", "mixed", "allocated"}
-
-
-def require_cluster() -> None:
-    """Skip (or fail, in CI) where no cluster runs."""
-    skip_unless(cluster_is_up(), "no SLURM cluster here: start one with `tests/slurm/cluster.sh start`")
 
 
 def write_config(path: Path, rounds: int = 30, **train) -> Path:

@@ -18,14 +18,9 @@ import yaml
 
 from asyncfl.planning.layout import RUN_OUTPUTS
 from conftest import ENV, QUICK_CONFIG, REPO, RUN_METRICS_GLOBS, figure_names, snakemake
-from slurm_cases import SITE, SLURM_PROFILE, on_this_site, require_cluster, write_config
+from slurm_cases import SITE, SLURM_PROFILE, on_this_site, write_config
 
 pytestmark = pytest.mark.slurm
-
-
-@pytest.fixture(autouse=True)
-def slurm():
-    require_cluster()
 
 
 def test_quick_config_on_slurm_matches_the_local_run(tmp_path, request):

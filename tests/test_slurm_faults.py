@@ -14,14 +14,9 @@ import pytest
 import yaml
 
 from conftest import ENV, REPO, snakemake, started, wait_for
-from slurm_cases import RUN, SLURM_PROFILE, assert_resumed_to_the_straight_bytes, require_cluster, write_config
+from slurm_cases import RUN, SLURM_PROFILE, assert_resumed_to_the_straight_bytes, write_config
 
 pytestmark = pytest.mark.slurm
-
-
-@pytest.fixture(autouse=True)
-def slurm():
-    require_cluster()
 
 
 def test_a_failing_job_leaves_the_others_running_to_the_end_and_a_rerun_completes(tmp_path):

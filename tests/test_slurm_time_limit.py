@@ -14,14 +14,9 @@ import pytest
 import yaml
 
 from conftest import snakemake
-from slurm_cases import RUN, SLURM_PROFILE, assert_resumed_to_the_straight_bytes, require_cluster, write_config
+from slurm_cases import RUN, SLURM_PROFILE, assert_resumed_to_the_straight_bytes, write_config
 
 pytestmark = pytest.mark.slurm
-
-
-@pytest.fixture(autouse=True)
-def slurm():
-    require_cluster()
 
 
 # A run that outlasts a 1-minute limit on any machine: SLURM checks limits about every 30 s, so a job asking

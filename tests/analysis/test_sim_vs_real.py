@@ -5,12 +5,13 @@ import csv
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from asyncfl import api
-from asyncfl.analysis.sim_vs_real import COLUMNS, arrivals, compared, sim_vs_real
+from asyncfl.analysis.sim_vs_real import COLUMNS, arrivals, compared, run_names, sim_vs_real
 from asyncfl.settings.errors import InputError
 
 # 1 virtual second is 50 ms of wall time: a run of ~6 virtual s is measured over about a third of a second
@@ -60,6 +61,7 @@ def test_the_table_and_figure_say_how_close_the_simulator_came(measured):
     assert 0 <= row.same_position <= 1 and -1 <= row.rank_correlation <= 1 and 0 <= row.staleness_ks <= 1
     assert row.arrivals == 5 * 3 and row.algorithm == "afl" and row.clients == 10
     assert (folder / "compared" / "sim_vs_real.png").stat().st_size > 10_000
+    assert (folder / "compared" / "sim_vs_real.pdf").stat().st_size > 0
     assert pd.read_csv(folder / "compared" / "sim_vs_real.csv").equals(table)
 
 
@@ -81,3 +83,12 @@ def test_what_cannot_be_replayed_is_one_line(measured, tmp_path):
         assert done.returncode == 1 and message in done.stderr and done.stderr.count("\n") == 1, (name, done.stderr)
     with pytest.raises(InputError, match="one partition per run"):
         sim_vs_real([folder / "afl"], [], tmp_path / "none")
+
+
+def test_each_run_is_named_by_its_shortest_tail_no_other_run_shares():
+    """The names of the table's rows, the figure's columns and the replays' folders."""
+    runs = [Path("results/x/runs/afl/J5/seed0"), Path("results/x/runs/sync/J5/seed0")]
+    assert run_names(runs) == ["afl/J5/seed0", "sync/J5/seed0"]
+    assert run_names([Path("one/afl"), Path("two/sync")]) == ["afl", "sync"]
+    with pytest.raises(InputError, match="given twice"):
+        run_names([Path("a/afl"), Path("a/afl")])

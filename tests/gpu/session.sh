@@ -2,7 +2,8 @@
 # One device call's worth of GPU measurements for the GPU issue, sized to a 15-minute lease (one call of
 # at most 10 minutes after a start of a minute or two): the CUDA-only tests; the paper round per model and
 # trainer through the real engine; 8 and 32 runs stepped together in one process against one alone, and
-# the sweep's device-hours so; a kill -9 resume on CUDA with the same bytes; the fast profile's accuracy
+# the sweep's device-hours so; a kill -9 resume on CUDA with the same bytes; clients training at once on
+# the real clock (step 8); the fast profile's accuracy
 # cost; `asyncfl bench --device cuda --quick`; and, after the paper round, the card's rows of the cost
 # table (step 7). Steps in that order of priority, each under its own
 # timeout and all under one budget (BUDGET seconds): a step that no longer fits says "skipped", and the
@@ -13,12 +14,12 @@
 # then on the device, carrying .gpu:   bash tests/gpu/session.sh
 # A CPU smoke run of the same commands (checks the script, measures nothing), the digits prepared first:
 #   python3 -m asyncfl data --dataset digits --root resources/data/digits
-#   DEVICE=cpu DATASET=digits ROOT=resources/data/digits EPOCHS=1 STEPS="1 2 3 4 5 6" bash tests/gpu/session.sh
+#   DEVICE=cpu DATASET=digits ROOT=resources/data/digits EPOCHS=1 STEPS="1 2 3 4 8 5 6" bash tests/gpu/session.sh
 # (about 3 minutes on 2 cores; step 7, the cost table at the paper's sizes, outlasts its timeout on a CPU)
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 ASYNCFL_REQUIRE_CUDA=1
 OUT=${OUT:-/tmp/gpu-out} DEVICE=${DEVICE:-cuda} DATASET=${DATASET:-fashion-mnist} ROOT=${ROOT:-.gpu/data}
-EPOCHS=${EPOCHS:-10} STEPS=${STEPS:-1 2 7 3 4 5 6} BUDGET=${BUDGET:-560}
+EPOCHS=${EPOCHS:-10} STEPS=${STEPS:-1 2 7 3 4 8 5 6} BUDGET=${BUDGET:-560}
 # TOGETHER: the numbers of runs step 3 steps together; on a 2-core CPU 8 outlast their timeout, so the
 # smoke run steps fewer
 if [ "$DEVICE" = cpu ]; then unset ASYNCFL_REQUIRE_CUDA; TOGETHER=${TOGETHER:-2 4}; else TOGETHER=${TOGETHER:-8 32}; fi
@@ -133,6 +134,45 @@ if step 4; then
   train 120 0 "$work/killed" >>"$logs/killed.log" 2>&1
   rc=$?; ((rc == 0 && first == 0)) && detail=$(same killed) || detail="not compared: the run alone or the resume failed"
   row "resumed: rc=$rc $detail"
+fi
+
+# 8. The asyncio clients on one GPU (docs/clocks.md "The real clock"): a 4-round run at I = 1 on the
+#    virtual clock, then on the real clock paced to ~15 wall s, its clients training at once on 5 worker
+#    threads, each with a model of its own on the device: its bytes the virtual run's where no dispatch was
+#    late, and how many pairs of trainings overlapped in wall time (wall.csv). Per trainer: plain, and
+#    graphed (CUDA graphs captured on worker threads while others train).
+if step 8; then
+  for trainer in plain graphed; do
+    clocked() {  # clocked SECONDS FOLDER EXTRA-SETTINGS
+      bounded "$1" python3 -m asyncfl train --dataset "$DATASET" --root "$ROOT" --partition "$work/part.npz" \
+        --model cnn --algorithm afl --clients-per-round 5 --local-epochs 1 --rounds 4 --seed 0 --out "$2" \
+        --settings "{\"device\":\"$DEVICE\",\"trainer\":\"$trainer\",\"eval_every\":1000$3}"
+    }
+    clocked 90 "$work/virtual_$trainer" "" >"$logs/virtual_$trainer.log" 2>&1 || {
+      rc=$?; row "real clock, $trainer: the virtual run: rc=$rc $(why $rc "$logs/virtual_$trainer.log")"; continue; }
+    scale=$(python3 -c "import json,sys; print(15 / json.load(open(sys.argv[1]))['virtual_time'])" "$work/virtual_$trainer/run.json")
+    clocked 90 "$work/real_$trainer" ",\"clock\":\"real\",\"time_scale\":$scale,\"client_workers\":5" \
+      >"$logs/real_$trainer.log" 2>&1
+    rc=$?
+    if ((rc == 0)); then
+      detail=$(python3 - "$work/virtual_$trainer" "$work/real_$trainer" <<'PY'
+import csv, json, sys
+from pathlib import Path
+virtual, real = map(Path, sys.argv[1:])
+same = ",".join(f"{f} {'same' if (virtual / f).read_bytes() == (real / f).read_bytes() else 'DIFFERS'}"
+                for f in ("metrics.csv", "events.csv", "model.pt"))
+rows = list(csv.DictReader((real / "wall.csv").open()))
+spans = [(float(r["trained_from"]), float(r["trained_to"]), r["worker"]) for r in rows]
+overlapping = sum(a[0] < b[1] and b[0] < a[1] and a[2] != b[2] for i, a in enumerate(spans) for b in spans[i + 1:])
+clock = json.loads((real / "run.json").read_text())["clock"]
+print(f"{same}; {len(rows)} trainings, {overlapping} overlapping pairs; late dispatches {clock.get('late_dispatches')}")
+PY
+)
+    else
+      detail=$(why $rc "$logs/real_$trainer.log")
+    fi
+    row "real clock, $trainer, time_scale $scale: rc=$rc $detail"
+  done
 fi
 
 # 5. The fast profile's accuracy cost on CUDA: AFL, resnet20 on digits, 4 paired seeds fp32 against

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from asyncfl.planning.cluster import (
+    JobBudget,
     check_partitions,
     check_resources,
     cpu_job_resources,
@@ -143,3 +144,39 @@ def test_partitions_are_checked_against_the_clusters():
 def test_slurm_time_limits_in_minutes():
     assert [slurm_minutes(t) for t in ("1-12:00:00", "30:00", "2:00:00", "7-00:00:00")] == [2160, 30, 120, 10080]
     assert slurm_minutes("infinite") == math.inf
+
+
+REAL_CLOCK = yaml.safe_load((REPO / ".test/config/real_clock.yaml").read_text())
+
+
+def real_clock_plan(budget: dict, **train):
+    """The plan of .test/config/real_clock.yaml's experiment with this budget and `train:` changes."""
+    config = copy.deepcopy(REAL_CLOCK)
+    experiment = config["experiments"]["digits_real_clock"]
+    experiment["budget"] = budget
+    experiment["train"].update(train)
+    return plan_workflow(config)["digits_real_clock"]
+
+
+def test_a_real_clock_run_asks_for_its_paced_wall_time_besides_its_compute():
+    """On the real clock a run lasts time_scale × its virtual-time budget of wall time, however fast the
+    machine computes: its job asks for that besides its compute (here resources.train.runtime, no cost
+    row); without a virtual-time budget its length is unknown before it runs, so runtime alone."""
+    runtime = REAL_CLOCK["resources"]["train"]["runtime"]
+    assert [job.runtime for job in real_clock_plan({"virtual_time": 4}).jobs] == [runtime + 1] * 3
+    paced = real_clock_plan({"virtual_time": 4}, time_scale=100.0)  # 400 wall s paced, + 600 of compute
+    assert [job.runtime for job in paced.jobs] == [math.ceil((400 + 60 * runtime) / 60)] * 3
+    assert [job.runtime for job in real_clock_plan({"updates": 50}).jobs] == [runtime] * 3
+    assert [job.runtime for job in real_clock_plan({"virtual_time": 4}, clock="virtual").jobs] == [runtime] * 3
+    budget = JobBudget(runtime=10, processes=1, cap=100, safety=2.0)
+    assert budget.real_clock_seconds(30.0, 0.5, 100.0) == 2.0 * 0.5 * 100.0 + 30.0
+    assert budget.real_clock_seconds(30.0, 0.5, None) == 600.0
+
+
+def test_measured_runs_get_the_simulator_figure_and_a_replay_job_as_long_as_theirs():
+    measured = real_clock_plan({"virtual_time": 4})
+    assert [run.name for run in measured.measured_runs] == ["afl", "fedbuff", "sync"]
+    assert "sim_vs_real" in [figure.name for figure in measured.figures]
+    assert measured.replay_minutes == sum(job.runtime for job in measured.jobs)
+    paced = real_clock_plan({"virtual_time": 4}, durations="paced")  # a paced run is its virtual twin already
+    assert paced.measured_runs == () and "sim_vs_real" not in [figure.name for figure in paced.figures]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from asyncfl.planning.layout import RUN_OUTPUTS
+from asyncfl.runs.record import verify_run_files
 from asyncfl.settings.config import make_config
 from asyncfl.settings.errors import InputError
 from asyncfl.sim.clients import ClientFailed
@@ -276,3 +277,31 @@ def test_a_measured_client_that_raises_stops_the_waiting_server_in_one_line(tmp_
     with pytest.raises(ClientFailed, match=r"^client \d+'s dispatch 0 .* RuntimeError: CUDA out of memory$"):
         Simulation(make_config({**FAMILIES["afl"], **MEASURED}), DATASET, PARTITION, tmp_path / "run").run()
     assert not any(name.startswith("client-worker") for name in live())
+
+
+def test_a_measured_run_stopped_after_a_checkpoint_resumes_keeping_what_it_had_logged(tmp_path, monkeypatch):
+    """A measured run is a measurement (its resume cannot be a twin of anything), but it checkpoints like
+    any run: stopped after its first checkpoint, run again, it resumes there (the clients in flight train
+    again) and ends with a full, self-consistent record whose first rows are those it had logged."""
+    import asyncfl.sim.engine as engine
+
+    settings = make_config({**FAMILIES["afl"], **MEASURED, "rounds": 6})
+    save = engine.save_checkpoint
+    logged: dict[str, str] = {}
+
+    def save_then_stop(path: Path, identity: dict, payload: dict) -> None:
+        save(path, identity, payload)
+        logged.update({name: (path.parent / name).read_text() for name in ("events.csv", "metrics.csv")})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "save_checkpoint", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        Simulation(settings, DATASET, PARTITION, tmp_path / "run").run()
+    assert not any(name.startswith("client-worker") for name in live())
+    monkeypatch.setattr(engine, "save_checkpoint", save)
+    record = Simulation(settings, DATASET, PARTITION, tmp_path / "run").run()
+    verify_run_files(tmp_path / "run", ("events.csv", "metrics.csv", "wall.csv"))
+    assert record["rounds_completed"] == 6 and record["config"]["durations"] == "measured"
+    for name, before in logged.items():
+        after = (tmp_path / "run" / name).read_text()
+        assert after.startswith(before.rstrip("\n")) and len(after) > len(before), name

@@ -20,6 +20,7 @@ from asyncfl.planning.layout import ARCHIVE_DIR, ARCHIVE_FILES, DATA_DIR, EVENTS
 from asyncfl.planning.layout import (
     FIGURE,
     METRICS,
+    REPLAY_DIR,
     MODEL,
     PARTITION,
     RUN_FILES,
@@ -111,6 +112,7 @@ EMULATION_FIGURES = scope_figures(Scope.EMULATION, REFERENCE_J)
 STRAGGLER_FIGURES = scope_figures(Scope.SEVERITY_SWEEP, REFERENCE_J)
 SAMPLING_VARIANCE_FIGURE = catalogued("sampling_variance")
 TUNING_FIGURE = catalogued("tuning")
+SIM_VS_REAL_FIGURE = catalogued("sim_vs_real")
 VERDICT_CURVE_FIGURE = catalogued("verdict_over_budget")
 # The archive of this config's results, apart from another config's in the same clone
 try:
@@ -152,6 +154,8 @@ def get_train_runtime(wildcards, attempt):
 SWEEPS = PLAN.of_shape(SEVERITY)
 PACKED_EXPERIMENTS = PLAN.of_shape(PACKED)
 ONE_RUN_PER_JOB = "|".join(map(re.escape, PLAN.of_shape(ONE_RUN))) or "(?!)"
+# The experiments with runs on the real clock with measured durations (their sim_vs_real figure)
+MEASURED = [name for name, plan in PLAN.experiments.items() if plan.measured_runs]
 # The archive's provenance records how the workflow was started.
 record_command(sys.argv)
 

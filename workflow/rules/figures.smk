@@ -104,3 +104,47 @@ rule straggler_claim:
         " --replication-seeds {params.replication_seeds:q}"
         " --virtual-time {params.budget:q} --other-budgets {params.other_budgets:q}"
         " --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
+
+
+# The simulator against an experiment's runs on the real clock with measured durations: each replayed on
+# the virtual clock with its dispatches' measured training, and compared (docs/clocks.md "The simulator
+# against measured runs"). A replay trains what its run trained: a job like theirs.
+rule sim_vs_real:
+    input:
+        data=get_prepared_data,
+        runs=lambda wildcards: [
+            f"{run.folder}/{file}"
+            for run in PLAN[wildcards.experiment].measured_runs
+            for file in RUN_SUMMARY
+        ],
+        partitions=lambda wildcards: [
+            run.partition for run in PLAN[wildcards.experiment].measured_runs
+        ],
+    output:
+        figure_png(SIM_VS_REAL_FIGURE),
+        figure_pdf(SIM_VS_REAL_FIGURE),
+        table=FIGURE.format(experiment="{experiment}", name=SIM_VS_REAL_FIGURE.name)
+        + ".csv",
+        replays=directory(REPLAY_DIR),
+    log:
+        "logs/figures/{experiment}_sim_vs_real.log",
+    wildcard_constraints:
+        experiment=one_of(MEASURED),
+    conda:
+        torch_env
+    threads: TRAIN_THREADS
+    resources:
+        **TRAIN_RESOURCES,
+        runtime=lambda wildcards, attempt: attempt_minutes(
+            PLAN[wildcards.experiment].replay_minutes, attempt, MAX_RUNTIME
+        ),
+    params:
+        runs=lambda wildcards: [
+            run.folder for run in PLAN[wildcards.experiment].measured_runs
+        ],
+        root=lambda wildcards: data_root(PLAN[wildcards.experiment].dataset),
+        out=subpath(output[0], parent=True),
+    shell:
+        ASYNCFL
+        + " sim-vs-real --runs {params.runs:q} --partitions {input.partitions:q} --root {params.root:q}"
+        " --title={wildcards.experiment:q} --out {params.out:q} --replays {output.replays:q} > {log:q} 2>&1"

@@ -9,6 +9,7 @@ dispatch's compute as the machine took it, so where the two differ, those are th
 
 import dataclasses
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +17,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import stats
 
+from asyncfl.analysis.figures import TITLE_CHARS_PER_INCH, DrawnFigure, write_figures
 from asyncfl.data.partition import load_partition
-from asyncfl.files import sha256
+from asyncfl.files import sha256, written_together
 from asyncfl.launch import dataset_once
 from asyncfl.planning.layout import CHECKPOINT, EVENTS, METRICS, RUN_RECORD, WALL
 from asyncfl.runs.record import verify_run_files
+from asyncfl.settings.catalogue import catalogued
 from asyncfl.settings.config import TrainConfig, config_dict, make_config
 from asyncfl.settings.errors import InputError
 from asyncfl.sim.client_system import ReplayedCompute
@@ -44,6 +47,7 @@ COLUMNS = (
     "worker_wait",
     "late_batches",
 )
+FIGURE = catalogued("sim_vs_real")
 MACHINE_ONLY = ("clock", "time_scale", "client_workers", "durations")  # what the replay leaves at its default
 
 
@@ -161,17 +165,43 @@ def draw(pairs: dict[str, tuple[Path, Path]], table: pd.DataFrame) -> Figure:
     return figure
 
 
-def sim_vs_real(runs: list[Path], partitions: list[Path], out: Path, root: Path | None = None) -> pd.DataFrame:
-    """Replay each measured run (`runs[i]` on `partitions[i]`) into `out/replays/`, and write
-    `out/sim_vs_real.csv` and `.png`; the table is returned."""
+def run_names(runs: list[Path]) -> list[str]:
+    """Each run's shortest trailing path that no other run shares (`afl/J5/seed0` beside `sync/J5/seed0`):
+    its column's title, its row's name and its replay's folder."""
+    for depth in range(1, max(len(run.parts) for run in runs) + 1):
+        names = ["/".join(run.parts[-depth:]) for run in runs]
+        if len(set(names)) == len(names):
+            return names
+    raise InputError(f"a run folder is given twice ({', '.join(map(str, runs))}); give each once")
+
+
+def sim_vs_real(
+    runs: list[Path],
+    partitions: list[Path],
+    out: Path,
+    root: Path | None = None,
+    replays: Path | None = None,
+    title: str | None = None,
+) -> pd.DataFrame:
+    """Replay each measured run (`runs[i]` on `partitions[i]`) into `replays` (default `out/replays/`), and
+    write `out/sim_vs_real.csv`, `.png` and `.pdf` together (`files.written_together`), the figure titled
+    `title: ` and the catalogue's title; the table is returned."""
     if len(runs) != len(partitions) or not runs:
-        raise InputError(f"give one partition per run ({len(runs)} runs, {len(partitions)} partitions)")
-    names = [run.name if [r.name for r in runs].count(run.name) == 1 else str(run) for run in runs]
+        raise InputError(
+            f"--runs and --partitions: give one partition per run, in order ({len(runs)} runs, {len(partitions)} "
+            "partitions)"
+        )
+    names = run_names(runs)
+    replays = out / "replays" if replays is None else replays
     pairs = {
-        name: (run, replay(run, partition, out / "replays" / name, root))
+        name: (run, replay(run, partition, replays / name, root))
         for name, run, partition in zip(names, runs, partitions, strict=True)
     }
     table = pd.DataFrame([compared(name, *pair) for name, pair in pairs.items()], columns=list(COLUMNS))
-    table.to_csv(out / "sim_vs_real.csv", index=False)
-    draw(pairs, table).savefig(out / "sim_vs_real.png", dpi=120)
+    figure, stem = draw(pairs, table), out / FIGURE.key
+    heading = FIGURE.title if title is None else f"{title}: {FIGURE.title}"
+    figure.suptitle(textwrap.fill(heading, max(int(TITLE_CHARS_PER_INCH * figure.get_figwidth()), 30)))
+    with written_together([stem.with_suffix(suffix) for suffix in (".csv", ".png", ".pdf")]) as temporaries:
+        table.to_csv(temporaries[stem.with_suffix(".csv")], index=False)
+        write_figures([DrawnFigure(figure, stem)], temporaries)
     return table

@@ -230,9 +230,9 @@ def cmd_sim_vs_real(args: argparse.Namespace) -> None:
     from asyncfl.analysis.sim_vs_real import sim_vs_real
 
     args.out.mkdir(parents=True, exist_ok=True)
-    table = sim_vs_real(args.runs, args.partitions, args.out, args.root)
+    table = sim_vs_real(args.runs, args.partitions, args.out, args.root, args.replays, args.title)
     print(table.to_string(index=False))
-    print(f"sim_vs_real.csv, sim_vs_real.png and {len(table)} replays → {args.out}")
+    print(f"sim_vs_real.csv, .png and .pdf → {args.out}; {len(table)} replays → {args.replays or args.out / 'replays'}")
 
 
 def add_sim_vs_real(commands: Commands) -> None:
@@ -244,7 +244,9 @@ def add_sim_vs_real(commands: Commands) -> None:
     comparing.add_argument("--runs", type=Path, nargs="+", required=True, help="the measured run folders")
     comparing.add_argument("--partitions", type=Path, nargs="+", required=True, help="each run's FILE.npz, in order")
     comparing.add_argument("--root", type=Path, help="the dataset's folder (as for asyncfl train)")
-    comparing.add_argument("--out", type=Path, required=True, help="folder of the table, the figure and the replays")
+    comparing.add_argument("--out", type=Path, required=True, help="folder of the table and the figure")
+    comparing.add_argument("--replays", type=Path, help="folder of the replays, one run folder each (OUT/replays)")
+    comparing.add_argument("--title", help="the figure's title before the catalogue's (the experiment)")
     comparing.set_defaults(run=cmd_sim_vs_real)
 
 

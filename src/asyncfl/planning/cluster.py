@@ -49,6 +49,15 @@ class JobBudget:
             return 60.0 * self.runtime
         return self.safety * self.costs[model].run_seconds(work())
 
+    def real_clock_seconds(self, computing: float, time_scale: float, virtual_time: float | None) -> float:
+        """The seconds a run on the real clock asks for: its paced length (`time_scale` × its virtual-time
+        budget, × the safety factor) and its `computing` besides, which bounds the time a machine that
+        falls behind adds; without a virtual-time budget its length is unknown before it runs, so
+        `runtime`, the user's upper bound (docs/cluster.md "Your cluster")."""
+        if virtual_time is None:
+            return 60.0 * self.runtime
+        return self.safety * time_scale * virtual_time + computing
+
     def minutes(self, seconds: Sequence[float], spread: bool, searched: int = 0) -> int:
         """A job of runs of `seconds` each: dealt out in turn over `processes` processes where the job
         spreads them (a sweep's severity or tuning job, `cli/processes.py`), one after another otherwise

@@ -38,6 +38,8 @@ TUNING_RUN_FOLDER = f"{TUNING_DIR}/{TUNING_RUN_TAIL}"
 # The runs one training job trains (asyncfl train-many --plan): {job} is a severity, or ALGORITHM_JN
 TRAIN_PLAN = "results/{experiment}/plans/{job}.json"
 FIGURE = "results/figures/{experiment}/{name}"  # + .png, .pdf (and .csv for a figure's table)
+# The virtual-clock replays of an experiment's measured runs that its sim_vs_real figure compares them with
+REPLAY_DIR = "results/{experiment}/replays"
 STRAGGLER_VERDICTS = "straggler_verdicts"  # + .csv, beside straggler_claim: every paired comparison and its CI
 # What every run of one config shares, in a folder named by the config (`workflow_config.config_name`);
 # its report goes to results/reports/CONFIG.html (Makefile, docs/outputs.md)

@@ -45,6 +45,7 @@ from asyncfl.planning.tuning import (
     tuning_severities,
 )
 from asyncfl.settings.catalogue import Figure, Scope, scope_figures
+from asyncfl.settings.config import make_config
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import TIMING_ONLY, base_algorithm
 
@@ -82,6 +83,11 @@ class PlannedRun:
     def train_settings(self) -> dict[str, Any]:
         """Every setting of the run, as `asyncfl train-many --plan` takes them."""
         return {**self.settings, "algorithm": base_algorithm(self.name), "clients_per_round": self.j, "seed": self.seed}
+
+    @property
+    def measured(self) -> bool:
+        """Trained on the real clock with measured durations: `asyncfl sim-vs-real` replays it."""
+        return self.settings.get("clock") == "real" and self.settings.get("durations") == "measured"
 
     def plan_entry(self) -> dict[str, Any]:
         """The run as one entry of a train-many plan file."""
@@ -153,6 +159,17 @@ class ExperimentPlan:
     def run_folders(self, names: tuple[str, ...], j: int) -> list[str]:
         """The folders of the runs of these names at J = `j` (an emulation figure's runs)."""
         return [run.folder for run in self.runs if run.name in names and run.j == j]
+
+    @property
+    def measured_runs(self) -> tuple[PlannedRun, ...]:
+        """The runs its sim_vs_real figure replays and compares (`PlannedRun.measured`)."""
+        return tuple(run for run in self.runs if run.measured)
+
+    @property
+    def replay_minutes(self) -> int:
+        """What replaying its measured runs asks for: the minutes of the jobs that trained them, an upper
+        bound (a replay computes what its run did, without the real clock's waits)."""
+        return sum(job.runtime for job in self.jobs if any(run.measured for run in job.runs))
 
     def figure_stems(self) -> list[str]:
         """Its figures' paths less .png/.pdf: a tuning figure once per tuning job, in its layout's folder."""
@@ -285,7 +302,7 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, bud
         jobs,
         tuple(partition_file(experiment, seed) for seed in experiment["seeds"]),
         tuple(experiment_traces(experiment)),
-        tuple(figures_of(experiment, reference_j)),
+        tuple(figures_of(experiment, reference_j, any(run.measured for run in runs))),
         severities,
         tunings,
         layouts,
@@ -338,14 +355,22 @@ def training_jobs(
 
 def run_seconds(experiment: dict[str, Any], runs: Sequence[PlannedRun], budget: JobBudget) -> list[float]:
     """The seconds each of `runs` asks for (`cluster.JobBudget.run_seconds`): its work counted from its
-    settings (`run_cost.run_work`) at the device kind's measured cost."""
+    settings (`run_cost.run_work`) at the device kind's measured cost; on the real clock, its paced
+    length besides (`cluster.JobBudget.real_clock_seconds`)."""
     kept = 1 - experiment.get("validation_fraction", 0)  # the clients' share of the training set
 
     def work(run: PlannedRun) -> RunWork:
         algorithm = base_algorithm(run.name)
         return run_work(run.settings, algorithm, run.j, experiment["dataset"], experiment["clients"], kept)
 
-    return [budget.run_seconds(experiment["model"], functools.partial(work, run)) for run in runs]
+    def seconds(run: PlannedRun) -> float:
+        computing = budget.run_seconds(experiment["model"], functools.partial(work, run))
+        if run.settings.get("clock") != "real":
+            return computing
+        config = make_config(run.train_settings)
+        return budget.real_clock_seconds(computing, config.time_scale, config.max_virtual_time)
+
+    return [seconds(run) for run in runs]
 
 
 def within_cap(name: str, budget: JobBudget, seconds: Sequence[float], spread: bool) -> list[range]:
@@ -446,14 +471,21 @@ def timing_only(experiment: dict[str, Any]) -> bool:
     return experiment.get("train", {}).get("trainer") == TIMING_ONLY
 
 
-def figures_of(experiment: dict[str, Any], reference_j: int) -> list[Figure]:
+def figures_of(experiment: dict[str, Any], reference_j: int, measured: bool = False) -> list[Figure]:
     """An experiment's figures: a sweep's straggler claim; otherwise every figure, the sampling check, and
-    each figure of the paper's code as it ran where the experiment runs every algorithm it compares."""
+    each figure of the paper's code as it ran where the experiment runs every algorithm it compares; and
+    where some of its runs are `measured`, the simulator against them."""
+    against = scope_figures(Scope.MEASURED, reference_j) if measured else []
     if experiment.get("severities"):
         tuning = scope_figures(Scope.TUNING, reference_j) if "tune" in experiment else []
-        return [*scope_figures(Scope.SEVERITY_SWEEP, reference_j), *tuning]
+        return [*scope_figures(Scope.SEVERITY_SWEEP, reference_j), *tuning, *against]
     if timing_only(experiment):  # no model to probe, no loss to compare: the clock's figures alone
         return scope_figures(Scope.EXPERIMENT, reference_j, timing_only=True)
     algorithms = set(experiment["algorithms"])
     emulations = [f for f in scope_figures(Scope.EMULATION, reference_j) if set(f.compares) <= algorithms]
-    return [*scope_figures(Scope.EXPERIMENT, reference_j), *scope_figures(Scope.THEORY, reference_j), *emulations]
+    return [
+        *scope_figures(Scope.EXPERIMENT, reference_j),
+        *scope_figures(Scope.THEORY, reference_j),
+        *emulations,
+        *against,
+    ]

@@ -18,6 +18,7 @@ class Scope(StrEnum):
     SEVERITY_SWEEP = "severity sweep"  # asyncfl stragglers, from every run of a severity sweep
     THEORY = "theory"  # asyncfl theory, from one finished run of a plain experiment
     TUNING = "tuning"  # asyncfl select, from the tuning runs of a sweep with `tune:`
+    MEASURED = "measured"  # asyncfl sim-vs-real, from an experiment's runs with measured durations
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,15 @@ CATALOGUE = (
         height=2.8,
     ),
     Figure("sampling_variance", "Variance of the sampled mean update", Scope.THEORY, height=2.8),
+    # One column per measured run; with the table of its numbers (NAME.csv) and the replays it compares
+    Figure(
+        "sim_vs_real",
+        "The simulator against measured runs: test accuracy over virtual time, and staleness",
+        Scope.MEASURED,
+        panels=3,
+        rows=2,
+        height=5.6,
+    ),
     # With the table of its numbers (NAME.csv) beside the choice (tuning/chosen.json)
     Figure(
         "tuning",
