@@ -246,7 +246,10 @@ def test_verdicts_at_a_shorter_budget_are_those_of_runs_trained_to_it(grid_sweep
         ([math.nan], "--other-budgets nan is not a virtual time"),
         ([0.0], "--other-budgets 0.0 is not a virtual time"),
         ([6.0, 3.0, 6.0], "--other-budgets gives 6.0 twice"),
-        ([0.25], "has no evaluation at or before --other-budgets 0.25: give a budget past its first evaluation"),
+        (
+            [0.25],
+            r"no evaluation at or before --other-budgets 0.25 \(a workflow config's other_budgets\): give a budget",
+        ),
     ],
 )
 def test_impossible_other_budgets_are_refused_before_anything_is_written(grid_sweep, tmp_path, budgets, message):

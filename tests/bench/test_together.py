@@ -5,8 +5,10 @@ import pytest
 import torch
 
 from asyncfl.bench.paper_round import PAPER_SHAPES, load_sweep
+from asyncfl.bench.scale import check_scales
 from asyncfl.bench.together import sweep_projection, together_row
 from asyncfl.cli import main
+from asyncfl.settings.errors import InputError
 from conftest import REPO
 
 SWEEP = REPO / "config" / "config.yaml"
@@ -75,3 +77,27 @@ def test_an_option_the_measurement_does_not_read_is_refused_naming_both(argv, me
     would be dropped without a word (BN12, BN13), so it is one line before anything is measured."""
     assert main(["bench", *argv]) == 1
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--engine", "--scales", "1"], "--scales 1: the engine's rows dispatch J = 100 clients at once"),
+        (["--engine", "--scales", "1000", "50"], "--scales 50: the engine's rows dispatch J = 100"),
+        (["--engine", "--quick", "--scales", "1000000000"], r"--scales 1000000000: a row needs about 100.3 GB"),
+    ],
+)
+def test_engine_rows_that_cannot_run_here_are_one_line_before_any_runs(argv, message, capsys):
+    """`--scales 1` once ended in a traceback after the first rows; 10^9 clients were admitted with no memory
+    check (about 100 GB) and ended in numpy's allocation error."""
+    assert main(["bench", *argv]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_the_memory_check_counts_what_a_row_holds():
+    check_scales((10_000_000,), available=4e9)  # images: 0.3 GB + 3 GB
+    with pytest.raises(InputError, match="a row needs about 3.3 GB .* more than the 3.0 GB"):
+        check_scales((10_000_000,), available=3e9)
+    with pytest.raises(InputError, match=r"about 10.3 GB \(100 bytes a client holding sizes"):
+        check_scales((100_000_000,), available=4e9)  # the documented 10^8 under a 4 GB limit

@@ -7,6 +7,7 @@ import yaml
 
 from asyncfl.planning.experiments import VARIANT, WORKFLOW_OWNED, experiment_traces, run_settings
 from asyncfl.planning.layout import run_name
+from asyncfl.planning.plan import plan_workflow
 from asyncfl.planning.workflow_config import check_config_files, check_workflow_config, config_name
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import ALGORITHMS
@@ -190,6 +191,15 @@ def sweep_edited(edit) -> dict:
         (lambda e: e.update(other_budgets=[1e300]), "other_budgets: 1e.300 is not a virtual time in"),
         (lambda e: e.update(other_budgets=[0]), "other_budgets: 0 is not a virtual time in"),
         (lambda e: e.update(other_budgets=[15, 15.0]), "other_budgets gives 15.0 twice"),
+        (  # OB08: a budget no run has a score at, refused before any trains (it once failed after, naming a flag)
+            lambda e: e.update(other_budgets=[15, 1e-9]),
+            r"other_budgets: 1e-09 is before the first evaluation of the runs of experiments.digits_stragglers.train "
+            r"\(eval_every_seconds 1\)",
+        ),
+        (
+            lambda e: (e.update(other_budgets=[3]), e["variants"]["sync-deadline"].update(eval_every_seconds=4.0)),
+            r"other_budgets: 3 is before the first evaluation of the runs of .*variants.sync-deadline",
+        ),
     ],
 )
 def test_sweep_mistakes_name_the_key(edit, message):
@@ -256,3 +266,17 @@ def test_every_algorithms_run_folders_and_variants_read_back_as_its_name(name):
     assert run_name(f"results/x/severities/slow10/{name}/J10/seed100") == name
     assert run_name(f"results/x/tuning/slow10/gamma0_0.01/{name}-fast/J10/seed1") == f"{name}-fast"
     assert VARIANT.fullmatch(f"{name}-fast")["algorithm"] == name
+
+
+def test_a_shared_setting_that_needs_another_applies_to_the_runs_that_have_it():
+    """SW04: FedAdam's server step size under `train:` beside AFL, which has no server optimizer, was refused
+    for AFL ("applies only with server_optimizer other than none"); it is FedAdam's alone, and refused
+    where no run of the experiment reads it, naming the block."""
+    config = edited(lambda e, c: e["train"].update(server_optimizer_lr=0.05))
+    check_workflow_config(config)
+    runs = plan_workflow(config)["digits_mlp"].runs
+    assert {run.name for run in runs if "server_optimizer_lr" in run.settings} == {"fedadam"}
+    without = edited(lambda e, c: (e["train"].update(server_optimizer_lr=0.05), e.update(algorithms=["afl", "sync"])))
+    message = "^experiments.digits_mlp.train.server_optimizer_lr applies only with server_optimizer other than none, "
+    with pytest.raises(InputError, match=message + "which no run of this experiment has"):
+        check_workflow_config(without)

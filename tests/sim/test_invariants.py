@@ -161,3 +161,15 @@ def test_a_run_makes_progress_within_its_bound_of_dispatches(tmp_path, monkeypat
 def test_the_progress_bound_counts_each_way_a_dispatch_can_end_without_an_aggregation():
     # K arrivals, M rejected, M in flight, M a round for 1,001 closed rounds, and 999 lost between any two
     assert outcomes.progress_bound(5, 7) == (5 + 7 * (1000 + 3) + 1) * 1000
+
+
+def test_nanosecond_transfers_late_in_a_run_pass_the_link_check(tmp_path):
+    """S17: fast links (100 Mbit/s) under a server link of 1e9 bit/s upload the tiny model in ~3.5e-9 s; late
+    in a run the clock's ulps are 1e-6 of that, and the transfer, a difference of two instants, once failed
+    the engine's self-check as "a bug of the engine". The check allows a few ulps of the instant."""
+    settings = {"algorithm": "afl", "clients_per_round": 3, "rounds": 300, "trainer": "none", "model": "mlp",
+                "bandwidth_median": 100.0, "bandwidth_sigma": 10.0, "server_bandwidth": 1e9}  # fmt: skip
+    sizes = [40, 56, 72, 48, 64, 80]
+    sim = Simulation(make_config(settings), tiny_dataset(sum(sizes)), contiguous_partition(sizes), tmp_path)
+    sim.run()
+    assert sim.check.version == 300

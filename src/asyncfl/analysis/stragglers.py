@@ -291,7 +291,8 @@ def cut_at(trajectories: pd.DataFrame, budget: float) -> pd.DataFrame:
         severity, name, seed = late.index[0]
         raise InputError(
             f"the {name} run of seed {seed} at severity {severity!r} has no evaluation at or before --other-budgets "
-            f"{budget:g}: give a budget past its first evaluation (eval_every_seconds sets the grid)"
+            f"{budget:g} (a workflow config's other_budgets): give a budget past its first evaluation "
+            "(eval_every_seconds sets the grid)"
         )
     return trajectories[trajectories.virtual_time <= budget]
 

@@ -12,6 +12,7 @@ against the clients.
 """
 
 import json
+import math
 import os
 import resource
 import subprocess
@@ -21,11 +22,55 @@ from collections.abc import Callable
 from pathlib import Path
 
 import asyncfl
+from asyncfl.settings.errors import InputError
 
 SCALES = (10_000, 1_000_000, 10_000_000, 100_000_000)
 QUICK_SCALES = (1_000, 10_000)
 PER_ROUND = 100  # J = M: Bonawitz et al. 2019's order of clients at once is 10^2–10^4
 ROUNDS = 12
+# A row's peak memory, measured (docs/performance.md "The engine at scale", the world on): a run's fixed
+# part, and per client while the clients hold images (C ≤ MOST_CLIENTS_WITH_DATA) or sizes only; bounds
+# over what was measured (247 and 73 bytes a client at 10^7 and 10^8)
+FIXED_BYTES, BYTES_PER_CLIENT = 300 * 2**20, {"images": 300, "sizes": 100}
+
+
+def memory_available() -> float:
+    """The bytes this process may still use: the least of the machine's available memory, its cgroup's
+    limit and its address-space limit (`ulimit -v`), those that are known; infinite where none is."""
+    limits = [math.inf]
+    meminfo = Path("/proc/meminfo")
+    if meminfo.is_file():
+        available = [line.split()[1] for line in meminfo.read_text().splitlines() if line.startswith("MemAvailable:")]
+        limits += [int(value) * 1024 for value in available]
+    cgroup = Path("/sys/fs/cgroup/memory.max")
+    if cgroup.is_file() and cgroup.read_text().strip().isdigit():
+        limits.append(int(cgroup.read_text()))
+    address_space = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if address_space != resource.RLIM_INFINITY:
+        limits.append(address_space)
+    return min(limits)
+
+
+def check_scales(scales: tuple[int, ...], available: float | None = None) -> None:
+    """Every row can run here: at least J clients, and its estimated peak memory within what is
+    `available` (default: `memory_available`), before any row starts."""
+    from asyncfl.bench.synthetic import MOST_CLIENTS_WITH_DATA
+
+    available = memory_available() if available is None else available
+    for clients in scales:
+        if clients < PER_ROUND:
+            raise InputError(
+                f"--scales {clients}: the engine's rows dispatch J = {PER_ROUND} clients at once; give {PER_ROUND} "
+                "clients or more"
+            )
+        holds = "images" if clients <= MOST_CLIENTS_WITH_DATA else "sizes"
+        needs = FIXED_BYTES + clients * BYTES_PER_CLIENT[holds]
+        if needs > available:
+            raise InputError(
+                f"--scales {clients}: a row needs about {needs / 1e9:.1f} GB ({BYTES_PER_CLIENT[holds]} bytes a client "
+                f'holding {holds}, docs/performance.md "The engine at scale"), more than the {available / 1e9:.1f} GB '
+                "this process may use here; give fewer clients"
+            )
 
 
 def peak_resident_bytes() -> int:
@@ -72,6 +117,7 @@ def measure_apart(clients: int, world: bool, rounds: int = ROUNDS) -> dict:
 
 def engine_scale(scales: tuple[int, ...], report: Callable[[str], None] = print) -> list[dict]:
     """Every scale, world off then on, one process each; each row reported as it is measured."""
+    check_scales(scales)
     rows = []
     report(format_header())
     for clients in scales:

@@ -68,6 +68,9 @@ def cmd_bench(args: argparse.Namespace) -> None:
     elif args.together:
         result = together_result(args)
     else:
+        from asyncfl.bench.scale import check_scales
+
+        check_scales(tuple(args.scales or ()))  # before the trainer rows, which come first
         result = run_bench(
             args.device, args.quick, sweep=args.sweep, engine_only=args.engine, scales=tuple(args.scales or ())
         )

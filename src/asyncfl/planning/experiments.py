@@ -17,6 +17,7 @@ import numpy as np
 from asyncfl.settings.config import (
     CLIENTS_WORLD,
     MAX_SEED,
+    NEEDS,
     SETTING_READERS,
     applies,
     check_concurrency,
@@ -132,6 +133,7 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
             raise InputError(
                 f"{key}.train.{setting}: no algorithm of this experiment reads it (only {readers}); remove it"
             )
+    read: set[str] = set()
     for name, j in sorted({(a, j) for a, j, _ in experiment_runs(experiment, reference_j)}):  # seeds alike
         for severity in experiment.get("severities") or [None]:
             settings = {
@@ -139,9 +141,17 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
                 "algorithm": base_algorithm(name),
                 "clients_per_round": j,
             }
+            read.update(settings)
             source = f"{key}.variants.{name}" if name in experiment.get("variants", {}) else f"{key}.train"
             config = make_config(settings, source if severity is None else f"{source} (severity {severity})")
             check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, source)
+    for block, settings in settings_blocks(key, experiment):
+        for setting in settings:
+            if setting in NEEDS and setting not in read:  # read only where another holds, and no run has that
+                raise InputError(
+                    f"{block}.{setting} applies only with {NEEDS[setting][0]}, which no run of this experiment has; "
+                    f"set that or remove {setting}"
+                )
     check_budget_divides(key, experiment, reference_j)
 
 
@@ -218,6 +228,14 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     repeated = first_repeated(others)
     if repeated:
         raise InputError(f"{key}.other_budgets gives {repeated[0]!r} twice; give each budget once")
+    grids = [(block, settings["eval_every_seconds"]) for block, settings in settings_blocks(key, experiment)
+             if isinstance(settings.get("eval_every_seconds"), int | float)]  # fmt: skip
+    if grids and others and min(others) < max(every for _, every in grids):
+        block, every = max(grids, key=lambda grid: grid[1])
+        raise InputError(
+            f"{key}.other_budgets: {min(others)!r} is before the first evaluation of the runs of {block} "
+            f"(eval_every_seconds {every:g}): no run has a score to read there; give budgets of {every:g} or more"
+        )
 
 
 def check_targets(key: str, targets: list[Any], names: tuple[str, str] = ("target_accuracy", "other_targets")) -> None:
@@ -316,14 +334,29 @@ def run_settings(
     """
     shared = {**experiment.get("train", {}), **(experiment["severities"][severity] if severity else {})}
     train = {key: value for key, value in shared.items() if applies(key, base_algorithm(algorithm))}
-    train.update(experiment.get("variants", {}).get(algorithm, {}))
+    variant = experiment.get("variants", {}).get(algorithm, {})
+    train.update(variant)
     settings = {**train, "model": experiment["model"], "rounds": experiment["rounds"]}
     budget = experiment.get("budget", {})
     if budget and j == reference_j:
         settings.update({BUDGET_KEYS[key]: value for key, value in budget.items()})
         settings["rounds"] = budget.get("updates", ROUNDS_CAP)  # every round aggregates at least one update
         settings["eval_every_updates"] = settings.pop("eval_every", 1) * reference_j
+    for key in [key for key in shared if key in NEEDS and key in settings and key not in variant]:
+        settings = without_unread(settings, key, base_algorithm(algorithm), j)
     return settings
+
+
+def without_unread(settings: dict[str, Any], key: str, algorithm: str, j: int) -> dict[str, Any]:
+    """A run's settings less `key`, a shared block's setting read only where another holds (`NEEDS`),
+    where the run, as its algorithm makes it, does not have that (FedAdam's server step size in `train:`
+    beside AFL, which has no server optimizer); `check_experiment` refuses one no run reads."""
+    without = {name: value for name, value in settings.items() if name != key}
+    try:
+        config = make_config({**without, "algorithm": algorithm, "clients_per_round": j})
+    except InputError:  # refused for another reason: the run's own check names it
+        return settings
+    return settings if NEEDS[key][1](config) else without
 
 
 def decimal_text(value: float) -> str:

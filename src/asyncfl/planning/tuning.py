@@ -15,10 +15,11 @@ from typing import Any
 
 from asyncfl.planning.experiments import BUDGET_KEYS, check_owned, decimal_text, first_repeated, run_settings
 from asyncfl.planning.layout import TUNING_JOB
-from asyncfl.settings.config import CLIENTS_WORLD, applies, check_concurrency, make_config
+from asyncfl.settings.config import CLIENTS_WORLD, applies, check_concurrency, make_config, settings_of
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads
 from asyncfl.settings.names import base_algorithm
+from asyncfl.settings.rules import Group
 
 MAX_EXTEND = 4  # steps a search may take past each end of a setting's grid (workflow/schemas/config.schema.yaml)
 # What a tuning point is scored by on the validation split (config/README.md "Tuning"): the first time
@@ -37,6 +38,12 @@ def tuning_points(experiment: dict[str, Any], name: str) -> list[dict[str, Any]]
 
 
 VALUE_TEXT = re.compile(r"[A-Za-z0-9_.+-]{1,32}")  # a value as it may stand in a folder name
+# What a grid cannot tune: how a run is scored, when it ends, how the machine computes it (`rules.Group`)
+NOT_TUNED = {
+    setting: f"a setting of {group.value}"
+    for group in (Group.EVALUATION, Group.ENDING, Group.MACHINE)
+    for setting in settings_of(group)
+}
 MAX_LABEL = 120  # characters of a grid point's folder name
 
 
@@ -253,6 +260,11 @@ def check_tune(key: str, experiment: dict[str, Any], reference_j: int) -> None:
         for setting, values in grid.items():
             if setting in (*BUDGET_KEYS.values(), "eval_every_updates", "eval_every_seconds"):
                 raise InputError(f"{where}.{setting}: the budget and the time grid are the experiment's, not tuned")
+            if setting in NOT_TUNED:
+                raise InputError(
+                    f"{where}.{setting} is {NOT_TUNED[setting]}, not what an algorithm learns with: every point "
+                    "would train alike (or be scored apart); set it under train:"
+                )
             if setting in CLIENTS_WORLD:
                 raise InputError(
                     f"{where}.{setting} is the clients' world, not a setting of an algorithm: each run name "
