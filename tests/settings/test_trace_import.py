@@ -182,7 +182,8 @@ def test_bad_flash_input_names_its_device_and_line():
     assert "line 1: 'nan%' is none of FLASH's states" in flash_error({"g": level})
     stamp = messages("2020-13-02 00:00:00\twifi")
     assert "line 1: '2020-13-02 00:00:00\\twifi' is not 'YYYY-mm-dd" in flash_error({"g": stamp})
-    assert "no timed message" in flash_error({"g": messages("")})
+    assert "no message that changes their state" in flash_error({"g": messages("")})
+    assert "no message that changes their state" in flash_error({"g": messages("2020-01-02 00:00:00\t50%")})
 
 
 def test_the_command_writes_a_csv_that_availability_trace_reads_and_names_the_source_in_errors(tmp_path, capsys):
@@ -208,3 +209,50 @@ def test_empty_fedscale_periods_are_left_out_and_counted(tmp_path, capsys):
     assert main(argv) == 0
     assert "1 online periods of 1 clients" in (said := capsys.readouterr().out)
     assert "2 empty periods of the source left out" in said
+
+
+def test_a_message_that_changes_nothing_neither_sets_nor_stretches_the_origin():
+    """TN25: one battery-level message dated 214 days before the rest once moved every device's periods
+    by 18,489,602 s; it says nothing of when a device was ready."""
+    stray = {**FLASH, "a-device": messages("2019-06-02 00:00:00\t50%", *FLASH["a-device"]["messages"].splitlines())}
+    assert flash_periods(json.dumps(stray).encode(), clients=2, horizon=None).periods == {
+        0: [(40.0, 80.0)],
+        1: [(190.0, 250.0)],
+    }
+
+
+@pytest.mark.parametrize(
+    ("trace", "fmt", "fix"),
+    [  # TI28: every FedScale period empty; TI54: no FLASH device ever ready; then one past --clients has one
+        (
+            pickle.dumps(
+                {1: {"active": [5], "inactive": [5], "finish_time": 10}}
+                | {2: {"active": [], "inactive": [], "finish_time": 10}}
+            ),
+            "fedscale",
+            "none of its 2 clients has one: choose another trace",
+        ),  # fmt: skip
+        (
+            json.dumps(
+                {
+                    "g": messages("2020-01-02 00:00:00\twifi", "2020-01-02 00:01:00\tscreen_lock"),
+                    "h": messages("2020-01-02 00:00:00\tbattery_charged_on"),
+                }
+            ).encode(),
+            "flash",
+            "none of its 2 clients has one: choose another trace",
+        ),  # fmt: skip
+        (
+            pickle.dumps({1: {"active": [5], "inactive": [5], "finish_time": 10}, 2: FEDSCALE[99]}),
+            "fedscale",
+            "raise --clients (the source lists 2)",
+        ),  # fmt: skip
+    ],
+    ids=["fedscale-empty", "flash-never-ready", "a-later-client-has-one"],
+)
+def test_no_online_period_says_raise_clients_only_where_that_helps(tmp_path, trace, fmt, fix):
+    source = tmp_path / "trace"
+    source.write_bytes(trace)
+    with pytest.raises(InputError, match=r"its first 1 clients have no online period; (?P<fix>.*)$") as caught:
+        import_trace(source, fmt, 1, None)
+    assert str(caught.value).endswith(fix)

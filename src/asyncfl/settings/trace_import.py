@@ -11,7 +11,8 @@ client or device, and its field or line, never the CSV being written.
   HH:MM:SS<TAB>state" lines, …}. A device is online, as FLASH's `Timer` has it, while it is charging
   (`battery_charged_on`), on WiFi (`wifi`; `2G`…`5G` or `unknown` end it) and locked (`screen_lock`;
   FLASH's code defines idle as locked alone, so the screen's on/off changes nothing). Times count from
-  the earliest message among the chosen devices; a period still open at a device's last message is
+  the earliest message among the chosen devices that changes a state (a battery level says nothing of
+  readiness); a period still open at a device's last message is
   dropped, as FLASH's code drops it (nothing says when it ended).
 
 Both merge periods that touch or overlap into one, as FLASH's Timer merges its ready times and as
@@ -48,6 +49,7 @@ class ImportedTrace:
 
     periods: Periods
     skipped: int = 0
+    clients_in_source: int = 0  # every client (FedScale) or device (FLASH) the source lists
 
 
 class PlainUnpickler(pickle.Unpickler):
@@ -83,7 +85,7 @@ def fedscale_periods(data: bytes, clients: int, horizon: float | None) -> Import
         )
         for client, (ratio, (spans, period, _)) in enumerate(zip(ratios, cycles, strict=True))
     }
-    return ImportedTrace(periods, sum(empty for _, _, empty in cycles))
+    return ImportedTrace(periods, sum(empty for _, _, empty in cycles), len(trace))
 
 
 def fedscale_cycle(key: Any, entry: Any) -> tuple[list[tuple[float, float]], float, int]:
@@ -132,10 +134,13 @@ def flash_periods(data: bytes, clients: int, horizon: float | None) -> ImportedT
     if not isinstance(trace, dict) or not trace:
         raise InputError("a FLASH trace is a JSON object of guid → {messages: …}; this is not")
     devices = {key: flash_events(key, trace[key]) for key in chosen(trace, clients)}
-    timed = [(events[0], key) for key, events in devices.items() if events]
-    timed += [(events[-1], key) for key, events in devices.items() if events]
+    # the span the devices' states change over: a message that changes nothing (a battery level, the
+    # screen on) says nothing of when a device was ready, so it neither sets the origin nor stretches it
+    changes = {key: [event for event in events if event[2] in STATE_CHANGES] for key, events in devices.items()}
+    timed = [(events[0], key) for key, events in changes.items() if events]
+    timed += [(events[-1], key) for key, events in changes.items() if events]
     if not timed:
-        raise InputError("the FLASH trace's chosen devices have no timed message")
+        raise InputError("the FLASH trace's chosen devices have no message that changes their state")
     (first, first_key), (last, last_key) = min(timed), max(timed)
     if (last[0] - first[0]).days > MAX_FLASH_SPAN_DAYS:
         raise InputError(
@@ -153,7 +158,8 @@ def flash_periods(data: bytes, clients: int, horizon: float | None) -> ImportedT
                 ]
             )
             for client, events in enumerate(devices.values())
-        }
+        },
+        clients_in_source=len(trace),
     )
 
 
@@ -272,5 +278,21 @@ def import_trace(source: Path, trace_format: str, clients: int, horizon: float |
     periods = clipped(imported.periods, horizon)
     if not any(periods.values()):
         cut = "" if horizon is None else f" before --horizon {horizon:g}"
-        raise InputError(f"{source}: its first {clients} clients have no online period{cut}; raise --clients")
-    return ImportedTrace(periods, imported.skipped)
+        fix = no_period_fix(data, trace_format, imported, horizon)
+        raise InputError(f"{source}: its first {clients} clients have no online period{cut}; {fix}")
+    return ImportedTrace(periods, imported.skipped, imported.clients_in_source)
+
+
+def no_period_fix(data: bytes, trace_format: str, imported: ImportedTrace, horizon: float | None) -> str:
+    """What to do where the chosen clients have no online period: raise --clients only where a client past
+    them has one; otherwise the trace itself has none to give (every period empty, no device ever ready)."""
+    everyone = imported.clients_in_source
+    if everyone > len(imported.periods):
+        try:
+            if any(clipped(FORMATS[trace_format](data, everyone, horizon).periods, horizon).values()):
+                return f"raise --clients (the source lists {everyone})"
+        except InputError as error:  # what reading them all would hit (too many periods): said as such
+            return f"reading all {everyone} of its clients: {error}"
+    if horizon is None:
+        return f"none of its {everyone} clients has one: choose another trace"
+    return f"none of its {everyone} clients has one before it: raise --horizon, or choose another trace"
