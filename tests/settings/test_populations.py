@@ -113,3 +113,38 @@ def test_a_fast_run_repeats_exactly_and_differs_from_fp32(tmp_path):
         Simulation(config, tiny_dataset(sum(sizes)), contiguous_partition(sizes), tmp_path / run).run()
     model = {run: (tmp_path / run / "model.pt").read_bytes() for run in ("fast", "again", "fp32")}
     assert model["fast"] == model["again"] and model["fast"] != model["fp32"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [  # P10, PD50: a preset's classes named as the population's, never as the user's own setting
+        ({"population": "mobile", "bandwidth_median": 5.0}, "population mobile's link_classes and bandwidth_median"),
+        ({"population": "mobile", "class_draw": "probability"},
+         r"the shares of population mobile's link_classes sum to 2, .*; give the classes yourself, or use"),
+        ({"population": "edge", "class_draw": "probability"}, "the shares of population edge's speed_classes sum"),
+        ({"population": "mobile", "upload_seconds": "1:2"}, "upload_seconds gives the transfers' times and "
+         "population mobile's link_classes their bandwidths"),
+        ({"link_classes": "1:5,1:10", "class_draw": "probability"}, "the shares of link_classes sum to 2, .*; rescale"),
+    ],
+)  # fmt: skip
+def test_a_line_names_a_presets_setting_as_the_presets(settings, message):
+    with pytest.raises(InputError, match=message):
+        make_config(settings)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [  # LC04, LC11, LC14: links too slow for the upload bound, blamed on what set them
+        ({"link_classes": "1:1e-9"}, r"with link_classes = '1:1e-9' \(Mbit/s\) .*; raise the slowest class"),
+        ({"link_classes": "1:1e-9-1", "transfer_draws": "per_dispatch"}, r"with link_classes = '1:1e-9-1'"),
+        ({"bandwidth_median": 1e-6, "bandwidth_follows_speed": True, "upload_fraction": 1e-6},
+         "bandwidth_median = 1e-06 Mbit/s following each client's speed .*; raise bandwidth_median or upload_fraction"),
+        ({"bandwidth_median": 1e-6, "upload_fraction": 1e-6},
+         "bandwidth_sigma = 0.5 and upload_fraction = 1e-06, .*; .* or lower bandwidth_sigma"),
+    ],
+)  # fmt: skip
+def test_links_too_slow_to_upload_name_what_set_them(settings, message):
+    config = make_config(settings)
+    with pytest.raises(InputError, match=message) as raised:
+        Links.draw(config, ClientSystem.draw(config, 10).speed, 220_840)
+    assert "bandwidth_median = None" not in str(raised.value)

@@ -77,7 +77,9 @@ def test_classes_drawn_by_probability_vary_with_the_seed_around_their_probabilit
 
 
 def test_class_probabilities_that_do_not_sum_to_one_are_refused():
-    with pytest.raises(InputError, match="speed_classes's shares sum to 0.9, .* class_draw: probability") as raised:
+    with pytest.raises(
+        InputError, match="the shares of speed_classes sum to 0.9, .* class_draw: probability"
+    ) as raised:
         make_config({"speed_classes": "0.4:1,0.5:2", "class_draw": "probability"})
     assert len(str(raised.value).splitlines()) == 1
     assert make_config({"speed_classes": "0.4:1,0.5:2"}).class_draw == "shares"  # relative weights: fine

@@ -27,7 +27,7 @@ from asyncfl.settings.names import (
     TRAINERS,
     UPDATES_PER_ROUND,
 )
-from asyncfl.settings.populations import POPULATION_NAMES, PROFILES, with_presets
+from asyncfl.settings.populations import POPULATION_NAMES, PRESETS, PROFILES, with_presets
 from asyncfl.settings.rules import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Group, setting
 from asyncfl.settings.yaml_files import read_yaml
 
@@ -461,16 +461,21 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
             f"the model {config.max_virtual_time / grid:.3g} times (evaluations.csv, a test pass each; at most "
             f"{MAX_GRID_ROWS:,}); set eval_every_seconds ≥ {config.max_virtual_time / MAX_GRID_ROWS:.3g}"
         )
+    named = preset_names(config, preset)
     for key in CLASS_SETTINGS:
         if getattr(config, key) is not None:
-            check_class_draw(parse_classes(getattr(config, key), key, source), key, config.class_draw, source)
+            classes = parse_classes(getattr(config, key), named(key), source)
+            check_class_draw(classes, named(key), config.class_draw, source, key in preset)
     if config.link_classes is not None and config.bandwidth_median is not None:
-        raise InputError(f"{source}: link_classes and bandwidth_median both set the links; keep one")
+        raise InputError(
+            f"{source}: {named('link_classes')} and {named('bandwidth_median')} both set the links; keep one"
+        )
     timed = [key for key in ("download_seconds", "upload_seconds") if getattr(config, key) is not None]
     bandwidths = [key for key in ("bandwidth_median", "link_classes") if getattr(config, key) is not None]
     if timed and bandwidths:
         raise InputError(
-            f"{source}: {timed[0]} gives the transfers' times and {bandwidths[0]} their bandwidths; keep one"
+            f"{source}: {named(timed[0])} gives the transfers' times and {named(bandwidths[0])} their bandwidths; "
+            "keep one"
         )
     if config.redistribution_threshold > config.concurrency_or_default:
         raise InputError(
@@ -509,13 +514,30 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     return config
 
 
-def check_class_draw(classes: tuple, key: str, class_draw: str, source: str) -> None:
-    """Drawn by probability, a setting's shares are its classes' probabilities: they must sum to 1."""
+def preset_names(config: TrainConfig, preset: set[str]) -> Callable[[str], str]:
+    """A setting as a message names it: `link_classes (population mobile's)` where only a preset gave it,
+    so that a line never reads as if the user had written it (config/README.md "Populations")."""
+    owners = {
+        key: f"{kind} {getattr(config, kind)}"
+        for kind in PRESETS
+        for key in PRESETS[kind].get(getattr(config, kind) or "", {})
+    }
+
+    def named(key: str) -> str:
+        return f"{owners[key]}'s {key}" if key in preset else key
+
+    return named
+
+
+def check_class_draw(classes: tuple, key: str, class_draw: str, source: str, preset: bool = False) -> None:
+    """Drawn by probability, a setting's shares are its classes' probabilities: they must sum to 1 (a
+    preset's `key` is not the user's to rescale)."""
     total = sum(item.share for item in classes)
     if class_draw == "probability" and abs(total - 1) > 1e-9:
+        fix = "give the classes yourself" if preset else "rescale them"
         raise InputError(
-            f"{source}: {key}'s shares sum to {total:g}, and with class_draw: probability they are the classes' "
-            "probabilities, which sum to 1; rescale them, or use class_draw: shares (relative weights)"
+            f"{source}: the shares of {key} sum to {total:g}, and with class_draw: probability they are the "
+            f"classes' probabilities, which sum to 1; {fix}, or use class_draw: shares (relative weights)"
         )
 
 

@@ -18,6 +18,7 @@ from asyncfl.settings import random_streams
 from asyncfl.settings.classes import ClassRanges, class_ranges
 from asyncfl.settings.config import TrainConfig
 from asyncfl.settings.errors import InputError
+from asyncfl.settings.populations import PRESETS
 
 MEGABIT = 1e6
 # A transfer longer than this (about 30 years of virtual time) is a setting's mistake, not a world: past
@@ -34,6 +35,22 @@ def dispatch_fractions(seed: int, client: int, dispatch_index: int) -> tuple[flo
 def within(ranges: ClassRanges, client: int, fraction: float) -> float:
     low = float(ranges.low[client])
     return low + (float(ranges.high[client]) - low) * fraction
+
+
+def links_given(config: TrainConfig) -> tuple[str, str]:
+    """What set the clients' links, as the user gave it (a population's classes named as its), and what
+    to change where they are too slow: never a setting the run does not have."""
+    if config.link_classes is not None:
+        preset = PRESETS["population"].get(config.population or "", {}).get("link_classes")
+        if preset == config.link_classes:
+            given = f"population {config.population}'s link_classes = {config.link_classes!r} (Mbit/s)"
+            return given, "raise upload_fraction, or give link_classes yourself with faster classes"
+        return f"link_classes = {config.link_classes!r} (Mbit/s)", "raise the slowest class or upload_fraction"
+    if config.bandwidth_follows_speed:
+        given = f"bandwidth_median = {config.bandwidth_median!r} Mbit/s following each client's speed"
+        return given, "raise bandwidth_median or upload_fraction, or narrow the clients' speeds"
+    given = f"bandwidth_median = {config.bandwidth_median!r} Mbit/s, bandwidth_sigma = {config.bandwidth_sigma!r}"
+    return given, "raise bandwidth_median or upload_fraction, or lower bandwidth_sigma"
 
 
 @dataclass(frozen=True)
@@ -80,11 +97,11 @@ class Links:
         lowest = down if per_dispatch is None else per_dispatch[0].low * MEGABIT
         slowest = float(np.max(links.model_bits / (lowest * config.upload_fraction), initial=0.0))
         if not slowest <= MAX_TRANSFER_SECONDS:
+            given, fix = links_given(config)
             raise InputError(
-                f"config: with bandwidth_median = {config.bandwidth_median!r} Mbit/s, upload_fraction = "
-                f"{config.upload_fraction!r} and bandwidth_sigma = {config.bandwidth_sigma!r}, the slowest client's "
-                f"upload of the {model_bytes}-byte model would take {slowest:.3g} virtual s (at most "
-                f"{MAX_TRANSFER_SECONDS:g}); raise bandwidth_median or upload_fraction, or lower bandwidth_sigma"
+                f"config: with {given} and upload_fraction = {config.upload_fraction!r}, the slowest client's upload "
+                f"of the {model_bytes}-byte model would take {slowest:.3g} virtual s (at most "
+                f"{MAX_TRANSFER_SECONDS:g}); {fix}"
             )
         return links
 
