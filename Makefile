@@ -5,7 +5,7 @@ QUICK := --configfile .test/config/quick.yaml
 # Rules call `python -m asyncfl`: the project's environment comes first.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: setup run test test-unit
+.PHONY: setup run test test-unit fuzz
 
 setup: $(VENV)/.installed
 
@@ -47,3 +47,8 @@ test: setup
 # The inner loop: the package's in-process unit tests only (no processes, Snakemake or SLURM).
 test-unit: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile -m "not subprocess and not workflow and not slurm"
+
+# The generated-input layer's longer search: ASYNCFL_FUZZ random examples a surface (default 2000), not
+# CI's fixed ones; a find becomes a case in tests/test_generated_inputs.py (docs/development.md).
+fuzz: setup
+	ASYNCFL_FUZZ=$${ASYNCFL_FUZZ:-2000} OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 tests/test_generated_inputs.py -k generated

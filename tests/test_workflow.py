@@ -172,7 +172,7 @@ def test_snakefmt_is_clean():
     "edit,message",
     [
         (lambda c: c["experiments"]["digits_mlp"].update(rounds_per_epoch=3), "'rounds_per_epoch' was unexpected"),
-        (lambda c: c.update(reference_J="five"), "'five' is not of type 'integer'"),
+        (lambda c: c.update(reference_J="five"), "reference_J: 'five' is not of type 'integer'"),
         (lambda c: c["experiments"]["digits_mlp"]["train"].update(gama0=0.1), "unknown key 'gama0'"),
         (lambda c: c["experiments"]["digits_mlp"]["train"].update(patience=1.5), "patience must be int"),
         (lambda c: c["experiments"]["digits_mlp"].update(dataset="mnsit"), "digits_mlp.dataset: unknown name 'mnsit'"),
@@ -211,8 +211,14 @@ def test_snakefmt_is_clean():
         (lambda c: c["resources"].update(max_runtime=20), "runtime is 30 min for one run, over resources.max_runtime"),
         (lambda c: c["resources"]["train"].update(gres="gpu:1"), "resources.train has gres and gpu/gpu_model"),
         (lambda c: c["resources"]["train"].update(runtime=-5), "-5 is less than the minimum of 1"),
-        (lambda c: c["resources"]["train"].update(runtime=float("nan")), "nan is not of type 'integer'"),
-        (lambda c: c["resources"].update(max_runtime=float("inf")), "inf is not of type 'integer'"),
+        (
+            lambda c: c["resources"]["train"].update(runtime=float("nan")),
+            "resources.train.runtime: nan is not of type 'integer'",
+        ),
+        (
+            lambda c: c["resources"].update(max_runtime=float("inf")),
+            "resources.max_runtime: inf is not of type 'integer'",
+        ),
         (lambda c: c["resources"].update(partitions={"gpu": "../gpu"}), "resources.partitions.gpu is '../gpu'"),
         (lambda c: c["resources"].update(partitions={"tpu": "x"}), "'tpu' was unexpected"),
         # where a job's minutes come from (asyncfl.planning.run_cost)
@@ -223,7 +229,7 @@ def test_snakefmt_is_clean():
         (lambda c: c["resources"].update(cost={"device": "../gpu"}), "resources.cost.device is '../gpu'"),
         (lambda c: c["resources"].update(cost={"safety": float("nan")}), "resources.cost.safety is nan"),
         (lambda c: c["resources"].update(cost={"safety": 0.5}), "resources.cost.safety is 0.5: a factor from 1"),
-        (lambda c: c["resources"].update(cost={"safety": "x"}), "'x' is not of type 'number'"),
+        (lambda c: c["resources"].update(cost={"safety": "x"}), "resources.cost.safety: 'x' is not of type 'number'"),
         (  # every quick run's measured start alone is 2 × 60 s on the H100 row
             lambda c: (
                 c["resources"].update(max_runtime=2, cost={"device": "cuda-h100-80gb-hbm3"}),

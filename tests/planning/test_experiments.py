@@ -34,13 +34,14 @@ def test_shipped_configs_pass(path):
         (lambda e, c: e.update(algorithms=["afl", "fedavg"]), "digits_mlp.algorithms: unknown name 'fedavg'"),
         (lambda e, c: c["data"]["roots"].update(cifar="/data"), "data.roots: unknown name 'cifar'"),
         (lambda e, c: e.update(participation=[3, 8]), "lacks reference_J = 5"),
-        (lambda e, c: e.update(participation=[5, 11]), "J = 11 > clients = 10; use J ≤ 10"),
+        (lambda e, c: e.update(participation=[5, 11]), "J = 11 > experiments.digits_mlp.clients = 10; use J ≤ 10"),
         (lambda e, c: e["train"].update(rounds=3), "digits_mlp.train.rounds is set by the workflow"),
         (lambda e, c: e["train"].update(gama0=1.0), "experiments.digits_mlp.train: unknown key 'gama0'"),
         (lambda e, c: e.update(budget={"updates": 12}), "budget.updates = 12 is not a multiple of afl's 5"),
         (
             lambda e, c: e.update(budget={"updates": 15}) or e["train"].update(buffer_size=4),
-            "budget.updates = 15 is not a multiple of fedbuff's 4 updates per round, so that run would pay 16",
+            r"budget.updates = 15 is not a multiple of fedbuff's 4 updates per round "
+            r"\(K, experiments.digits_mlp.train.buffer_size\), so that run would pay 16",
         ),
     ],
 )

@@ -27,6 +27,10 @@ from asyncfl.sim.network import Links
         ({"offline_mean": 30.0}, "offline_mean applies only with availability: exponential, lognormal or diurnal"),
         ({"availability": "exponential", "availability_sigma": 2.0}, "availability_sigma applies only with availab"),
         ({"slow_factor": 5.0}, "slow_factor applies only with slow_fraction > 0"),
+        # the generated layer's finds: settings accepted where they change nothing
+        ({"staleness": "constant", "staleness_a": 2.0}, "staleness_a applies only with staleness other than constant"),
+        ({"staleness_b": 2.0}, "staleness_b applies only with staleness: hinge"),
+        ({"local_epochs": 3, "patience": 5}, r"patience applies only with local_epochs > patience"),
         ({"algorithm": "sync", "partial_work": True}, "partial_work applies only with round_deadline set"),
         ({"speed_distribution": "constant", "speed_sigma": 1.0}, "speed_sigma applies only with speed_distribution"),
         ({"population": "edge", "speed_sigma": 1.0}, "speed_sigma applies only with speed_distribution: lognormal"),
@@ -94,6 +98,9 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "time_scale": {"clock": "real"},
         "client_workers": {"clock": "real"},
         "durations": {"clock": "real"},
+        "patience": {"local_epochs": 10},
+        "staleness_a": {"staleness": "inverse"},
+        "staleness_b": {"staleness": "hinge"},
     }
     assert set(where) == set(NEEDS)
     other = {
@@ -112,6 +119,7 @@ def test_every_dependent_setting_is_accepted_where_it_applies():
         "transfer_draws": "per_dispatch",
         "transfer_jitter_distribution": "half_normal",
         "durations": "measured",
+        "patience": 5,
     }
     for key, context in where.items():
         value = other[key] if key in other else 2 * getattr(defaults, key) if key != "upload_fraction" else 0.5

@@ -5,6 +5,8 @@ runs APPFL's own scheduler on the same clients (docs/algorithms.md "FedCompass")
 
 import pytest
 
+from asyncfl.settings.config import make_config
+from asyncfl.settings.errors import InputError
 from asyncfl.sim.compass import ArrivalGroup, CompassSchedule, Dispatch
 
 STEPS = (5, 40)  # Q_min, Q_max
@@ -97,3 +99,12 @@ def test_a_lost_dispatch_leaves_its_group_and_may_complete_it():
 def test_clients_are_assigned_fastest_first_those_without_a_speed_last():
     schedule = CompassSchedule(speeds={1: 2.0, 2: 0.5, 3: 0.5})
     assert schedule.by_speed([9, 1, 3, 2, 8]) == [2, 3, 1, 8, 9]
+
+
+@pytest.mark.parametrize("settings", [{"replacement": True}, {"client_freed": "after_training"}])
+def test_a_client_drawn_again_while_in_flight_is_refused_not_a_keyerror(settings):
+    """Found by the generated layer: FedCompass holds one dispatch per client, so a client drawn again
+    while its dispatch is in flight (with replacement, or freed after training) ended a run at its
+    fourth round in a KeyError; now one line at the start."""
+    with pytest.raises(InputError, match=f"{next(iter(settings))}: .* does not go with algorithm: fedcompass"):
+        make_config({"algorithm": "fedcompass", **settings})

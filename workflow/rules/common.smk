@@ -44,7 +44,8 @@ from asyncfl.planning.plan import (
 from asyncfl.planning.plan import prepared_marker, timing_only
 from asyncfl.planning.run_cost import check_cost, read_cost_table
 from asyncfl.planning.tuning import tuning_budget, tuning_metric
-from asyncfl.planning.workflow_config import check_config_files, check_workflow_config
+from asyncfl.planning.workflow_config import check_config_files, check_schema
+from asyncfl.planning.workflow_config import check_workflow_config
 from asyncfl.planning.workflow_config import config_name, record_command
 from asyncfl.settings.yaml_files import with_numbers
 from snakemake.exceptions import WorkflowError
@@ -54,8 +55,9 @@ from snakemake.utils import validate
 
 # 1e-3 as users write it: a number (Snakemake's YAML reader, like PyYAML, would keep it as text).
 config.update(with_numbers(config))
-validate(config, "../schemas/config.schema.yaml")
 try:
+    check_schema(config)  # the key named, then Snakemake's check (it fills in the schema's defaults)
+    validate(config, "../schemas/config.schema.yaml")
     check_workflow_config(config)
     check_resources(config["resources"])
     check_config_files(workflow.configfiles)

@@ -16,6 +16,7 @@ import numpy as np
 
 from asyncfl.settings.config import (
     CLIENTS_WORLD,
+    DEFAULTS,
     MAX_SEED,
     NEEDS,
     SETTING_READERS,
@@ -111,7 +112,7 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
         )
     if max(participation) > experiment["clients"]:
         raise InputError(
-            f"{key}.participation has J = {max(participation)} > clients = {experiment['clients']}; "
+            f"{key}.participation has J = {max(participation)} > {key}.clients = {experiment['clients']}; "
             f"use J ≤ {experiment['clients']} or more clients"
         )
     train = experiment.get("train", {})
@@ -124,8 +125,12 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
             )
     check_severities(key, experiment, reference_j)
     check_budget_owned(key, experiment)
-    for trace in experiment_traces(experiment):  # a client ≥ C, a bad row: refused before any job runs
-        read_trace(Path(trace), experiment["clients"])
+    for block, settings in settings_blocks(key, experiment):  # a client ≥ C, a bad row: refused before any job runs
+        if isinstance(settings.get("availability_trace"), str):
+            try:
+                read_trace(Path(settings["availability_trace"]), experiment["clients"])
+            except InputError as error:
+                raise InputError(f"{block}.availability_trace: {error}") from None
     algorithms = [base_algorithm(name) for name in experiment["algorithms"]]
     for setting in train:
         if not any(applies(setting, algorithm) for algorithm in algorithms):
@@ -147,7 +152,7 @@ def check_experiment(name: str, experiment: dict[str, Any], reference_j: int) ->
             check_concurrency(config.concurrency_or_default, experiment["clients"], config.replacement, source)
     for block, settings in settings_blocks(key, experiment):
         for setting in settings:
-            if setting in NEEDS and setting not in read:  # read only where another holds, and no run has that
+            if setting in NEEDS and setting not in read and settings[setting] != DEFAULTS[setting]:  # unread
                 raise InputError(
                     f"{block}.{setting} applies only with {NEEDS[setting][0]}, which no run of this experiment has; "
                     f"set that or remove {setting}"
@@ -299,9 +304,11 @@ def check_budget_divides(key: str, experiment: dict[str, Any], reference_j: int)
         buffer_size = run_settings(experiment, algorithm, reference_j, reference_j).get("buffer_size")
         size = updates_per_round(base_algorithm(algorithm), reference_j, buffer_size)
         if updates % size:
+            blocks = [block for block, settings in settings_blocks(key, experiment) if "buffer_size" in settings]
+            sized = f" (K, {blocks[0]}.buffer_size)" if buffer_size is not None and blocks else ""
             raise InputError(
-                f"{key}.budget.updates = {updates} is not a multiple of {algorithm}'s {size} updates per round, "
-                f"so that run would pay {-(-updates // size) * size}; use a multiple of every round size "
+                f"{key}.budget.updates = {updates} is not a multiple of {algorithm}'s {size} updates per round"
+                f"{sized}, so that run would pay {-(-updates // size) * size}; use a multiple of every round size "
                 f"(e.g. {updates - updates % size or size})"
             )
 
@@ -351,6 +358,8 @@ def without_unread(settings: dict[str, Any], key: str, algorithm: str, j: int) -
     """A run's settings less `key`, a shared block's setting read only where another holds (`NEEDS`),
     where the run, as its algorithm makes it, does not have that (FedAdam's server step size in `train:`
     beside AFL, which has no server optimizer); `check_experiment` refuses one no run reads."""
+    if settings[key] == DEFAULTS[key]:  # the default as written: harmless where it is not read
+        return settings
     without = {name: value for name, value in settings.items() if name != key}
     try:
         config = make_config({**without, "algorithm": algorithm, "clients_per_round": j})

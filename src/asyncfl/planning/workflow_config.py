@@ -48,6 +48,27 @@ def config_name(paths: list[str]) -> str:
     return "+".join(stems)
 
 
+SCHEMA = Path(__file__).parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def check_schema(config: dict[str, Any], schema: Path = SCHEMA) -> None:
+    """The config against the workflow's JSON schema, before Snakemake's own check (which fills in its
+    defaults): its most telling error as one line naming the key, where the schema's message names only
+    the value ("nan is not of type 'array'"). jsonschema comes with Snakemake."""
+    import jsonschema  # type: ignore[import-untyped]
+    import yaml
+
+    rules = yaml.safe_load(schema.read_text())
+    base = jsonschema.validators.validator_for(rules)
+    # an integer is an int: JSON Schema's also admits 10.0 and 1e308, which reach range() and numpy as floats
+    integers = base.TYPE_CHECKER.redefine("integer", lambda _, value: type(value) is int)
+    strict = jsonschema.validators.extend(base, type_checker=integers)
+    error = jsonschema.exceptions.best_match(strict(rules).iter_errors(config))
+    if error is not None:
+        where = ".".join(str(part) for part in error.absolute_path) or "the config"
+        raise InputError(f"{where}: {error.message[:200]} (workflow/schemas/config.schema.yaml; config/README.md)")
+
+
 def check_workflow_config(config: dict[str, Any]) -> None:
     """Every check of the workflow's configuration the schema cannot make; raises InputError."""
     for dataset in config.get("data", {}).get("roots", {}):

@@ -151,7 +151,7 @@ class TrainConfig:
     """τ_c of FADAS's delay-adaptive step: a round whose stalest update τ_max is over τ_c steps with
     η_t = min(η, 1/τ_max) instead of η (Wang et al. 2024); null: always η (FADAS without it)"""
     patience: int = setting(Group.LOCAL, 10, lowest=POSITIVE, at_most=100_000)
-    """early stopping on the client's epoch loss; it cannot fire when I ≤ patience (**paper**: I = P = 10)"""
+    """early stopping on the client's epoch loss (**paper**: I = P = 10, where it cannot fire)"""
     prox_mu: float = setting(Group.LOCAL, 0.0, lowest=NON_NEGATIVE, at_most=1e6)
     """μ of FedProx's term μ/2‖θ − θ_start‖² in every client's local objective (0: none, the **paper**'s
     objective; the reference code's best run used 0.01); the logged training loss stays the data loss; not with
@@ -371,6 +371,9 @@ class TrainConfig:
         return self.server_optimizer_lr or SERVER_OPTIMIZER_LR[self.server_optimizer]
 
 
+DEFAULTS = {item.name: item.default for item in dataclasses.fields(TrainConfig)}  # each setting's default
+
+
 def settings_of(group: Group) -> tuple[str, ...]:
     """The settings of one group, in TrainConfig's order."""
     return tuple(item.name for item in dataclasses.fields(TrainConfig) if item.metadata["group"] == group)
@@ -388,8 +391,7 @@ def shown_value(value: Any) -> str:
 
 def system_model_help() -> str:
     """The group's settings as `key=default`, for `asyncfl train --help`."""
-    defaults = {item.name: item.default for item in dataclasses.fields(TrainConfig)}
-    shown = ", ".join(f"{key}={shown_value(defaults[key])}" for key in SYSTEM_MODEL)
+    shown = ", ".join(f"{key}={shown_value(DEFAULTS[key])}" for key in SYSTEM_MODEL)
     section = '"The clients\' system and world"'
     return (
         "The clients' system and world, settings for --config or --settings (each the project's choice; "
@@ -487,11 +489,15 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
             f"{source}: partial_work with server_bandwidth is not modelled (a cut dispatch's upload would move "
             "on a link booked for the whole one); keep one"
         )
-    if (config.availability == "trace") != (config.availability_trace is not None):
-        raise InputError(f"{source}: availability: trace and availability_trace (the CSV's path) go together")
-    defaults = {item.name: item.default for item in dataclasses.fields(TrainConfig)}
+    if config.availability_trace is not None and config.availability != "trace":
+        raise InputError(
+            f"{source}: availability_trace is read only with availability: trace (not {config.availability}); set "
+            "that, or remove availability_trace"
+        )
+    if config.availability == "trace" and config.availability_trace is None:
+        raise InputError(f"{source}: availability: trace needs availability_trace, the CSV's path; set it")
     for key, (needs, holds) in NEEDS.items():  # a setting given where it is not read would be recorded, unused
-        if getattr(config, key) != defaults[key] and not holds(config):
+        if getattr(config, key) != DEFAULTS[key] and not holds(config):
             if key in preset:
                 raise InputError(
                     f"{source}: population {config.population} sets {key}, which applies only with {needs}; "
@@ -499,11 +505,22 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
                 )
             raise InputError(f"{source}: {key} applies only with {needs}; set that or remove {key}")
     if config.trainer == TIMING_ONLY:
-        check_timing_only(config, defaults, source)
+        check_timing_only(config, DEFAULTS, source)
     if config.durations == "measured":
         check_measured(config, source)
-    if (config.arrivals == "poisson") != (config.checkin_rate is not None):
-        raise InputError(f"{source}: arrivals: poisson and checkin_rate (check-ins per virtual second) go together")
+    if config.algorithm == "fedcompass":  # its scheduler holds one dispatch per client, as APPFL's does
+        for key, value in (("replacement", True), ("client_freed", "after_training")):
+            if getattr(config, key) == value:
+                raise InputError(
+                    f"{source}: {key}: {shown_value(value)} does not go with algorithm: fedcompass, whose scheduler "
+                    f"holds one dispatch per client at a time (a client drawn again would overwrite it); remove {key}"
+                )
+    if config.checkin_rate is not None and config.arrivals != "poisson":
+        raise InputError(
+            f"{source}: checkin_rate is read only with arrivals: poisson; set that, or remove checkin_rate"
+        )
+    if config.arrivals == "poisson" and config.checkin_rate is None:
+        raise InputError(f"{source}: arrivals: poisson needs checkin_rate, the check-ins per virtual second; set it")
     for item in dataclasses.fields(TrainConfig):  # a setting the algorithm ignores would mislead: refused
         if not applies(item.name, config.algorithm) and getattr(config, item.name) != item.default:
             readers = ", ".join(item.metadata["read_by"])
@@ -516,7 +533,7 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
 
 def preset_names(config: TrainConfig, preset: set[str]) -> Callable[[str], str]:
     """A setting as a message names it: `link_classes (population mobile's)` where only a preset gave it,
-    so that a line never reads as if the user had written it (config/README.md "Populations")."""
+    so that a line never reads as if the user had written it (docs/settings.md "Populations")."""
     owners = {
         key: f"{kind} {getattr(config, kind)}"
         for kind in PRESETS
@@ -618,6 +635,9 @@ def transfers_jitter(config: TrainConfig) -> bool:
 
 # Settings read only where another setting holds: given without it, refused (what it needs, and the test)
 NEEDS: dict[str, tuple[str, Callable[[TrainConfig], bool]]] = {
+    "patience": ("local_epochs > patience", lambda c: c.local_epochs > c.patience),
+    "staleness_a": ("staleness other than constant", lambda c: c.staleness != "constant"),
+    "staleness_b": ("staleness: hinge", lambda c: c.staleness == "hinge"),
     "min_report_fraction": ("round_deadline set", lambda c: c.round_deadline is not None),
     "partial_work": ("round_deadline set", lambda c: c.round_deadline is not None),
     "stale_updates": ("max_staleness set", lambda c: c.max_staleness is not None),
