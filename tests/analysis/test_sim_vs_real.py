@@ -3,8 +3,6 @@ with each dispatch's measured training, compared arrival by arrival (`asyncfl si
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +10,7 @@ import pytest
 
 from asyncfl import api
 from asyncfl.analysis.sim_vs_real import COLUMNS, arrivals, compared, run_names, sim_vs_real
+from asyncfl.cli import main
 from asyncfl.settings.errors import InputError
 
 # 1 virtual second is 50 ms of wall time: a run of ~6 virtual s is measured over about a third of a second
@@ -65,8 +64,7 @@ def test_the_table_and_figure_say_how_close_the_simulator_came(measured):
     assert pd.read_csv(folder / "compared" / "sim_vs_real.csv").equals(table)
 
 
-@pytest.mark.subprocess
-def test_what_cannot_be_replayed_is_one_line(measured, tmp_path):
+def test_what_cannot_be_replayed_is_one_line(measured, tmp_path, capsys):
     folder, partition, _ = measured
     paced = {**MEASURED, "durations": "paced"}
     api.train("digits", partition, tmp_path / "paced", paced)
@@ -76,11 +74,12 @@ def test_what_cannot_be_replayed_is_one_line(measured, tmp_path):
         "partition": (folder / "afl", other, "is not the partition"),
         "missing": (tmp_path / "nowhere", partition, "has no wall.csv"),
     }
+    capsys.readouterr()  # the paced run's own lines
     for name, (run, part, message) in cases.items():
-        command = [sys.executable, "-m", "asyncfl", "sim-vs-real", "--runs", str(run), "--partitions", str(part),
-                   "--out", str(tmp_path / name)]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True)
-        assert done.returncode == 1 and message in done.stderr and done.stderr.count("\n") == 1, (name, done.stderr)
+        argv = ["sim-vs-real", "--runs", str(run), "--partitions", str(part), "--out", str(tmp_path / name)]
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, (name, err)
     with pytest.raises(InputError, match="one partition per run"):
         sim_vs_real([folder / "afl"], [], tmp_path / "none")
 
