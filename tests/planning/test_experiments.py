@@ -37,6 +37,8 @@ def test_shipped_configs_pass(path):
         (lambda e, c: e.update(participation=[5, 11]), "J = 11 > experiments.digits_mlp.clients = 10; use J ≤ 10"),
         (lambda e, c: e["train"].update(rounds=3), "digits_mlp.train.rounds is set by the workflow"),
         (lambda e, c: e["train"].update(gama0=1.0), "experiments.digits_mlp.train: unknown key 'gama0'"),
+        # found by the generated layer: under a budget eval_every × J was computed before the type was checked
+        (lambda e, c: e["train"].update(eval_every={"a": 1}), "digits_mlp.train: eval_every must be int, got"),
         (lambda e, c: e.update(budget={"updates": 12}), "budget.updates = 12 is not a multiple of afl's 5"),
         (
             lambda e, c: e.update(budget={"updates": 15}) or e["train"].update(buffer_size=4),
