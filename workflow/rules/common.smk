@@ -56,7 +56,8 @@ from snakemake.utils import validate
 # 1e-3 as users write it: a number (Snakemake's YAML reader, like PyYAML, would keep it as text).
 config.update(with_numbers(config))
 try:
-    check_schema(config)  # the key named, then Snakemake's check (it fills in the schema's defaults)
+    # the key named first, then Snakemake's check (which fills in the schema's defaults)
+    check_schema(config)
     validate(config, "../schemas/config.schema.yaml")
     check_workflow_config(config)
     check_resources(config["resources"])
