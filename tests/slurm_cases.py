@@ -1,6 +1,7 @@
 """The SLURM tests' shared parts (not a test module): the tests' cluster as a site's user names it, and a
 small config of one AFL run."""
 
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -40,3 +41,19 @@ def assert_resumed_to_the_straight_bytes(cluster: Path, local: Path) -> None:
     assert "resuming" in log or "this run already finished" in log, log[-2000:]
     for name in ("metrics.csv", "events.csv", "model.pt"):
         assert (cluster / RUN / name).read_bytes() == (local / RUN / name).read_bytes(), name
+
+
+def slurm_jobs(rule: str, folder: Path) -> list[dict[str, str]]:
+    """The cluster's jobs of `rule` run in `folder`, oldest first, finished ones too (MinJobAge keeps them
+    listed), each with the fields `scontrol show job` gives: never another test's, whose jobs the SLURM
+    files running side by side (`make test`) queue on the same cluster."""
+    listed = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%k|%Z"], capture_output=True, text=True)
+    ids = sorted(
+        int(job)
+        for job, comment, workdir in (line.split("|") for line in listed.stdout.splitlines())
+        if f"rule_{rule}_" in comment and Path(workdir) == folder
+    )
+    shown = [
+        subprocess.run(["scontrol", "show", "job", str(job)], capture_output=True, text=True).stdout for job in ids
+    ]
+    return [dict(field.split("=", 1) for field in job.split() if "=" in field) for job in shown]

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import ENV, REPO, snakemake, started, wait_for
-from slurm_cases import RUN, SLURM_PROFILE, assert_resumed_to_the_straight_bytes, write_config
+from slurm_cases import RUN, SLURM_PROFILE, assert_resumed_to_the_straight_bytes, slurm_jobs, write_config
 
 pytestmark = pytest.mark.slurm
 
@@ -60,9 +60,8 @@ def killed_mid_run(cluster: Path, config: Path) -> subprocess.CompletedProcess:
             workflow,
             "a checkpoint and 10 rounds of the SLURM training job",
         )
-        jobs = subprocess.run(["squeue", "-h", "-o", "%i %k"], capture_output=True, text=True).stdout.split("\n")
-        train_job = next(line.split()[0] for line in jobs if "rule_train" in line)
-        subprocess.run(["scancel", train_job], check=True)
+        (train_job,) = [job["JobId"] for job in slurm_jobs("train", cluster) if job["JobState"] == "RUNNING"]
+        subprocess.run(["scancel", train_job], check=True)  # its own job: another test's may be running too
         output, _ = workflow.communicate(timeout=1800)
     return subprocess.CompletedProcess(command, workflow.returncode, output, "")
 

@@ -7,14 +7,12 @@ into a failure.
 """
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import snakemake
-from slurm_cases import RUN, SLURM_PROFILE, assert_resumed_to_the_straight_bytes, write_config
+from slurm_cases import RUN, SLURM_PROFILE, assert_resumed_to_the_straight_bytes, slurm_jobs, write_config
 
 pytestmark = pytest.mark.slurm
 
@@ -23,21 +21,6 @@ pytestmark = pytest.mark.slurm
 # for 1 minute is killed 60-90 s after it starts. Paced by the real clock (`clock: real`), the run lasts
 # PACED_SECONDS of wall time however fast the machine trains, and its resume (asking 2 min) finishes it.
 LIMITED_ROUNDS, PACED_SECONDS = 120, 110.0
-
-
-def slurm_jobs(rule: str, folder: Path) -> list[dict[str, str]]:
-    """The cluster's jobs of `rule` run in `folder`, oldest first, finished ones too (MinJobAge keeps them
-    listed), each with the fields `scontrol show job` gives."""
-    listed = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%k|%Z"], capture_output=True, text=True)
-    ids = sorted(
-        int(job)
-        for job, comment, workdir in (line.split("|") for line in listed.stdout.splitlines())
-        if f"rule_{rule}_" in comment and Path(workdir) == folder
-    )
-    shown = [
-        subprocess.run(["scontrol", "show", "job", str(job)], capture_output=True, text=True).stdout for job in ids
-    ]
-    return [dict(field.split("=", 1) for field in job.split() if "=" in field) for job in shown]
 
 
 def test_a_job_killed_at_its_time_limit_is_submitted_again_with_twice_the_time_and_resumes(tmp_path):

@@ -22,6 +22,7 @@ from asyncfl.settings.config import (
     SETTING_READERS,
     applies,
     check_concurrency,
+    check_type,
     make_config,
     updates_per_round,
 )
@@ -361,6 +362,10 @@ def without_unread(settings: dict[str, Any], key: str, algorithm: str, j: int) -
     where the run, as its algorithm makes it, does not have that (FedAdam's server step size in `train:`
     beside AFL, which has no server optimizer); `check_experiment` refuses one no run reads."""
     if settings[key] == DEFAULTS[key]:  # the default as written: harmless where it is not read
+        return settings
+    try:
+        check_type(key, settings[key])
+    except InputError:  # a value of another type: the run's own check names it under its block
         return settings
     without = {name: value for name, value in settings.items() if name != key}
     try:

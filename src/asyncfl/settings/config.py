@@ -1,6 +1,7 @@
 """The settings of one training run: the paper's defaults, overridden by a YAML file and the command line."""
 
 import dataclasses
+import functools
 import os
 import types
 import typing
@@ -424,6 +425,7 @@ def check_setting(key: str, value: Any, source: str) -> None:
     rule.check(key, value, source)
 
 
+@functools.cache
 def accepted_types() -> dict[str, set[type]]:
     """The exact Python types each key accepts (an int where a float goes; never a bool for a number)."""
     accepted = {}
@@ -433,20 +435,25 @@ def accepted_types() -> dict[str, set[type]]:
     return accepted
 
 
+def check_type(key: str, value: Any, source: str = "config") -> None:
+    """One setting's name and type, as `make_config` checks each before the rest."""
+    accepted = accepted_types()
+    if key not in accepted:
+        raise InputError(f"{source}: unknown key {key!r}; known keys: {', '.join(accepted)}")
+    if type(value) not in accepted[key]:
+        hint = typing.get_type_hints(TrainConfig)[key]
+        expected = str(hint).replace("NoneType", "null").replace("<class '", "").replace("'>", "")
+        raise InputError(f"{source}: {key} must be {expected}, got {value!r}")
+
+
 def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     """Validate `values` (unknown keys, types, ranges) and fill in defaults, a population's and a
     profile's preset first (the given settings win); errors name the key."""
     expanded = with_presets(values, source)
     preset = set(expanded) - set(values)  # keys only a preset gives
     values = expanded
-    accepted = accepted_types()
-    hints = typing.get_type_hints(TrainConfig)
     for key, value in values.items():
-        if key not in accepted:
-            raise InputError(f"{source}: unknown key {key!r}; known keys: {', '.join(accepted)}")
-        if type(value) not in accepted[key]:
-            expected = str(hints[key]).replace("NoneType", "null").replace("<class '", "").replace("'>", "")
-            raise InputError(f"{source}: {key} must be {expected}, got {value!r}")
+        check_type(key, value, source)
     values = with_implied_server_optimizer(values, source)
     config = TrainConfig(**values)
     for item in dataclasses.fields(TrainConfig):
