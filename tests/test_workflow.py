@@ -297,6 +297,10 @@ def test_a_failed_rule_shows_its_log(tmp_path):
     output = result.stdout + result.stderr
     assert "logs/prepare_data/mnist.log" in output
     assert "asyncfl data: error: mnist: download failed" in output  # the log's content, shown by snakemake
+    # P8: the output's end names the failed job, its output and its one-line cause (not hundreds of lines up)
+    end = "\n".join(result.stderr.strip().splitlines()[-8:])
+    assert "asyncfl: 1 job(s) failed" in end, end
+    assert "prepare_data → resources/data/mnist/prepared.json: asyncfl data: error: mnist: download failed" in end
 
 
 def test_quick_config_end_to_end(quick_local_run):
@@ -559,6 +563,10 @@ def test_a_timing_only_experiment_runs_and_draws_the_clocks_figures(tmp_path):
     assert {"system_timeline.png", "staleness_distribution.png"} <= set(drawn) and "afl_vs_sync.png" not in drawn
     for record in (tmp_path / "results/tiny/runs").glob("*/J5/seed0/run.json"):
         assert json.loads(record.read_text())["config"]["trainer"] == "none"
+    # P7: the report as docs/cluster.md gives it, with no results/reports/ yet (a cluster run makes none)
+    report = snakemake("--configfile", str(path), "--report", "results/reports/config.html", workdir=tmp_path)
+    assert report.returncode == 0, (report.stdout + report.stderr)[-3000:]
+    assert (tmp_path / "results/reports/config.html").stat().st_size > 0
 
 
 def test_the_real_clock_experiment_replays_its_measured_runs_and_compares_them(tmp_path):

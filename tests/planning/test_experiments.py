@@ -1,6 +1,7 @@
 """The workflow's parse-time checks: each mistake fails with the key named, before any job runs."""
 
 import copy
+from pathlib import Path
 
 import pytest
 import yaml
@@ -8,7 +9,13 @@ import yaml
 from asyncfl.planning.experiments import VARIANT, WORKFLOW_OWNED, experiment_traces, run_settings
 from asyncfl.planning.layout import run_name
 from asyncfl.planning.plan import plan_workflow
-from asyncfl.planning.workflow_config import check_config_files, check_workflow_config, config_name
+from asyncfl.planning.workflow_config import (
+    check_config_files,
+    check_workflow_config,
+    config_name,
+    failure_summary,
+    report_folder,
+)
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import ALGORITHMS
 from conftest import QUICK_CONFIG, REPO
@@ -283,3 +290,27 @@ def test_a_shared_setting_that_needs_another_applies_to_the_runs_that_have_it():
     message = "^experiments.digits_mlp.train.server_optimizer_lr applies only with server_optimizer other than none, "
     with pytest.raises(InputError, match=message + "which no run of this experiment has"):
         check_workflow_config(without)
+
+
+def test_the_report_folder_is_read_from_the_command_line():
+    assert report_folder(["snakemake", "--report", "results/reports/c.html"]) == Path("results/reports")
+    assert report_folder(["snakemake", "--report=out/r.html", "-n"]) == Path("out")
+    assert report_folder(["snakemake", "--report", "--cores", "1"]) is None
+    assert report_folder(["snakemake", "-n"]) is None
+
+
+def test_a_failed_workflows_summary_names_each_failed_job_once_with_its_logs_last_line(tmp_path):
+    (tmp_path / "a.log").write_text("resuming from round 3\nasyncfl train: error: the loss is nan at round 4\n")
+    block = "Error in rule {rule}:\n    jobid: 1\n    output: {out}, x/events.csv\n    log: {log} (check log file(s) "
+    block += "for error details)\n"
+    text = "\n".join([
+        block.format(rule="train", out="results/e/runs/afl/J5/seed0/metrics.csv", log=tmp_path / "a.log"),
+        "Retrying", block.format(rule="train", out="results/e/runs/afl/J5/seed0/metrics.csv", log=tmp_path / "a.log"),
+        block.format(rule="figures", out="results/figures/e/x.png", log=tmp_path / "missing.log"), "done",
+    ])  # fmt: skip
+    (tmp_path / "snakemake.log").write_text(text)
+    summary = failure_summary([str(tmp_path / "snakemake.log")]).splitlines()
+    assert summary[0].startswith("asyncfl: 2 job(s) failed")
+    assert summary[1].startswith("  train → results/e/runs/afl/J5/seed0/metrics.csv: asyncfl train: error: the loss")
+    assert summary[2].startswith("  figures → results/figures/e/x.png: its log was not written")
+    assert "no log to read" in failure_summary([str(tmp_path / "nowhere.log")])

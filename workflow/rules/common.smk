@@ -46,7 +46,8 @@ from asyncfl.planning.run_cost import check_cost, read_cost_table
 from asyncfl.planning.tuning import tuning_budget, tuning_metric
 from asyncfl.planning.workflow_config import check_config_files, check_schema
 from asyncfl.planning.workflow_config import check_workflow_config
-from asyncfl.planning.workflow_config import config_name, record_command
+from asyncfl.planning.workflow_config import config_name, failure_summary
+from asyncfl.planning.workflow_config import record_command, report_folder
 from asyncfl.settings.yaml_files import with_numbers
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -159,8 +160,10 @@ PACKED_EXPERIMENTS = PLAN.of_shape(PACKED)
 ONE_RUN_PER_JOB = "|".join(map(re.escape, PLAN.of_shape(ONE_RUN))) or "(?!)"
 # The experiments with runs on the real clock with measured durations (their sim_vs_real figure)
 MEASURED = [name for name, plan in PLAN.experiments.items() if plan.measured_runs]
-# The archive's provenance records how the workflow was started.
+# The archive's provenance records how the workflow was started; a report's folder is made for it.
 record_command(sys.argv)
+if (REPORT_FOLDER := report_folder(sys.argv)) is not None:
+    REPORT_FOLDER.mkdir(parents=True, exist_ok=True)
 
 
 def cluster_partitions():

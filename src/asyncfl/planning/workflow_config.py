@@ -82,3 +82,54 @@ def record_command(argv: list[str]) -> None:
     """Hand the workflow's command line to the archive rule (its provenance) through the environment,
     as ASYNCFL_WORKFLOW_COMMAND: a rule param would make every new command line re-run the archive."""
     os.environ["ASYNCFL_WORKFLOW_COMMAND"] = shlex.join(argv)
+
+
+def report_folder(argv: list[str]) -> Path | None:
+    """The folder of the report `snakemake --report FILE` (or `--report=FILE`) will write, which Snakemake
+    does not make (after a cluster run results/reports/ does not exist); None without --report."""
+    for index, argument in enumerate(argv):
+        if argument.startswith("--report="):
+            return Path(argument.split("=", 1)[1]).parent
+        if argument == "--report" and index + 1 < len(argv) and not argv[index + 1].startswith("-"):
+            return Path(argv[index + 1]).parent
+    return None
+
+
+FAILED_RULE = re.compile(r"^Error in rule (?P<rule>\S+):$")
+FAILED_FIELD = re.compile(r"^\s+(?P<field>output|log): (?P<value>.*?)(?: \(check log file\(s\) for error details\))?$")
+
+
+def failure_summary(logs: list[str]) -> str:
+    """The end of a failed workflow's output: each failed job once (a retried one's last attempt), its
+    outputs and the last line of its log, where asyncfl's one-line cause is; read from Snakemake's own
+    log (the first of `logs`, what its `onerror` hands over), whose lines name them among hundreds."""
+    readable = [Path(path) for path in logs if Path(path).is_file()]
+    if not readable:
+        return "asyncfl: the workflow failed, and Snakemake wrote no log to read its failed jobs from"
+    snakemake_log = readable[0]
+    failed: dict[tuple[str, str], str] = {}
+    rule = None
+    for line in snakemake_log.read_text(errors="replace").splitlines():
+        if found := FAILED_RULE.match(line):
+            rule, output = found["rule"], ""
+        elif rule and (field := FAILED_FIELD.match(line)):
+            if field["field"] == "output":
+                output = field["value"]
+            else:
+                failed[rule, output] = field["value"].split(", ")[0]
+        elif rule and not line.startswith((" ", "\t")):
+            failed.setdefault((rule, output), "")
+            rule = None
+    lines = [f"asyncfl: {len(failed)} job(s) failed (each log's last line; Snakemake's log: {snakemake_log}):"]
+    for (rule, output), log in failed.items():
+        cause = last_line(Path(log)) if log else "no log"
+        lines.append(f"  {rule} → {output.split(', ')[0] or '(no output)'}: {cause}" + (f" [{log}]" if log else ""))
+    return "\n".join(lines)
+
+
+def last_line(path: Path) -> str:
+    """A log's last non-empty line (asyncfl's one-line error ends its log), or why there is none."""
+    if not path.is_file():
+        return "its log was not written"
+    text = path.read_text(errors="replace").strip()
+    return text.splitlines()[-1][:400] if text else "its log is empty"
