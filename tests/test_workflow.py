@@ -366,12 +366,17 @@ def test_the_quick_pipeline_and_the_papers_sweep_keep_their_archives_apart(tmp_p
 
 
 def test_slurm_profile_plans_without_conda():
-    """Users inspect the DAG on laptops: no conda on PATH, the profile's dry run still plans every job."""
+    """P1: a site without conda runs the main command as is: the profile runs the rules in snakemake's own
+    environment (the .venv), and -n says so; conda is opt-in, and asked for without conda it is one line
+    at -n (it once passed -n and failed in the first SLURM job, "Error running conda info")."""
     path = os.pathsep.join(d for d in ENV["PATH"].split(os.pathsep) if not (Path(d) / "conda").exists())
     result = snakemake("-n", "--profile", "profiles/slurm", env={**ENV, "PATH": path})
     assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]
     assert job_counts(result.stdout)["train"] == 99
-    assert "conda is not on PATH" in result.stdout + result.stderr
+    assert "rules run in this Python environment" in result.stdout + result.stderr
+    conda = snakemake("-n", "--profile", "profiles/slurm", "--sdm", "conda", env={**ENV, "PATH": path})
+    assert conda.returncode != 0
+    assert "--software-deployment-method conda asks for conda, which is not on PATH" in conda.stdout + conda.stderr
 
 
 def test_paths_with_spaces_reach_the_commands_whole(tmp_path):

@@ -68,17 +68,21 @@ except InputError as error:
 
 ASYNCFL = f"PYTHONPATH={shlex.quote(str(SRC))} python -m asyncfl"
 TORCH_ENV = f"../envs/torch-{config['torch']}.yaml"
-# Snakemake asks conda itself about an environment as soon as a rule names one, even in a dry
-# run; rules name theirs only where conda is on PATH, so `snakemake -n --profile profiles/slurm`
-# plans on a laptop without conda. Where a run asks for conda and none is found, jobs run in the
-# environment snakemake runs in, and the log says so (docs/cluster.md "The paper's experiments on a SLURM cluster").
+# The rules run in the environment snakemake runs in (the project's .venv) unless conda is asked for
+# (--software-deployment-method conda), which then must be on PATH: Snakemake would call it from each
+# job and fail there (docs/cluster.md "Your cluster"). Rules name their conda environment only
+# where conda is on PATH, so that `snakemake -n` plans without it; -n says which route a run takes.
 CONDA_FOUND = shutil.which("conda") is not None
-if (
-    DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
-    and not CONDA_FOUND
-):
-    logger.warning(
-        "conda is not on PATH: rules run in this Python environment instead of envs/torch-*.yaml"
+if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+    if not CONDA_FOUND:
+        raise WorkflowError(
+            "--software-deployment-method conda asks for conda, which is not on PATH: install it, or leave "
+            "the option out to run the rules in this environment"
+        )
+    logger.info(f"rules run in conda environments ({TORCH_ENV})")
+else:
+    logger.info(
+        f"rules run in this Python environment ({sys.prefix}); conda: --software-deployment-method conda"
     )
 
 
