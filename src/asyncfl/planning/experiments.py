@@ -349,9 +349,11 @@ def run_settings(
     if budget and j == reference_j:
         settings.update({BUDGET_KEYS[key]: value for key, value in budget.items()})
         settings["rounds"] = budget.get("updates", ROUNDS_CAP)  # every round aggregates at least one update
-        every = settings.get("eval_every", 1)
-        if type(every) is int:  # another type stays eval_every, for the run's check to name
-            settings["eval_every_updates"] = settings.pop("eval_every", 1) * reference_j
+        every = settings.pop("eval_every", 1)
+        if type(every) is int:
+            settings["eval_every_updates"] = every * reference_j
+        else:  # another type stays eval_every, for the run's check to name
+            settings["eval_every"] = every
     for key in [key for key in shared if key in NEEDS and key in settings and key not in variant]:
         settings = without_unread(settings, key, base_algorithm(algorithm), j)
     return settings
