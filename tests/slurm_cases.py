@@ -9,13 +9,20 @@ import yaml
 from conftest import QUICK_CONFIG, REPO
 
 SLURM_PROFILE = ["--profile", str(REPO / "profiles/slurm"), "--workflow-profile", str(REPO / "tests/slurm/profile")]
-# The test cluster's partitions and the longest job its GPU partition allows (tests/slurm/cluster.sh), as a
-# site's user writes them into the config they run
-SITE = {"partitions": {"cpu": "cpu", "gpu": "gpu"}, "max_runtime": 2160}
+# The test cluster's two partition pairs and their MaxTime in minutes (tests/slurm/cluster.sh), as a site's
+# user writes them into the config they run (docs/cluster.md "Your cluster"): max_runtime is the MaxTime
+# of the partition that trains
+SITES = {
+    "cpu": ({"cpu": "cpu", "gpu": "gpu"}, {"cpu": 1440, "gpu": 2160}),
+    "standard": ({"cpu": "standard", "gpu": "gpu_a100"}, {"cpu": 480, "gpu": 1440}),
+}
 
 
-def on_this_site(config: dict) -> dict:
-    return {**config, "resources": {**config["resources"], **SITE}}
+def on_this_site(config: dict, pair: str = "cpu") -> dict:
+    partitions, limits = SITES[pair]
+    train = config["resources"]["train"]
+    trains_on = "cpu" if train.get("gpu") == 0 and "gres" not in train else "gpu"
+    return {**config, "resources": {**config["resources"], "partitions": partitions, "max_runtime": limits[trains_on]}}
 
 
 def write_config(path: Path, rounds: int = 30, **train) -> Path:

@@ -225,6 +225,15 @@ def test_a_diverged_global_model_stops_the_run_unsaved(partition, tmp_path, caps
     err = capsys.readouterr().err
     assert "round 1: the aggregated global model has nan or inf entries" in err
     assert not (out / "model.pt").exists() and not (out / "run.json").exists()
+    # the run's own failure is recorded: the workflow's retry of it ends at once with the cause, and a new
+    # invocation's first attempt trains again (and fails again, recording the cause afresh)
+    assert "nan or inf entries" in json.loads((out / "failed.json").read_text())["cause"]
+    assert main([*argv, "--attempt", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "not trained again on attempt 2: an earlier attempt failed on its own (round 1: the aggregated" in err
+    (out / "failed.json").write_text("{not json")  # a record that cannot be read is no record: it trains
+    assert main([*argv, "--attempt", "3"]) == 1 and "round 1: the aggregated" in capsys.readouterr().err
+    assert main(argv) == 1 and "nan or inf" in json.loads((out / "failed.json").read_text())["cause"]
 
 
 @pytest.mark.subprocess

@@ -18,7 +18,7 @@ import yaml
 
 from asyncfl.planning.layout import RUN_OUTPUTS
 from conftest import ENV, QUICK_CONFIG, REPO, RUN_METRICS_GLOBS, figure_names, snakemake
-from slurm_cases import SITE, SLURM_PROFILE, on_this_site, write_config
+from slurm_cases import SLURM_PROFILE, on_this_site, write_config
 
 pytestmark = pytest.mark.slurm
 
@@ -81,14 +81,18 @@ def node_limits() -> tuple[int, int]:
     return int(cpus), int(memory.rstrip("+"))
 
 
-@pytest.mark.parametrize(("name", "gres"), [("config/config.yaml", None), ("config/claim.yaml", None),
-                                           ("config/config.yaml", "gpu:1")])  # fmt: skip
-def test_every_job_of_a_papers_plan_is_accepted_by_a_strict_cluster(tmp_path, name, gres):
+@pytest.mark.parametrize(("name", "gres", "pair"), [("config/config.yaml", None, "cpu"),
+                                                   ("config/claim.yaml", None, "standard"),
+                                                   ("config/config.yaml", "gpu:1", "standard")])  # fmt: skip
+def test_every_job_of_a_papers_plan_is_accepted_by_a_strict_cluster(tmp_path, name, gres, pair):
     """The plugin's own sbatch line for each job of the plan (tests/slurm/submit_strings.py), asked of the
-    cluster with `sbatch --test-only`: each within its partition's MaxTime, on the partition of its kind,
-    with CPUs equal to its threads. The node's size stands in for a site's larger nodes: threads and
-    memory are cut to it, the time limits and partitions are not."""
-    config = on_this_site(yaml.safe_load((REPO / name).read_text()))
+    cluster with `sbatch --test-only`, and again asking for `max_runtime`, the most a retry asks: each
+    within its partition's MaxTime, on the partition of its kind, with CPUs equal to its threads, on
+    either partition pair with only the documented edits (partitions, max_runtime: config/claim.yaml,
+    which trains on CPUs, on an 8 h CPU partition). The node's size stands in for a site's larger nodes:
+    threads and memory are cut to it, the time limits and partitions are not."""
+    config = on_this_site(yaml.safe_load((REPO / name).read_text()), pair)
+    partitions = config["resources"]["partitions"]
     cpus, memory = node_limits()
     train = config["resources"]["train"]
     train["threads"] = max(1, min(train["threads"], cpus // train.get("processes", 1)))
@@ -112,8 +116,8 @@ def test_every_job_of_a_papers_plan_is_accepted_by_a_strict_cluster(tmp_path, na
         trains = submit["rule"].startswith(("train", "tune_", "theory"))
         gpu = [word for word in words if word.startswith(("--gpus", "--gres"))]
         on_gpus = trains and bool(train["gpu"] or gres)
-        assert minutes <= SITE["max_runtime"], submit
-        assert words[words.index("-p") + 1] == ("gpu" if on_gpus else "cpu"), submit
+        assert minutes <= config["resources"]["max_runtime"], submit
+        assert words[words.index("-p") + 1] == partitions["gpu" if on_gpus else "cpu"], submit
         assert gpu == ([f"--gres={gres}" if gres else f"--gpus={train['gpu']}"] if on_gpus else []), submit
         assert f"--cpus-per-task={submit['threads']}" in words, submit
         rule = submit["rule"]
@@ -123,20 +127,29 @@ def test_every_job_of_a_papers_plan_is_accepted_by_a_strict_cluster(tmp_path, na
         comment = words.index("--comment")
         asked.setdefault(shlex.join(words[:comment] + words[comment + 2 :]), submit)
     for line, submit in asked.items():
-        test = subprocess.run(
-            [*shlex.split(line), "--test-only", "--wrap", "true"], capture_output=True, text=True, timeout=60
-        )
-        assert test.returncode == 0, (submit["rule"], line, test.stderr)
+        words = shlex.split(line)
+        retried = [
+            *words[: words.index("-t") + 1],
+            str(config["resources"]["max_runtime"]),
+            *words[words.index("-t") + 2 :],
+        ]
+        trains = submit["rule"].startswith(("train", "tune_", "theory"))  # what a retry asks more time for
+        for call in (words, retried) if trains else (words,):
+            test = subprocess.run([*call, "--test-only", "--wrap", "true"], capture_output=True, text=True, timeout=60)
+            assert test.returncode == 0, (submit["rule"], shlex.join(call), test.stderr)
 
 
 def test_partitions_the_cluster_lacks_or_limits_are_refused_before_anything_is_submitted(tmp_path):
-    config = yaml.safe_load(write_config(tmp_path / "c.yaml").read_text())
+    site = yaml.safe_load(write_config(tmp_path / "c.yaml").read_text())
+    train = site["resources"]["train"]
     for resources, message in [
         ({"partitions": {"cpu": "cpu", "gpu": "gpus"}}, "resources.partitions.gpu is 'gpus', which this cluster"),
-        ({"max_runtime": 2880, "partitions": {"cpu": "cpu", "gpu": "gpu"}}, "over partition gpu's MaxTime of 2160"),
+        ({"max_runtime": 2880}, "resources.max_runtime is 2880 min, over partition gpu's MaxTime of 2160"),
+        # the test cluster's GPUs are untyped: a GPU type is refused in either spelling, naming its key
+        ({"train": {**train, "gpu_model": "a100"}}, "resources.train.gpu_model asks for GPU type 'a100'"),
+        ({"train": {**train, "gpu": 0, "gres": "gpu:a100:1"}}, "resources.train.gres asks for GPU type 'a100'"),
     ]:
-        config["resources"].update(resources)
-        config["resources"]["train"]["runtime"] = 2880 if "max_runtime" in resources else 30
+        config = {**site, "resources": {**site["resources"], **resources}}
         path = tmp_path / "bad.yaml"
         path.write_text(yaml.safe_dump(config))
         result = snakemake("-n", *SLURM_PROFILE, "--configfile", str(path), workdir=tmp_path)

@@ -25,14 +25,23 @@ def test_a_failing_job_leaves_the_others_running_to_the_end_and_a_rerun_complete
     small = config["experiments"]["small"]
     config["experiments"]["fine"] = {**small, "train": {**small["train"], "optimizer": "adam", "gamma0": 1e-3}}
     diverging.write_text(yaml.safe_dump(config))
-    failed = snakemake(*SLURM_PROFILE, "--configfile", str(diverging), workdir=tmp_path, timeout=1800)
+    # the two runs' jobs only (each test asks the cluster for the jobs its mechanism needs: it has two CPUs)
+    targets = [f"{RUN}/model.pt", f"{RUN.replace('small', 'fine')}/model.pt"]
+    failed = snakemake(*targets, *SLURM_PROFILE, "--retries", "2", "--configfile", str(diverging), workdir=tmp_path)
     assert failed.returncode != 0
     output = failed.stdout + failed.stderr
     assert "Error in rule train" in output and "training loss is" in output  # the job's log, shown
     assert (tmp_path / RUN.replace("small", "fine") / "model.pt").is_file()  # the other experiment trained on
+    # the diverged run failed on its own: each retry asked for a minute and ended at once, with its cause
+    jobs = [job for job in slurm_jobs("train", tmp_path) if "small" in job.get("Comment", "")]
+    assert [job["TimeLimit"] for job in jobs] == ["00:30:00", "00:01:00", "00:01:00"], jobs
+    assert (
+        "not trained again on attempt 3: an earlier attempt failed on its own ("
+        in (tmp_path / "logs/train/small/afl_J5_seed0.log").read_text()
+    )
 
     fixed = write_config(tmp_path / "fixed.yaml", rounds=3)
-    rerun = snakemake(*SLURM_PROFILE, "--configfile", str(fixed), workdir=tmp_path, timeout=1800)
+    rerun = snakemake(f"{RUN}/model.pt", *SLURM_PROFILE, "--configfile", str(fixed), workdir=tmp_path)
     assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
     assert (tmp_path / RUN / "model.pt").is_file()
 
@@ -52,7 +61,7 @@ def killed_mid_run(cluster: Path, config: Path) -> subprocess.CompletedProcess:
     (`scancel`: SIGTERM, then SIGKILL, to the job's processes, as its time limit would); its outcome."""
     cluster.mkdir()
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(cluster),
-               *SLURM_PROFILE, "--configfile", str(config)]  # fmt: skip
+               *SLURM_PROFILE, "--configfile", str(config), f"{RUN}/model.pt"]  # fmt: skip
     metrics = cluster / RUN / "metrics.csv"
     with started(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as workflow:
         wait_for(
@@ -72,7 +81,7 @@ def test_a_cancelled_training_job_resumes_from_its_checkpoint_when_run_again(tmp
     killed = killed_mid_run(cluster, config)
     assert killed.returncode != 0, killed.stdout[-2000:]
     assert (cluster / RUN / "checkpoint.pt").exists() and not (cluster / RUN / "model.pt").exists()
-    resumed = snakemake(*SLURM_PROFILE, "--configfile", str(config), workdir=cluster, timeout=1800)
+    resumed = snakemake(f"{RUN}/model.pt", *SLURM_PROFILE, "--configfile", str(config), workdir=cluster)
     assert resumed.returncode == 0, (resumed.stdout + resumed.stderr)[-3000:]
     assert_resumed_to_the_straight_bytes(cluster, local)
 

@@ -9,12 +9,10 @@ import yaml
 
 from asyncfl.planning.cluster import (
     JobBudget,
-    check_partitions,
     check_resources,
     cpu_job_resources,
     even_parts,
     gpu_job_resources,
-    slurm_minutes,
 )
 from asyncfl.planning.plan import SEVERITY, plan_workflow
 from asyncfl.settings.errors import InputError
@@ -126,24 +124,6 @@ def test_a_gpu_request_a_site_cannot_read_is_refused(resources, message):
 def test_a_partition_name_slurm_cannot_have_is_refused(name):
     with pytest.raises(InputError, match="resources.partitions.gpu is"):
         check_resources({"train": {"threads": 1, "mem_mb": 1, "runtime": 1}, "partitions": {"gpu": name}})
-
-
-SINFO = "cpu 1-00:00:00\ngpu 1-12:00:00\ndebug 30:00\nlong infinite\n"
-
-
-def test_partitions_are_checked_against_the_clusters():
-    resources = {"partitions": {"cpu": "cpu", "gpu": "gpu"}}
-    check_partitions(resources, {"gpu": 2160}, SINFO)
-    with pytest.raises(InputError, match=r"a gpu job asks for 2880 min, over partition gpu's MaxTime of 2160 min"):
-        check_partitions(resources, {"gpu": 2880}, SINFO)
-    with pytest.raises(InputError, match=r"resources.partitions.gpu is 'gpus', which this cluster does not have"):
-        check_partitions({"partitions": {"gpu": "gpus"}}, {"gpu": 10}, SINFO)
-    check_partitions({"partitions": {"gpu": "long", "cpu": None}}, {"gpu": 10**6}, SINFO)
-
-
-def test_slurm_time_limits_in_minutes():
-    assert [slurm_minutes(t) for t in ("1-12:00:00", "30:00", "2:00:00", "7-00:00:00")] == [2160, 30, 120, 10080]
-    assert slurm_minutes("infinite") == math.inf
 
 
 REAL_CLOCK = yaml.safe_load((REPO / ".test/config/real_clock.yaml").read_text())

@@ -5,6 +5,8 @@
 # As strict as a real site: a CPU partition (the default) and a GPU partition, each with a MaxTime
 # that `EnforcePartLimits=ALL` checks at submission ("Requested time limit is invalid"), and CPUs
 # confined to what a job asked for (`TaskPlugin=task/affinity`: `srun -c 1 nproc` prints 1).
+# A second pair with other names and shorter limits, as a site the project never saw has them: a CPU
+# partition of 8 h (where config/claim.yaml, which trains on CPUs, must still plan) and a GPU one of 24 h.
 # The node offers two fake GPUs (gres on /dev/null and /dev/zero), one per core, so two training jobs run
 # at a time: a job sees CUDA_VISIBLE_DEVICES=0 or 1 and no CUDA device, and trains on the CPU.
 # The tests name these partitions and the GPU one's MaxTime to the workflow as a site's user would (SITE in tests/test_slurm.py).
@@ -48,6 +50,8 @@ SlurmdLogFile=/var/log/slurm/slurmd.log
 NodeName=localhost NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory Gres=gpu:2 State=UNKNOWN
 PartitionName=cpu Nodes=localhost Default=YES MaxTime=1-00:00:00 State=UP
 PartitionName=gpu Nodes=localhost MaxTime=1-12:00:00 State=UP
+PartitionName=standard Nodes=localhost MaxTime=08:00:00 State=UP
+PartitionName=gpu_a100 Nodes=localhost MaxTime=1-00:00:00 State=UP
 CONF
   cat > /etc/slurm/gres.conf <<CONF
 AutoDetect=off

@@ -1,3 +1,21 @@
+# The figures each rule draws (asyncfl.settings.catalogue)
+FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)
+TIMING_FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J, timing_only=True)
+# The experiments whose runs are timing-only (train: {trainer: none}), and the others
+TIMED = [name for name, setup in config["experiments"].items() if timing_only(setup)]
+TRAINED = [name for name in config["experiments"] if name not in TIMED]
+EMULATION_FIGURES = scope_figures(Scope.EMULATION, REFERENCE_J)
+STRAGGLER_FIGURES = scope_figures(Scope.SEVERITY_SWEEP, REFERENCE_J)
+
+
+SIM_VS_REAL_FIGURE = catalogued("sim_vs_real")
+VERDICT_CURVE_FIGURE = catalogued("verdict_over_budget")
+
+
+# The experiments with runs on the real clock with measured durations (their sim_vs_real figure)
+MEASURED = [name for name, plan in PLAN.experiments.items() if plan.measured_runs]
+
+
 # An experiment's figures; a timing-only experiment's (train: {trainer: none}) are those drawn from the
 # clock alone, by a rule of its own that matches only those experiments (asyncfl figures sees the runs'
 # kind itself).
@@ -26,7 +44,9 @@ for kind, figures, names in (
             **CPU_RESOURCES,
         params:
             out=subpath(output[0], parent=True),
-            runs=lambda wildcards: run_folders(wildcards.experiment),
+            runs=lambda wildcards: [
+                run.folder for run in PLAN[wildcards.experiment].runs
+            ],
             reference_j=REFERENCE_J,
         shell:
             ASYNCFL
@@ -88,7 +108,7 @@ rule straggler_claim:
         **CPU_RESOURCES,
     params:
         out=subpath(output[0], parent=True),
-        runs=lambda wildcards: run_folders(wildcards.experiment),
+        runs=lambda wildcards: [run.folder for run in PLAN[wildcards.experiment].runs],
         severities=lambda wildcards: json.dumps(experiment(wildcards)["severities"]),
         target=lambda wildcards: experiment(wildcards)["target_accuracy"],
         other_targets=lambda wildcards: experiment(wildcards).get("other_targets", []),

@@ -1,10 +1,13 @@
+SAMPLING_VARIANCE_FIGURE = catalogued("sampling_variance")
+
+
 # The paper's sampling claim on real client updates: every client trained once from the final
 # global model of the experiment's AFL run at reference_J (asyncfl.analysis.theory, docs/theory.md "Theory checks").
 rule theory:
     input:
         data=get_prepared_data,
         run=lambda wildcards: [
-            f"{get_probed_run(wildcards)}/{f}" for f in (RUN_RECORD, MODEL)
+            f"{PLAN[wildcards.experiment].probed_run}/{f}" for f in (RUN_RECORD, MODEL)
         ],
         partition=lambda wildcards: partition_file(
             experiment(wildcards), experiment(wildcards)["seeds"][0]
@@ -28,7 +31,7 @@ rule theory:
     params:
         dataset=lambda wildcards: experiment(wildcards)["dataset"],
         root=lambda wildcards: data_root(experiment(wildcards)["dataset"]),
-        run=get_probed_run,
+        run=lambda wildcards: PLAN[wildcards.experiment].probed_run,
         out=subpath(output.table, parent=True),
     shell:
         ASYNCFL

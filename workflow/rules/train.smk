@@ -1,3 +1,19 @@
+# A job that trains a sweep's runs (a severity, the tuning) spreads them over this many processes of
+# TRAIN_THREADS threads each (`asyncfl train-many --processes`); their outputs are one process's.
+TRAIN_PROCESSES = config["resources"]["train"]["processes"]
+SWEEP_THREADS = TRAIN_THREADS * TRAIN_PROCESSES
+
+
+TUNING_FIGURE = catalogued("tuning")
+
+
+# The experiments by the shape of their training jobs: one job per severity, per `pack_runs` runs,
+# or per run (the `train` rule; "(?!)" matches nothing)
+SWEEPS = PLAN.of_shape(SEVERITY)
+PACKED_EXPERIMENTS = PLAN.of_shape(PACKED)
+ONE_RUN_PER_JOB = "|".join(map(re.escape, PLAN.of_shape(ONE_RUN))) or "(?!)"
+
+
 # The command of the jobs that train several runs together in one process (`input.plan`: their runs, a file,
 # since a sweep of hundreds of runs outgrows a command line)
 TRAIN_MANY = (
@@ -21,10 +37,10 @@ rule train:
         ),
         trace=get_availability_trace,
     output:
-        metrics=run_output(METRICS),
-        events=run_output(EVENTS),
-        model=run_output(MODEL),
-        run=run_output(RUN_RECORD),
+        metrics=f"{RUN_FOLDER}/{METRICS}",
+        events=f"{RUN_FOLDER}/{EVENTS}",
+        model=f"{RUN_FOLDER}/{MODEL}",
+        run=f"{RUN_FOLDER}/{RUN_RECORD}",
     log:
         "logs/train/{experiment}/{algorithm}_J{J}_seed{seed}.log",
     benchmark:
@@ -37,16 +53,21 @@ rule train:
     resources:
         **TRAIN_RESOURCES,
         runtime=get_train_runtime,
+        # the job's attempt, which the run reads: a retry of a run that failed on its own ends at once
+        attempt=lambda wildcards, attempt: attempt,
     params:
         dataset=lambda wildcards: experiment(wildcards)["dataset"],
         root=lambda wildcards: data_root(experiment(wildcards)["dataset"]),
-        settings=train_settings,
+        settings=lambda wildcards: json.dumps(
+            PLAN[wildcards.experiment].run(RUN_FOLDER.format(**wildcards)).settings
+        ),
         out=subpath(output.run, parent=True),
     shell:
         ASYNCFL
         + " train --dataset {params.dataset:q} --root {params.root:q} --partition {input.partition:q}"
         " --algorithm {wildcards.algorithm:q} --clients-per-round {wildcards.J:q} --seed {wildcards.seed:q}"
-        " --settings {params.settings:q} --threads {threads:q} --out {params.out:q} > {log:q} 2>&1"
+        " --settings {params.settings:q} --threads {threads:q} --attempt {resources.attempt}"
+        " --out {params.out:q} > {log:q} 2>&1"
 
 
 # A severity sweep trains many small runs: one job per severity trains all of its runs (algorithms and
@@ -83,12 +104,15 @@ for sweep in SWEEPS:
             threads: SWEEP_THREADS
             resources:
                 **TRAIN_RESOURCES,
-                runtime=retried(PLAN[sweep].jobs[part].runtime),
+                runtime=attempt_runtime(PLAN[sweep].jobs[part].runtime, MAX_RUNTIME),
             params:
                 dataset=config["experiments"][sweep]["dataset"],
                 root=experiment_data_root(sweep),
             shell:
-                spread(TRAIN_MANY_CHOSEN if sweep in TUNED else TRAIN_MANY)
+                spread(
+                    TRAIN_MANY_CHOSEN if sweep in TUNED else TRAIN_MANY,
+                    TRAIN_PROCESSES,
+                )
 
 
 # An experiment's `tune:` grid (asyncfl.planning.tuning): every tuned run name at every grid point on the
@@ -109,6 +133,10 @@ for layout in TUNING_LAYOUTS:
     tuned = layout.experiment
     searched = bool(PLAN[tuned].search_axes)
     tuning_runs = [run for job in PLAN[tuned].tuning_parts(layout) for run in job.runs]
+    # what choosing reads besides the runs (asyncfl.planning.tuning)
+    CHOICE = tuning_choice(
+        config["experiments"][tuned], PLAN[tuned].tuning_grid, layout
+    )
     # a tuning's runs in parts within resources.max_runtime; one that searches is one job
     for tuning in PLAN[tuned].tuning_parts(layout):
 
@@ -120,7 +148,7 @@ for layout in TUNING_LAYOUTS:
                 **PLAN[tuned].job_inputs(),
                 tuning_partitions=list(PLAN[tuned].tuning_partitions),
                 plan=train_plan(tuned, tuning.key),
-                stats=tuning_stats(tuned) if searched else [],
+                stats=PLAN[tuned].tuning_stats if searched else [],
             output:
                 [f"{run.folder}/{file}" for run in tuning.runs for file in RUN_FILES],
                 **(choice_outputs(layout) if searched else {}),
@@ -135,14 +163,18 @@ for layout in TUNING_LAYOUTS:
             threads: SWEEP_THREADS
             resources:
                 **TRAIN_RESOURCES,
-                runtime=retried(tuning.runtime),
+                runtime=attempt_runtime(tuning.runtime, MAX_RUNTIME),
             params:
-                **(choice_params(layout) if searched else {}),
+                **(
+                    CHOICE | {"out": subpath(output.png, parent=True)}
+                    if searched
+                    else {}
+                ),
                 **({"axes": json.dumps(PLAN[tuned].search_axes)} if searched else {}),
                 dataset=config["experiments"][tuned]["dataset"],
                 root=experiment_data_root(tuned),
             shell:
-                spread(SEARCH if searched else TRAIN_MANY)
+                spread(SEARCH if searched else TRAIN_MANY, TRAIN_PROCESSES)
 
     if searched:
         continue
@@ -152,7 +184,7 @@ for layout in TUNING_LAYOUTS:
             f"select_tuning_{tuned.replace('-', '_')}{layout.suffix}"
         input:
             runs=[f"{run.folder}/{file}" for run in tuning_runs for file in RUN_SUMMARY],
-            stats=tuning_stats(tuned),
+            stats=PLAN[tuned].tuning_stats,
         output:
             **choice_outputs(layout),
         log:
@@ -163,7 +195,8 @@ for layout in TUNING_LAYOUTS:
         resources:
             **CPU_RESOURCES,
         params:
-            **choice_params(layout),
+            **CHOICE,
+            out=subpath(output.png, parent=True),
             runs=[run.folder for run in tuning_runs],
         shell:
             ASYNCFL
@@ -196,7 +229,7 @@ for packed in PACKED_EXPERIMENTS:
             threads: TRAIN_THREADS
             resources:
                 **TRAIN_RESOURCES,
-                runtime=retried(pack.runtime),
+                runtime=attempt_runtime(pack.runtime, MAX_RUNTIME),
             params:
                 dataset=config["experiments"][packed]["dataset"],
                 root=experiment_data_root(packed),

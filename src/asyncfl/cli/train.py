@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from asyncfl.cli.arguments import PROCESSES, THREADS, Commands, add_dataset_arguments, at_least, json_mapping
 from asyncfl.cli.processes import process_shares, train_in_processes
 from asyncfl.planning.layout import run_name
+from asyncfl.planning.progress import clear_failure, record_failure, recorded_failure
 from asyncfl.planning.tuning import check_choice, read_chosen
 from asyncfl.settings.config import load_config, make_config, system_model_help, with_paths_from
 from asyncfl.settings.errors import InputError
@@ -31,8 +32,18 @@ def cmd_train(args: argparse.Namespace) -> None:
         "local_epochs": args.local_epochs,
         "seed": args.seed,
     }
-    config = load_config(args.config, args.settings, overrides)
-    outcome = train_run(config, args.dataset, args.root, args.partition, args.out, args.threads, args.force)
+    if args.attempt > 1 and (cause := recorded_failure(args.out)) is not None:
+        raise InputError(
+            f"not trained again on attempt {args.attempt}: an earlier attempt failed on its own ({cause}); a run "
+            "fails the same way every time: fix that and run the workflow again"
+        )
+    clear_failure(args.out)
+    try:
+        config = load_config(args.config, args.settings, overrides)
+        outcome = train_run(config, args.dataset, args.root, args.partition, args.out, args.threads, args.force)
+    except InputError as error:
+        record_failure(args.out, str(error))
+        raise
     print(trained_line(config.algorithm, outcome, args.out))
 
 
@@ -232,6 +243,13 @@ def register(commands: Commands) -> None:
     train.add_argument("--threads", type=THREADS, help="CPU threads for torch (default: torch's choice)")
     train.add_argument(
         "--force", action="store_true", help="train again where --out holds a finished run (moved to replaced/)"
+    )
+    train.add_argument(
+        "--attempt",
+        type=at_least(1),
+        default=1,
+        help="the workflow's attempt at this run (default 1); after the first, a run that failed on its own "
+        "(its failed.json) ends at once with that cause",
     )
     train.set_defaults(run=cmd_train)
 

@@ -58,14 +58,16 @@ class JobBudget:
             return 60.0 * self.runtime
         return self.safety * time_scale * virtual_time + computing
 
-    def minutes(self, seconds: Sequence[float], spread: bool, searched: int = 0) -> int:
+    def minutes(self, seconds: Sequence[float], spread: bool, steps: int = 0, step_runs: int = 1) -> int:
         """A job of runs of `seconds` each: dealt out in turn over `processes` processes where the job
         spreads them (a sweep's severity or tuning job, `cli/processes.py`), one after another otherwise
-        (a packed job, one process); the longest process's minutes, and `searched` more runs, each as
-        long as the longest, where a tuning searches past its grid."""
+        (a packed job, one process); the longest process's minutes, and where a tuning searches past its
+        grid, `steps` more steps of `step_runs` runs each (a point on every tuning seed), each step's runs
+        spread alike and each as long as the longest."""
         count = max(1, min(self.processes, len(seconds))) if spread else 1
         longest = max(sum(seconds[start::count]) for start in range(count))
-        return max(1, math.ceil((longest + searched * max(seconds)) / 60))
+        searched = steps * math.ceil(step_runs / (self.processes if spread else 1)) * max(seconds)
+        return max(1, math.ceil((longest + searched) / 60))
 
     def parts(self, seconds: Sequence[float], spread: bool) -> list[range]:
         """The runs of `seconds` in as few consecutive parts as keep every part's job within the cap, their
@@ -102,6 +104,16 @@ def attempt_minutes(minutes: int, attempt: int, cap: int) -> int:
     """What a job of `minutes` asks for on its `attempt`-th try: twice as much after each time limit
     (the profile's `retries`; training resumes from its checkpoint), never over the cap."""
     return min(cap, minutes * 2 ** (attempt - 1))
+
+
+def attempt_runtime(minutes: int, cap: int) -> Callable[[Any, int], int]:
+    """A workflow job's runtime resource: `minutes` on its first attempt, doubled on each retry, within the cap."""
+    return lambda wildcards, attempt: attempt_minutes(minutes, attempt, cap)
+
+
+def spread(command: str, processes: int) -> str:
+    """A sweep job's `command` with its runs spread over `processes` processes (as is for one)."""
+    return command.replace(" --threads", f" --processes {processes} --threads", 1) if processes > 1 else command
 
 
 def even_parts(runs: int, parts: int) -> list[range]:
@@ -167,33 +179,3 @@ def cpu_job_resources(resources: dict[str, Any]) -> dict[str, Any]:
 def partition_resource(resources: dict[str, Any], kind: str) -> dict[str, str]:
     name = resources.get("partitions", {}).get(kind)
     return {} if name is None else {"slurm_partition": name}
-
-
-def check_partitions(resources: dict[str, Any], longest: dict[str, int], sinfo: str) -> None:
-    """The partitions the config names against the cluster's (`sinfo -h -o "%R %l"`): each exists and
-    allows the longest job sent to it (`longest`: minutes by kind, cpu and gpu)."""
-    limits = dict(line.split() for line in sinfo.splitlines() if line.strip())
-    for kind, name in resources.get("partitions", {}).items():
-        if name is None:
-            continue
-        if name not in limits:
-            raise InputError(
-                f"resources.partitions.{kind} is {name!r}, which this cluster does not have; "
-                f"its partitions: {', '.join(sorted(limits))}"
-            )
-        allowed = slurm_minutes(limits[name])
-        if longest.get(kind, 0) > allowed:
-            raise InputError(
-                f"a {kind} job asks for {longest[kind]} min, over partition {name}'s MaxTime of {allowed:g} min "
-                f"({limits[name]}): set resources.max_runtime: {math.floor(allowed)} or less"
-            )
-
-
-def slurm_minutes(limit: str) -> float:
-    """A SLURM time limit (`sinfo %l`: [D-]HH:MM:SS, MM:SS, or infinite) in minutes."""
-    if limit in {"infinite", "UNLIMITED"}:
-        return math.inf
-    days, _, clock = limit.rpartition("-")
-    fields = [int(part) for part in clock.split(":")]
-    hours, minutes, seconds = ([0] * (3 - len(fields)) + fields)[-3:]
-    return (int(days or 0) * 24 + hours) * 60 + minutes + seconds / 60

@@ -88,6 +88,11 @@ class TuningLayout:
     def timings(self) -> str:
         return f"{self.folder}/{SEARCH_TIMINGS_FILE}"
 
+    @property
+    def at_severity(self) -> str:
+        """The words " at SEVERITY" where each severity has its own tuning (its figure's title and label)."""
+        return "" if self.severity is None else f" at {self.severity}"
+
     def figure(self, name: str) -> str:
         """The stem of the tuning figure `name` (+ .png, .pdf, .csv)."""
         return FIGURE.format(experiment=self.within(self.experiment), name=name)
@@ -103,6 +108,9 @@ def run_name(folder: str | Path) -> str:
 METRICS, EVENTS, TIMINGS = "metrics.csv", "events.csv", "timings.csv"
 EVALUATIONS = "evaluations.csv"  # only where the run evaluates on a time grid (eval_every_seconds)
 MODEL, RUN_RECORD, CHECKPOINT = "model.pt", "run.json", "checkpoint.pt"
+# beside a checkpoint: the share of its work the run had done and the wall seconds it took (`planning.progress`)
+PROGRESS = "progress.json"
+FAILED = "failed.json"  # the cause of the run's own failure (`planning.progress`): its retries end at once
 WALL = "wall.csv"  # a real-clock run's trainings in wall time (`sim.clients`)
 RUN_OUTPUTS = (MODEL, METRICS, EVENTS)  # byte-identical for equal runs; hashed in run.json
 RUN_LOGS = (METRICS, EVENTS)  # what the figures read and the archive ships of a run, beside its run.json

@@ -140,6 +140,11 @@ class ExperimentPlan:
     probed_run: str = ""  # the run whose final model the theory figures probe: AFL at reference_J, first seed
 
     @property
+    def tuning_stats(self) -> list[str]:
+        """The statistics of the tuning seeds' partitions (what choosing reads besides the runs)."""
+        return [partition.replace(".npz", ".json") for partition in self.tuning_partitions]
+
+    @property
     def shape(self) -> str:
         return self.jobs[0].shape
 
@@ -285,7 +290,7 @@ def plan_experiment(name: str, experiment: dict[str, Any], reference_j: int, bud
             for algorithm in tuned_names(experiment)
             if (found := search_axes(experiment, algorithm, reference_j))
         }
-        searched = len(experiment["tune"]["seeds"]) * sum(  # the runs a search adds stepping each setting's values
+        searched = sum(  # the points a search adds stepping each setting's values, each on every tuning seed
             len(values) - len({point[key] for point in tuning_points(experiment, algorithm)})
             for algorithm, settings in axes.items()
             for key, values in settings.items()
@@ -414,17 +419,18 @@ def tuning_jobs(
     budget: JobBudget,
 ) -> tuple[TrainingJob, ...]:
     """The jobs of one tuning: its grid's runs in parts within the cap, or, where it searches past the
-    grid's edges (`searched`: the runs the search may add), one job, since each step of the search reads
+    grid's edges (`searched`: the points the search may add), one job, since each step of the search reads
     the scores of all the runs before it."""
     seconds = run_seconds(experiment, runs, budget)
     if searched is None:
         parts = within_cap(layout.experiment, budget, seconds, spread=True)
         return part_jobs(layout.experiment, TUNING, layout.job, runs, seconds, parts, budget, layout)
-    minutes = budget.minutes(seconds, True, searched)  # a search's steps may train one run each
+    seeds = len(experiment["tune"]["seeds"])
+    minutes = budget.minutes(seconds, True, searched, seeds)  # a search's steps may add one point each
     if minutes > budget.cap:
         raise InputError(
             f"experiments.{layout.experiment}: its tuning searches past its grid in one job of up to "
-            f"{len(runs) + searched} runs, {minutes} min, over resources.max_runtime {budget.cap}: raise "
+            f"{len(runs) + searched * seeds} runs, {minutes} min, over resources.max_runtime {budget.cap}: raise "
             "max_runtime or resources.train.processes, or lower resources.train.runtime to what a run takes"
         )
     return (TrainingJob(layout.experiment, TUNING, layout.job, runs, minutes, layout),)

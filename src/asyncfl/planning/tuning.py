@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncfl.planning.experiments import BUDGET_KEYS, check_owned, decimal_text, first_repeated, run_settings
-from asyncfl.planning.layout import TUNING_JOB
+from asyncfl.planning.layout import TUNING_JOB, TuningLayout
 from asyncfl.settings.config import CLIENTS_WORLD, applies, check_concurrency, make_config, settings_of
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.integrity import MAX_RECORD_BYTES, read_input, strict_json_loads
@@ -377,3 +377,21 @@ def check_choice(path: Path, name: str, point: dict[str, Any], choices: list[dic
             f"{path} chose {point} for {name}, which is not a point of its tuning grid ({grid}); "
             "run asyncfl select again"
         )
+
+
+def choice_params(experiment: dict[str, Any], grid: dict[str, Any], layout: TuningLayout) -> dict[str, Any]:
+    """What choosing a tuning's points reads besides its runs (the workflow's `select_tuning` and searching
+    `tune` jobs): the grid, the target, the budget and the metric it scores by, the figure's title."""
+    return {
+        "grid": json.dumps(grid),
+        "target": experiment["target_accuracy"],
+        "budget": tuning_budget(experiment, layout.severity),
+        "metric": tuning_metric(experiment),
+        "title": layout.experiment + layout.at_severity,
+    }
+
+
+def choice_files(layout: TuningLayout, figure: str) -> dict[str, str]:
+    """What choosing writes: the choice, the tuning figure (PNG, PDF) and its table, where `layout` keeps them."""
+    stem = layout.figure(figure)
+    return {"chosen": layout.chosen, "png": f"{stem}.png", "pdf": f"{stem}.pdf", "table": f"{stem}.csv"}

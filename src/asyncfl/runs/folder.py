@@ -18,13 +18,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from asyncfl.files import sha256, temporary_sibling
-from asyncfl.planning.layout import CHECKPOINT, EVALUATIONS, MODEL, RUN_OUTPUTS, RUN_RECORD, TIMINGS
+from asyncfl.planning.layout import CHECKPOINT, EVALUATIONS, FAILED, MODEL, PROGRESS, RUN_OUTPUTS, RUN_RECORD, TIMINGS
 from asyncfl.runs.record import TUNED, read_run_record, utc_now
 from asyncfl.settings.errors import InputError
 
 LOCK = ".lock"
 REPLACED = "replaced"  # --force moves a folder's old outputs into replaced/TIMESTAMP/
-MOVABLE = (*RUN_OUTPUTS, RUN_RECORD, TIMINGS, CHECKPOINT, EVALUATIONS)
+MOVABLE = (*RUN_OUTPUTS, RUN_RECORD, TIMINGS, CHECKPOINT, PROGRESS, FAILED, EVALUATIONS)
 KEPT = ".finished"  # hard links to a finished run's files, which outlive a failed job's cleanup
 KEPT_FILES = (*RUN_OUTPUTS, TIMINGS, EVALUATIONS, RUN_RECORD)  # run.json last: it vouches for the rest
 

@@ -10,7 +10,7 @@ import torch
 
 from asyncfl.files import sha256
 from asyncfl.models import ModelState
-from asyncfl.planning.layout import CHECKPOINT, EVALUATIONS, EVENTS, METRICS, MODEL, RUN_OUTPUTS, WALL
+from asyncfl.planning.layout import CHECKPOINT, EVALUATIONS, EVENTS, METRICS, MODEL, PROGRESS, RUN_OUTPUTS, WALL
 from asyncfl.runs.checkpoint import save_torch
 from asyncfl.runs.provenance import run_environment
 from asyncfl.runs.record import utc_now, write_run_record
@@ -61,6 +61,20 @@ def stop_condition(config: TrainConfig, version: int, now: float, norm: float, u
     return ""
 
 
+def work_done(config: TrainConfig, version: int, now: float, updates: int, dispatched: int) -> float:
+    """The share of its work a run has done, by the budget that ends it first (`stop_condition`'s): what
+    a job resumed after its time limit asks for the rest of at the pace so far (`planning.progress`)."""
+    shares = [version / config.rounds]
+    for spent, budget in (
+        (now, config.max_virtual_time),
+        (updates, config.max_updates),
+        (dispatched, config.max_dispatches),
+    ):
+        if budget is not None:
+            shares.append(spent / budget)
+    return min(1.0, max(shares))
+
+
 def warn_of_starved(events_text: str, config: TrainConfig) -> None:
     """A staleness cap that rejects every update of some client starves it: said on stderr, once."""
     starved = starved_clients(events_text)
@@ -108,4 +122,5 @@ def write_outputs(
     outputs = (*RUN_OUTPUTS, EVALUATIONS, WALL)
     record = write_run_record(out, summary, {name: hashes[name] for name in outputs if name in hashes})
     (out / CHECKPOINT).unlink(missing_ok=True)
+    (out / PROGRESS).unlink(missing_ok=True)
     return record

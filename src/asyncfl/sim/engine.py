@@ -22,7 +22,8 @@ from pathlib import Path
 
 from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
-from asyncfl.planning.layout import CHECKPOINT, EVENTS
+from asyncfl.files import write_json
+from asyncfl.planning.layout import CHECKPOINT, EVENTS, PROGRESS
 from asyncfl.runs.checkpoint import load_checkpoint, save_checkpoint
 from asyncfl.runs.logs import RunLogs
 from asyncfl.settings.config import TrainConfig
@@ -30,7 +31,7 @@ from asyncfl.sim.clients import ClientTasks
 from asyncfl.sim.compass_round import CompassRound
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
 from asyncfl.sim.dispatcher import Dispatcher
-from asyncfl.sim.ending import stop_condition, warn_of_starved, write_outputs
+from asyncfl.sim.ending import stop_condition, warn_of_starved, work_done, write_outputs
 from asyncfl.sim.events import Event, Kind, PacedQueue, event_queue
 from asyncfl.sim.grid import EvaluationGrid
 from asyncfl.sim.invariants import SelfCheck
@@ -146,6 +147,9 @@ class Simulation:
         if self.state.version % self.config.checkpoint_every == 0 and not self.round.abandoned_in_a_row:
             snapshot = dataclasses.replace(self.state, wall_seconds=self.elapsed())
             save_checkpoint(self.out / CHECKPOINT, self.context.identity, snapshot.payload(logs.settled_texts()))
+            state = self.state
+            done = work_done(self.config, state.version, state.now, state.aggregated(0), state.dispatched)
+            write_json(self.out / PROGRESS, {"done": done, "wall_seconds": snapshot.wall_seconds})
         return False
 
     def aggregate(self, logs: RunLogs) -> bool:

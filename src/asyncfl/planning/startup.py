@@ -1,0 +1,47 @@
+"""What the workflow decides while Snakemake parses it, before any rule exists: the config checked, its
+runs planned, the plan checked against the site it is about to go to, and the environment the rules run
+in. Each refusal is an InputError naming the key, which the workflow shows as one line; Snakemake's own
+schema check (which fills in defaults) runs between `check_schema` and `checked_plan`.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from asyncfl.planning.cluster import check_resources
+from asyncfl.planning.plan import WorkflowPlan, plan_workflow
+from asyncfl.planning.run_cost import check_cost, read_cost_table
+from asyncfl.planning.site import ask_site, check_site
+from asyncfl.planning.workflow_config import check_config_files, check_workflow_config
+from asyncfl.settings.errors import InputError
+
+
+def checked_plan(config: dict[str, Any], config_files: list[str], cost_table: Path) -> WorkflowPlan:
+    """The plan of `config` (asyncfl.planning.plan), every run and job, after its checks: the experiments,
+    the resources, the config files' names, the cost rows of `resources.cost.device` in `cost_table`;
+    then, on a login node where the config names partitions, the plan against the site."""
+    check_workflow_config(config)
+    check_resources(config["resources"])
+    check_config_files(config_files)
+    cost = config["resources"]["cost"]
+    costs = read_cost_table(cost_table) if cost.get("device") is not None else {}
+    check_cost(cost, costs)
+    plan = plan_workflow(config, costs)
+    site = ask_site(config["resources"])
+    if site is not None:
+        check_site(config["resources"], plan.longest_job(), site)
+    return plan
+
+
+def software_route(conda_asked: bool, conda_found: bool, conda_env: str, environment: str) -> str:
+    """Where the rules run, said at every start (`-n` included): in the environment snakemake runs in
+    (`environment`, README's .venv on a cluster's shared filesystem), or in `conda_env` where
+    `--software-deployment-method conda` asks for it. Conda asked for and absent is refused now: Snakemake
+    would call it from each job and fail there (docs/cluster.md "Your cluster")."""
+    if not conda_asked:
+        return f"rules run in this Python environment ({environment}); conda: --software-deployment-method conda"
+    if not conda_found:
+        raise InputError(
+            "--software-deployment-method conda asks for conda, which is not on PATH: install it, or leave "
+            "the option out to run the rules in this environment"
+        )
+    return f"rules run in conda environments ({conda_env})"
