@@ -61,8 +61,7 @@ def torch_env(wildcards):
 REFERENCE_J = config["reference_J"]
 # What every job that trains or probes a model asks for, besides its runtime
 TRAIN_THREADS = config["resources"]["train"]["threads"]
-# What a job that trains asks for besides threads and runtime (GPUs in the site's spelling, memory, the
-# GPU partition), and what every other job asks for (the CPU partition): asyncfl.planning.cluster
+# What a job that trains asks for besides threads and runtime, and every other job: planning.cluster
 TRAIN_RESOURCES = gpu_job_resources(config["resources"])
 CPU_RESOURCES = cpu_job_resources(config["resources"])
 ARCHIVE = [f"{ARCHIVE_DIR.format(config=CONFIG_NAME)}/{name}" for name in ARCHIVE_FILES]
