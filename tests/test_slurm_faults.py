@@ -61,7 +61,7 @@ def killed_mid_run(cluster: Path, config: Path) -> subprocess.CompletedProcess:
     (`scancel`: SIGTERM, then SIGKILL, to the job's processes, as its time limit would); its outcome."""
     cluster.mkdir()
     command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(cluster),
-               *SLURM_PROFILE, "--configfile", str(config), f"{RUN}/model.pt"]  # fmt: skip
+               f"{RUN}/model.pt", *SLURM_PROFILE, "--configfile", str(config)]  # fmt: skip
     metrics = cluster / RUN / "metrics.csv"
     with started(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as workflow:
         wait_for(

@@ -9,7 +9,7 @@ from pathlib import Path
 SRC = Path(workflow.current_basedir).parents[1] / "src"
 sys.path.insert(0, str(SRC))
 from asyncfl.planning.cluster import attempt_runtime, cpu_job_resources, spread
-from asyncfl.planning.cluster import gpu_job_resources, part_key
+from asyncfl.planning.cluster import attempt_minutes, gpu_job_resources, part_key
 from asyncfl.planning.experiments import NAME
 from asyncfl.planning.layout import ARCHIVE_DIR, ARCHIVE_FILES, DATA_DIR, EVENTS, FIGURE
 from asyncfl.planning.layout import METRICS, MODEL, PARTITION, REPLAY_DIR, RUN_FILES
