@@ -330,17 +330,19 @@ def test_progress_lines_when_not_a_terminal(tmp_path, digits_partition):
 
 @pytest.mark.parametrize("algorithm", ["afl", "sync"])
 def test_it_learns_digits(tmp_path, digits_partition, algorithm):
-    """C = 10, α = 0.5, J = 5: from chance (10 classes) to ≥ 80% test accuracy."""
+    """C = 10, α = 0.5, J = 5, on the MLP (an eighth of the CNN's CPU time here): from near chance
+    (10 classes) after one round to ≥ 80% test accuracy in 60 (0.85 AFL, 0.91 sync)."""
     from asyncfl.data.partition import load_partition
 
     config = make_config(
         {
             "algorithm": algorithm,
             "clients_per_round": 5,
-            "rounds": 40,
-            "local_epochs": 5,
-            "gamma0": 0.01,
-            "eval_every": 5,
+            "rounds": 60,
+            "local_epochs": 1,
+            "gamma0": 0.001,
+            "eval_every": 1,
+            "model": "mlp",
         }
     )
     Simulation(config, load_dataset("digits"), load_partition(digits_partition), tmp_path / algorithm).run()

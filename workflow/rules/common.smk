@@ -33,7 +33,6 @@ from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
-TORCH_ENV = f"../envs/torch-{config['torch']}.yaml"
 # The rules run in the environment snakemake runs in (the project's .venv) unless conda is asked for;
 # they name their conda environment only where conda is on PATH, so that -n plans without it.
 CONDA_FOUND = shutil.which("conda") is not None
@@ -43,6 +42,7 @@ try:
     # the key named first, Snakemake's check (its defaults), then the plan (asyncfl.planning.startup)
     check_schema(config)
     validate(config, "../schemas/config.schema.yaml")
+    TORCH_ENV = f"../envs/torch-{config['torch']}.yaml"
     PLAN = checked_plan(config, workflow.configfiles, SRC.parent / "config/costs.csv")
     # the archive of this config's results, apart from another config's in the same clone
     CONFIG_NAME = config_name(workflow.configfiles)
