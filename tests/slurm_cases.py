@@ -26,7 +26,8 @@ def on_this_site(config: dict, pair: str = "cpu") -> dict:
 
 
 def write_config(path: Path, rounds: int = 30, **train) -> Path:
-    """The quick config reduced to one small experiment with one AFL run of `rounds` rounds (no budget)."""
+    """The quick config reduced to one small experiment with one AFL run of `rounds` rounds (no budget),
+    its job asking for `resources.train.runtime`."""
     config = yaml.safe_load((QUICK_CONFIG).read_text())
     experiment = {**config["experiments"]["digits_mlp"], "algorithms": ["afl"], "participation": [5], "seeds": [0]}
     experiment.pop("budget", None)
@@ -34,6 +35,7 @@ def write_config(path: Path, rounds: int = 30, **train) -> Path:
     experiment["rounds"] = rounds  # the workflow's key: refused under train:
     experiment["train"] = {**experiment["train"], **train}
     config["experiments"] = {"small": experiment}
+    config["resources"].pop("cost")  # nothing measured: the run asks for resources.train.runtime
     path.write_text(yaml.safe_dump(on_this_site(config)))
     return path
 

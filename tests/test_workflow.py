@@ -16,6 +16,8 @@ import pytest
 import yaml
 
 from asyncfl.planning.layout import RUN_OUTPUTS
+from asyncfl.planning.plan import plan_workflow
+from asyncfl.planning.run_cost import read_cost_table
 from asyncfl.settings.catalogue import Scope, scope_figures
 from conftest import ENV, QUICK_CONFIG, REPO, figure_names, snakemake
 
@@ -68,8 +70,9 @@ def test_packed_runs_train_in_jobs_of_pack_runs_that_ask_for_their_runtime(tmp_p
     jobs = result.stdout.split("\n\n")
     packed = [job for job in jobs if "rule train_digits_mlp_pack1:" in job]
     assert len(packed) == 1
-    runtime = quick["resources"]["train"]["runtime"]
-    assert f"runtime={8 * runtime}" in packed[0]
+    # its 8 runs' cost at the config's measured row (resources.cost), not 8 × resources.train.runtime
+    pack = plan_workflow(quick, read_cost_table(REPO / "config/costs.csv"))["digits_mlp"].job("pack1")
+    assert f"runtime={pack.runtime}," in packed[0] and pack.runtime < quick["resources"]["train"]["runtime"]
     for seed in (0, 1):
         assert f"results/digits_mlp/runs/fedadam/J5/seed{seed}/metrics.csv" in packed[0]
     assert "--plan results/digits_mlp/plans/pack1.json" in packed[0].split("train-many")[1]
