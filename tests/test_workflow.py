@@ -114,6 +114,7 @@ def small_sweep(folder: Path, resources: dict | None = None, **sweep) -> Path:
     small.update(algorithms=["afl", "sync"], seeds=[0, 1], severities={"sigma0": {"speed_sigma": 0.0}})
     small.update({"variants": {}, "budget": {"virtual_time": 8}, **sweep})
     config["experiments"] = {"small": small}
+    config["resources"].pop("cost")  # nothing measured: each run asks for resources.train.runtime
     config["resources"].update(resources or {})
     folder.mkdir(exist_ok=True)
     (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
