@@ -1,5 +1,6 @@
 """A run folder has one owner at a time, a finished run is not retrained, and run.json never
-contradicts the CSVs beside it: through the real command, concurrently where it matters."""
+contradicts the CSVs beside it: through the real command, concurrently where it matters (the
+`subprocess` tier: whole runs through the command line, in processes where it matters)."""
 
 import json
 import os
@@ -18,6 +19,8 @@ from asyncfl.cli.processes import stopped_by_signals
 from asyncfl.files import sha256
 from asyncfl.planning.layout import RUN_FILES, RUN_OUTPUTS
 from conftest import ENV, REPO, started, wait_for
+
+pytestmark = pytest.mark.subprocess
 
 SETTINGS = '{"eval_every": 2, "checkpoint_every": 2, "gamma0": 0.01}'
 # The reference run's rounds: enough that a signal after a checkpoint or a few rounds finds it going on
@@ -59,7 +62,6 @@ def outputs(out: Path) -> dict[str, bytes]:
     return {name: (out / name).read_bytes() for name in RUN_OUTPUTS}
 
 
-@pytest.mark.subprocess
 def test_two_concurrent_commands_one_proceeds_and_matches_a_lone_run(partition, lone_run, tmp_path):
     out = tmp_path / "run"
     command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, LONE_ROUNDS)]
@@ -115,7 +117,6 @@ def test_outputs_that_contradict_run_json_are_never_taken_as_finished(partition,
     assert outputs(out) == lone_run
 
 
-@pytest.mark.subprocess
 def test_a_killed_rerun_leaves_no_run_json_beside_other_csvs(partition, tmp_path):
     """Killed at any moment of a rerun with --force, the folder holds no run.json that vouches for other CSVs."""
     out = tmp_path / "run"
@@ -127,7 +128,6 @@ def test_a_killed_rerun_leaves_no_run_json_beside_other_csvs(partition, tmp_path
     assert not (out / "run.json").exists() and not (out / "model.pt").exists()
 
 
-@pytest.mark.subprocess
 def test_a_stale_lock_of_a_dead_process_is_taken_over(partition, lone_run, tmp_path, capsys):
     """A holder killed with SIGKILL (no cleanup) leaves its lock file naming it; the kernel dropped its
     lock, so the next command proceeds, while the holder alive would have been refused."""
@@ -146,7 +146,6 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(partition, lone_run, tmp_p
     assert outputs(out) == lone_run and os.path.exists(out / "run.json")
 
 
-@pytest.mark.subprocess
 def test_logs_deleted_mid_run_are_written_whole_before_run_json(partition, lone_run, tmp_path):
     """Snakemake deletes the outputs of a job it thinks failed while the orphan still runs: the run
     writes its logs whole again from memory, never hashing and finishing on a partial log."""
@@ -236,7 +235,6 @@ def test_a_diverged_global_model_stops_the_run_unsaved(partition, tmp_path, caps
     assert main(argv) == 1 and "nan or inf" in json.loads((out / "failed.json").read_text())["cause"]
 
 
-@pytest.mark.subprocess
 def test_durations_of_any_allowed_size_end(partition, tmp_path):
     """Clients that take 1e20 virtual seconds and more: the virtual clock still reaches them."""
     out = tmp_path / "run"
@@ -267,7 +265,6 @@ def interrupted(command: list[str], checkpoint: Path, stop: signal.Signals = sig
     return process.returncode, err
 
 
-@pytest.mark.subprocess
 def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
     out = tmp_path / "run"
     command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, LONE_ROUNDS)]
@@ -278,7 +275,6 @@ def test_ctrl_c_is_one_line_and_the_run_resumes(partition, lone_run, tmp_path):
     assert outputs(out) == lone_run
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_run_on_the_real_clock_stopped_by_a_signal_resumes_to_the_virtual_runs_bytes(
     partition, lone_run, tmp_path, stop
@@ -338,7 +334,6 @@ def test_train_many_makes_each_run_as_asyncfl_train_alone(partition, lone_run, t
     assert capsys.readouterr().out.count("already finished") == 2
 
 
-@pytest.mark.subprocess
 def test_train_many_in_two_processes_makes_the_bytes_of_one_and_a_failing_run_fails_it_in_one_line(
     partition, lone_run, tmp_path, capfd
 ):
@@ -386,7 +381,6 @@ def test_a_run_failing_in_train_many_is_one_line_and_the_others_finish(partition
     assert outputs(tmp_path / "afl") == lone_run
 
 
-@pytest.mark.subprocess
 def test_ctrl_c_in_train_many_is_one_line_and_every_run_resumes(partition, lone_run, tmp_path):
     other = {"algorithm": "sync", "clients_per_round": 3, "rounds": LONE_ROUNDS, "eval_every": 2, "checkpoint_every": 2}
     command = [sys.executable, "-m", "asyncfl", "train-many", "--dataset", "digits", "--plan",
@@ -420,7 +414,6 @@ def alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL])
 def test_a_signal_to_a_train_many_parent_alone_stops_every_child_and_every_run_resumes(
     partition, lone_run, tmp_path, stop
@@ -534,7 +527,6 @@ def test_a_tuned_runs_choice_is_recorded_as_such_and_makes_it_another_run(partit
     assert "holds a finished run with other settings or data" in capsys.readouterr().err
 
 
-@pytest.mark.subprocess
 def test_tuned_runs_in_two_processes_each_with_its_own_names_choice_make_the_bytes_of_one(partition, tmp_path):
     """A child's share of the plan may hold only some of its run names (here one each), and --chosen
     refuses a choice for a name its plan lacks: each child gets its own names' choices, and every run
