@@ -1,6 +1,6 @@
 """A run folder has one owner at a time, a finished run is not retrained, and run.json never
-contradicts the CSVs beside it: through the real command, concurrently where it matters (the
-`subprocess` tier: whole runs through the command line, in processes where it matters)."""
+contradicts the CSVs beside it: whole runs through the real command, concurrently where it matters
+(the `subprocess` tier)."""
 
 import json
 import os
