@@ -279,6 +279,7 @@ CHANGED = {
     "max_staleness": 1, "max_virtual_time": 1.0, "max_updates": 2, "max_dispatches": 2, "mixing": 0.3,
     "fedasync_alpha": 0.2, "server_lr": 0.3, "compass_alpha": 0.3, "compass_min_steps": 0.9,
     "latest_time_factor": 10.0, "speed_momentum": 0.2, "staleness_a": 3.0, "staleness_b": 0.5,
+    "asyncfeded_lambda": 0.5, "asyncfeded_epsilon": 0.3, "staleness_window": 1,
 }  # fmt: skip
 # What a setting read only where another holds (`NEEDS`) is tried with: its baseline is the run with
 # this context (or the plain run, where the context alone is refused: a pair that goes together)
@@ -307,7 +308,9 @@ FAMILIES = {"afl": {"algorithm": "afl"}, "sync": {"algorithm": "sync"},
             "fedbuff": {"algorithm": "fedbuff", "buffer_size": 2, "concurrency": 3},
             "fedcompass": {"algorithm": "fedcompass", "speed_sigma": 1.0, "local_epochs": 4, "rounds": 8},
             "fedasync": {"algorithm": "fedasync"}, "fadas": {"algorithm": "fadas", "buffer_size": 2},
-            "ca2fl": {"algorithm": "ca2fl", "buffer_size": 2}}  # fmt: skip
+            "ca2fl": {"algorithm": "ca2fl", "buffer_size": 2},
+            "fedstaleweight": {"algorithm": "fedstaleweight", "buffer_size": 2, "rounds": 8},
+            "asyncfeded": {"algorithm": "asyncfeded"}}  # fmt: skip
 # A value that coincides with the default in that family's tiny run, by what the setting means
 COINCIDES = {
     ("sync", "lr_time"): "a synchronous round aggregates J updates: its equivalent round is its round",

@@ -38,7 +38,10 @@ def test_a_row_gives_the_default_the_readers_and_what_the_setting_needs():
     assert deadline.startswith("| `min_report_fraction` [0.8] |")
     assert deadline.endswith("; read by `sync`; only with round_deadline set |")
     assert row(fields()["round_deadline"]).startswith("| `round_deadline` [null] |")
-    assert row(fields()["max_staleness"]).endswith("; read by `afl`, `fedasync`, `fedbuff`, `fadas`, `ca2fl` |")
+    assert row(fields()["max_staleness"]).endswith("; read by the asynchronous algorithms but `fedcompass` |")
+    assert row(fields()["staleness_a"]).endswith(
+        "but `fedstaleweight`, `asyncfeded`; only with staleness other than constant |"
+    )
     assert row(fields()["arrivals"]).endswith("; read by the asynchronous algorithms |")
 
 

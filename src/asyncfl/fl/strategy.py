@@ -16,6 +16,10 @@ from asyncfl.fl.staleness import StalenessFunction, staleness_function
 from asyncfl.models import ModelState
 from asyncfl.settings.config import TrainConfig, check_concurrency, check_setting, updates_per_round
 
+# What a strategy's server keeps across rounds, by names of its own: tensors and plain data, which the
+# checkpoint holds as they are (empty for a strategy without one, and then absent from the checkpoint)
+ServerMemory = dict[str, Any]
+
 
 @dataclass(frozen=True)
 class Update:
@@ -159,14 +163,15 @@ class Strategy(ABC):
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         """The next global model and each update's coefficient in it."""
 
-    def aggregate_with_cache(
-        self, global_model: ModelState, updates: list[Update], cache: dict[int, ModelState], clients: int
-    ) -> tuple[ModelState, list[float], dict[int, ModelState]]:
-        """`aggregate`, for a server that also keeps a cache of each client's last update across rounds
-        (`cache`, of `clients` clients; CA2FL's): the cache after the step besides. The engine calls this;
-        a strategy without a cache aggregates as `aggregate` does and leaves it as it is."""
+    def aggregate_with_memory(
+        self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
+    ) -> tuple[ModelState, list[float], ServerMemory]:
+        """`aggregate`, for a server that keeps a memory of its own across rounds (`memory`, over
+        `clients` clients: CA2FL's cache of each client's last update, FedStaleWeight's staleness
+        history): the memory after the step besides. The engine calls this; a strategy without a memory
+        aggregates as `aggregate` does and leaves it empty."""
         new, coefficients = self.aggregate(global_model, updates)
-        return new, coefficients, cache
+        return new, coefficients, memory
 
 
 class AsyncStrategy(Strategy):

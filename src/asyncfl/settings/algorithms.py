@@ -18,7 +18,9 @@ class Algorithm:
         display: its name in figures and tables.
         round_size: client updates it aggregates into one new global model: "J", "K" (FedBuff's
             buffer) or "1"; read by the strategies and by the workflow's budget checks.
-        asynchronous: M clients in flight, staleness τ ≥ 0 weighted by s(τ).
+        asynchronous: M clients in flight, staleness τ ≥ 0.
+        staleness_weighted: an asynchronous algorithm weights its updates by s(τ) (the staleness
+            settings apply); False where the rule has a staleness weight of its own.
         server_optimizer: for FedAvg with a server optimizer of its own (Reddi et al. 2021), that
             optimizer (`fl/server_optimizer.py`), which the run's config then records; "none" otherwise.
     """
@@ -28,6 +30,7 @@ class Algorithm:
     round_size: str
     asynchronous: bool = False
     server_optimizer: str = "none"
+    staleness_weighted: bool = True
 
 
 # In the order (and so the colour) every figure uses
@@ -48,4 +51,8 @@ CATALOGUE = (
     # arrival groups whose clients train as many steps as bring them back together (Li et al. 2024); an
     # aggregation takes a group's arrivals and the late updates held since, or one first-heard client's
     Algorithm("fedcompass", "FedCompass", "1", asynchronous=True),
+    # FedBuff's buffer, each update weighted by its client's average observed staleness (Ma et al. 2024)
+    Algorithm("fedstaleweight", "FedStaleWeight", "K", asynchronous=True, staleness_weighted=False),
+    # every arrival a round, stepped by λ/(γ + ε), γ the global model's distance moved over the update's length
+    Algorithm("asyncfeded", "AsyncFedED", "1", asynchronous=True, staleness_weighted=False),  # Wang et al. 2022
 )

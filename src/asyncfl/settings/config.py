@@ -24,6 +24,7 @@ from asyncfl.settings.names import (
     SERVER_OPTIMIZER_LR,
     SERVER_OPTIMIZER_OF,
     SERVER_OPTIMIZERS,
+    STALENESS_WEIGHTED,
     TIMING_ONLY,
     TRAINERS,
     UPDATES_PER_ROUND,
@@ -92,25 +93,32 @@ class TrainConfig:
     lr_delay: str = setting(Group.LOCAL, "duration", ("duration", "latency"), read_by=SCHEDULED)
     """d_c: the client's dispatch duration (compute + latency), or `latency` only (`afl_as_coded` keeps the
     reference code's own clock)"""
-    staleness: str = setting(Group.SERVER, "polynomial", STALENESS_FUNCTIONS, read_by=ASYNCHRONOUS)
+    staleness: str = setting(Group.SERVER, "polynomial", STALENESS_FUNCTIONS, read_by=STALENESS_WEIGHTED)
     """s(τ), the staleness weight of the asynchronous algorithms' updates: `constant` 1, `inverse` 1/(1+aτ),
     `polynomial` (1+τ)^−a, `hinge` 1 if τ ≤ b else 1/(a(τ−b)+1). **Project's choice**: the paper's §V weights
     client models by size only, i.e. `constant`, which `config/config.yaml` sets for the paper's experiments"""
-    staleness_a: float = setting(Group.SERVER, 0.5, lowest=NON_NEGATIVE, read_by=ASYNCHRONOUS)
+    staleness_a: float = setting(Group.SERVER, 0.5, lowest=NON_NEGATIVE, read_by=STALENESS_WEIGHTED)
     """a of s(τ) (**project's choice**; the paper gives no value)"""
-    staleness_b: float = setting(Group.SERVER, 4.0, lowest=NON_NEGATIVE, read_by=ASYNCHRONOUS)
+    staleness_b: float = setting(Group.SERVER, 4.0, lowest=NON_NEGATIVE, read_by=STALENESS_WEIGHTED)
     """b of the `hinge` s(τ) (**project's choice**; the paper gives no value)"""
     concurrency: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
     """M, clients in flight; null: J (**project's choice**: Algorithm 1 draws J clients per round;
     docs/design.md "Training" sets the two side by side)"""
     buffer_size: int | None = setting(
-        Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff", "fadas", "ca2fl")
+        Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff", "fadas", "ca2fl", "fedstaleweight")
     )
-    """K, arrivals per `fedbuff`, `fadas` or `ca2fl` aggregation; null: J (**project's choice**)"""
+    """K, arrivals per `fedbuff`, `fadas`, `ca2fl` or `fedstaleweight` aggregation; null: J (**project's choice**)"""
+    staleness_window: int = setting(Group.SERVER, 5, lowest=POSITIVE, at_most=MANY, read_by=("fedstaleweight",))
+    """W: FedStaleWeight weights a client's update by the mean of its last W stalenesses (the authors' test
+    bench's window)"""
     mixing: float = setting(Group.SERVER, 1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
     """β: θ ← (1−β)θ + β·aggregate (1: the aggregate replaces the model, **paper**)"""
     fedasync_alpha: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL, read_by=("fedasync",))
     """α: α_t = α·s(τ) (**project's choice**, from FedAsync's paper)"""
+    asyncfeded_lambda: float = setting(Group.SERVER, 0.1, lowest=POSITIVE, at_most=1e6, read_by=("asyncfeded",))
+    """λ: AsyncFedED steps each arrival by λ/(γ + ε) (**project's choice**: FedOpt's default; the paper tunes it)"""
+    asyncfeded_epsilon: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, at_most=1e6, read_by=("asyncfeded",))
+    """ε of AsyncFedED's step λ/(γ + ε), which caps it at λ/ε (**project's choice**: FedOpt's default)"""
     server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl"))
     """η_g, FedBuff's server step, and CA2FL's η (**project's choice**; FLGo's CA2FL default)"""
     compass_alpha: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
@@ -128,11 +136,10 @@ class TrainConfig:
     """m: FedCompass's speed of a client s ← (1 − m)·s + m·(its last dispatch's seconds per step) (APPFL's
     example 0.9)"""
     server_optimizer: str = setting(Group.SERVER, "none", SERVER_OPTIMIZERS)
-    """the server's own optimizer on the pseudo-gradient Δ = aggregate − θ, after any algorithm's aggregation
-    (docs/design.md "Training"): `sgd` (FedAvgM, Hsu et al. 2019), `adagrad`, `adam`, `yogi` (FedAdagrad,
-    FedAdam, FedYogi: Reddi et al. 2021), `amsgrad` (Adam with the largest second moment so far, FADAS's: Wang et
-    al. 2024); its moments are checkpointed with the model. `none`: the aggregate is the new model (offering it
-    is the **project's choice**)"""
+    """the server's optimizer on the pseudo-gradient Δ = aggregate − θ, after any algorithm's aggregation
+    (docs/design.md "Training"): `sgd` (FedAvgM), `adagrad`, `adam`, `yogi` (FedAdagrad, FedAdam, FedYogi:
+    Reddi et al. 2021), `amsgrad` (FADAS's); its moments are checkpointed. `none`: the aggregate is the new
+    model (offering it is the **project's choice**)"""
     server_optimizer_lr: float | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=1e6)
     """η, the server optimizer's step; null: the optimizer's own, Flower's defaults (1.0 `sgd`, 0.1 `adagrad`
     and `adam`, 0.01 `yogi`; Reddi et al. tune it per task) and AFL-Lib's 0.01 `amsgrad`; with
@@ -212,9 +219,8 @@ class TrainConfig:
     class gives `LOW-HIGH`; e.g. AFL-Lib's edge devices `1:1,1:1.81,1:11.6` (`settings/classes.py`)"""
     class_draw: str = setting(Group.WORLD, "shares", CLASS_DRAWS)
     """how the classes of `speed_classes`, `link_classes`, `download_seconds` and `upload_seconds` take their
-    clients: `shares`, each class exactly its share of the C clients (by largest remainder); `probability`,
-    each client's class drawn on its own with the classes' shares as probabilities (which must sum to 1), so a
-    class's count varies with the seed, as in simulators that draw each client's profile"""
+    clients: `shares`, each class exactly its share of the C clients (largest remainder); `probability`, each
+    client's class drawn with the shares (summing to 1) as probabilities, as simulators draw profiles"""
     bandwidth_median: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e9, at_least=1e-6)
     """the clients' downlink in Mbit/s, median over clients: each dispatch downloads the global model and
     uploads the client's, the model's bytes over the client's link (null: transfers take no time); at least 1e-6
@@ -289,13 +295,12 @@ class TrainConfig:
     client_freed: str = setting(Group.WORLD, "at_arrival", CLIENT_FREEDOM, read_by=ASYNCHRONOUS)
     """when a dispatched client may be drawn again: `at_arrival`, once its update has arrived (or its
     dispatch ended otherwise); `after_training`, once its local training ends, its upload still on the way
-    (NVFlare's FedRevive scheduler). Either way a slot of M frees only when the dispatch ends; a
-    synchronous round draws its clients without replacement, so only the asynchronous algorithms read it"""
+    (NVFlare's FedRevive scheduler). A slot of M frees only when the dispatch ends; synchronous rounds draw
+    without replacement, so only the asynchronous algorithms read it"""
     redistribution_threshold: int = setting(Group.SERVER, 1, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
-    """O: the server dispatches only once at least O of its M slots are open, then fills them all at once,
-    every new dispatch from one version (1: a slot is refilled as it opens, Algorithm 1's closed loop; M:
-    the whole cohort waits, a synchronous schedule; NVFlare's FedRevive (K, B, O) scheduler); at most M,
-    with `arrivals: closed`"""
+    """O: the server dispatches once at least O of its M slots are open, filling them all from one version
+    (1: each slot refilled as it opens, Algorithm 1's loop; M: the cohort waits, a synchronous schedule;
+    NVFlare's FedRevive (K, B, O)); at most M, with `arrivals: closed`"""
     arrivals: str = setting(Group.WORLD, "closed", ARRIVAL_PROCESSES, read_by=ASYNCHRONOUS)
     """`closed`: M clients in flight, one dispatched per arrival (the paper's Algorithm 1); `poisson`: clients
     check in at rate `checkin_rate` and one is dispatched per check-in while fewer than M are in flight, for
@@ -334,11 +339,10 @@ class TrainConfig:
     """`auto` (CUDA when a device is visible, else CPU), `cpu` or `cuda`; on CUDA a job trains on a free one of
     the GPUs it sees (docs/cluster.md "Several GPUs on one machine")"""
     trainer: str = setting(Group.MACHINE, "auto", TRAINERS)
-    """`vectorised`: the clients in flight train as one batch (torch.func); `plain`: one client after another
-    (the reference); `graphed`: each client's step a CUDA graph replay (no FedProx term); `auto`: graphed on
-    CUDA, vectorised there for FedProx and `afl_as_coded`, plain on the CPU (docs/performance.md "Speed");
-    `none`: a timing-only run, every dispatch, staleness and version as a trained run's, no training (empty
-    training columns, no score, model.pt the initial model: docs/world.md "The clients' world")"""
+    """`vectorised`: the clients in flight train as one batch (torch.func); `plain`: one after another (the
+    reference); `graphed`: each step a CUDA graph replay (no FedProx); `auto`: graphed on CUDA (vectorised for
+    FedProx and `afl_as_coded`), plain on the CPU (docs/performance.md "Speed"); `none`: a timing-only run,
+    every dispatch as a trained run's, no training (docs/world.md "The clients' world")"""
     precision: str = setting(Group.MACHINE, "fp32", PRECISIONS)
     """speed knob: `fp32` (IEEE everywhere, TF32 switched off), `tf32` (CUDA matmuls and convolutions in
     TensorFloat-32; refused on the CPU), `bf16` (autocast: activations in bfloat16, parameters, Adam state and

@@ -32,8 +32,11 @@ def base_algorithm(run_name: str) -> str:
     return run_name.split("-", 1)[0]
 
 
-# The asynchronous algorithms: M clients in flight, staleness τ ≥ 0 weighted by s(τ)
+# The asynchronous algorithms: M clients in flight, staleness τ ≥ 0; those that weight updates by s(τ)
 ASYNCHRONOUS = tuple(algorithm.key for algorithm in CATALOGUE if algorithm.asynchronous)
+STALENESS_WEIGHTED = tuple(
+    algorithm.key for algorithm in CATALOGUE if algorithm.asynchronous and algorithm.staleness_weighted
+)
 DATASETS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST", "cifar10": "CIFAR-10", "digits": "digits (8×8)"}
 MODELS = {"cnn": "CNN (3 conv layers)", "resnet20": "ResNet-20", "mlp": "MLP (2NN)"}
 OPTIMIZERS = ("adam", "sgd")

@@ -37,13 +37,20 @@ def field_docs() -> dict[str, str]:
 
 
 def readers(read_by: tuple[str, ...]) -> str:
-    """The algorithms that read a setting, or those that do not where they are fewer; the asynchronous
-    ones by that name (docs/algorithms.md lists them)."""
-    if set(read_by) == set(ASYNCHRONOUS):
-        return "the asynchronous algorithms"
-    others = [algorithm for algorithm in ALGORITHMS if algorithm not in read_by]
+    """The algorithms that read a setting, or those that do not where they are fewer: of all, or of the
+    asynchronous ones where only those read it (docs/algorithms.md lists them)."""
+    if set(read_by) <= set(ASYNCHRONOUS):
+        group, names = (
+            "the asynchronous algorithms",
+            [algorithm for algorithm in ALGORITHMS if algorithm in ASYNCHRONOUS],
+        )
+    else:
+        group, names = "every algorithm", list(ALGORITHMS)
+    others = [algorithm for algorithm in names if algorithm not in read_by]
+    if not others:
+        return group
     if len(others) < len(read_by):
-        return "every algorithm but " + ", ".join(f"`{algorithm}`" for algorithm in others)
+        return f"{group} but " + ", ".join(f"`{algorithm}`" for algorithm in others)
     return ", ".join(f"`{algorithm}`" for algorithm in read_by)
 
 

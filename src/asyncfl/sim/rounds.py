@@ -29,9 +29,9 @@ def folded_round(
     jobs, results = [job for job, _ in buffer], [result for _, result in buffer]
     old, starts = state.global_model, [start_of(context, state, job) for job in jobs]
     updates = server_updates(context, state.version, jobs, results, starts)
-    # the server's cache of each client's last update: CA2FL's, read and renewed; the others leave it empty
-    new, coefficients, state.cached_updates = context.strategy.aggregate_with_cache(
-        old, updates, state.cached_updates, len(context.sizes)
+    # the strategy's memory across rounds (CA2FL's cache, FedStaleWeight's staleness), read and renewed
+    new, coefficients, state.server_memory = context.strategy.aggregate_with_memory(
+        old, updates, state.server_memory, len(context.sizes)
     )
     if context.server_optimizer is not None:  # the server steps on the aggregate's pseudo-gradient
         stalest = max(update.staleness for update in updates)

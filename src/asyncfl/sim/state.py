@@ -86,9 +86,10 @@ class SimulationState:
     dispatched: int = 0
     # the server optimizer's moments (`fl.server_optimizer`; empty without one)
     server_moments: dict[str, ModelState] = field(default_factory=dict)
-    # CA2FL's cache: each client's last update Δ_c as the server holds it (empty for the other algorithms);
-    # checkpointed where it holds any, so other runs' checkpoints are what they were
-    cached_updates: dict[int, ModelState] = field(default_factory=dict)
+    # the strategy's own memory across rounds (`Strategy.aggregate_with_memory`: CA2FL's cache of each
+    # client's last update, FedStaleWeight's staleness history); checkpointed where it holds any, so other
+    # runs' checkpoints are what they were
+    server_memory: dict[str, Any] = field(default_factory=dict)
     # FedCompass's scheduler, and the arrived updates its groups hold until they are aggregated (None and
     # empty for the other algorithms: checkpointed only where set, so other runs' checkpoints are what they were)
     compass: CompassSchedule | None = None
@@ -157,7 +158,7 @@ class SimulationState:
             }
             | ({"link": dataclasses.asdict(self.link)} if self.link is not None else {})
             | ({"server_moments": self.server_moments} if self.server_moments else {})
-            | ({"cached_updates": self.cached_updates} if self.cached_updates else {})
+            | ({"server_memory": self.server_memory} if self.server_memory else {})
             | (
                 {"compass": dataclasses.asdict(self.compass), "waiting_updates": self.waiting_payload()}
                 if self.compass
@@ -188,7 +189,7 @@ class SimulationState:
                 results={tuple(r.pop("key")): LocalResult(**r) for r in checkpoint["results"]},
                 link=LinkBookings(**checkpoint["link"]) if "link" in checkpoint else None,
                 server_moments=checkpoint.get("server_moments", {}),
-                cached_updates=checkpoint.get("cached_updates", {}),
+                server_memory=memory_of(checkpoint),
                 compass=CompassSchedule.from_payload(checkpoint["compass"]) if "compass" in checkpoint else None,
                 waiting_updates=waiting_of(checkpoint.get("waiting_updates", [])),
             )
@@ -212,6 +213,14 @@ def tuples(job: dict[str, Any]) -> dict[str, Any]:
     """A checkpointed job's tuple fields, which its payload stores as lists."""
     transfers = job.get("transfers")
     return {"lrs": tuple(job["lrs"]), "transfers": None if transfers is None else tuple(transfers)}
+
+
+def memory_of(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """The strategy's memory a checkpoint holds; a CA2FL checkpoint written before the memory had its
+    name (2026-12-06) held its cache alone, as "cached_updates"."""
+    if "cached_updates" in checkpoint:
+        return {"cache": checkpoint["cached_updates"]}
+    return dict(checkpoint.get("server_memory", {}))
 
 
 def waiting_of(entries: list[dict[str, Any]]) -> dict[tuple, tuple[Job, LocalResult]]:

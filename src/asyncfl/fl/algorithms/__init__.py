@@ -8,10 +8,12 @@ likewise is FedBuff with AMSGrad (and its delay-adaptive step, `delay_threshold`
 
 from asyncfl.fl.algorithms.afl import AFL
 from asyncfl.fl.algorithms.afl_as_coded import AFLAsCoded
+from asyncfl.fl.algorithms.asyncfeded import AsyncFedED
 from asyncfl.fl.algorithms.ca2fl import CA2FL
 from asyncfl.fl.algorithms.fedasync import FedAsync
 from asyncfl.fl.algorithms.fedbuff import FedBuff
 from asyncfl.fl.algorithms.fedcompass import FedCompass
+from asyncfl.fl.algorithms.fedstaleweight import FedStaleWeight
 from asyncfl.fl.algorithms.sync import Sync
 from asyncfl.fl.algorithms.sync_as_coded import SyncAsCoded
 from asyncfl.fl.strategy import Strategy
@@ -31,6 +33,8 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "fadas": FedBuff,  # FedBuff's buffer, then the server's AMSGrad step (settings/algorithms.py)
     "ca2fl": CA2FL,
     "fedcompass": FedCompass,
+    "fedstaleweight": FedStaleWeight,
+    "asyncfeded": AsyncFedED,
 }
 
 

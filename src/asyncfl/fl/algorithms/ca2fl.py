@@ -18,7 +18,7 @@ not the paper's box, so not emulated.
 from dataclasses import dataclass
 
 from asyncfl.fl.aggregation import calibrated_update
-from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, Update
+from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, ServerMemory, Update
 from asyncfl.models import ModelState
 from asyncfl.settings.config import TrainConfig
 
@@ -49,11 +49,15 @@ class CA2FL(AsyncStrategy):
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         """The step from an empty cache (CA2FL's first round: h = 0, FedBuff's mean update times η)."""
-        new, coefficients, _ = self.aggregate_with_cache(global_model, updates, {}, 1)
+        new, coefficients, _ = self.aggregate_with_memory(global_model, updates, {}, 1)
         return new, coefficients
 
-    def aggregate_with_cache(
-        self, global_model: ModelState, updates: list[Update], cache: dict[int, ModelState], clients: int
-    ) -> tuple[ModelState, list[float], dict[int, ModelState]]:
+    def aggregate_with_memory(
+        self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
+    ) -> tuple[ModelState, list[float], ServerMemory]:
+        """The step on the calibrated update; the memory's "cache" holds h_c, by client."""
         arrivals = [(u.client, u.state, u.start, u.staleness_weight) for u in updates]
-        return calibrated_update(global_model, arrivals, cache, clients, self.parameters.server_lr)
+        new, coefficients, cache = calibrated_update(
+            global_model, arrivals, memory.get("cache", {}), clients, self.parameters.server_lr
+        )
+        return new, coefficients, {"cache": cache}
