@@ -82,7 +82,7 @@ def test_a_plan_the_site_can_schedule_passes(sinfo, config, asked, longest):
             CONS_TRES,
             resources({"cpu": "standard", "gpu": "gpu_a100"}, gpu_model="a100"),
             "resources.train.gpu_model asks for GPU type 'a100', which partition gpu_a100's nodes lack; they are "
-            "untyped",
+            "untyped: remove gpu_model",
         ),
         (
             UNTYPED,
@@ -97,6 +97,19 @@ def test_a_plan_the_site_can_schedule_passes(sinfo, config, asked, longest):
             CONS_RES,
             resources({"cpu": "standard", "gpu": "gpu_a100"}),
             'refuses: write resources.train.gres: "gpu:1" instead of gpu',
+        ),
+        # there, the gres it is told to write asks for a type the nodes have: a missing type is named first
+        (
+            UNTYPED,
+            CONS_RES,
+            resources({"cpu": "standard", "gpu": "gpu_a100"}, gpu_model="a100"),
+            "resources.train.gpu_model asks for GPU type 'a100', which partition gpu_a100's nodes lack",
+        ),
+        (
+            TYPED,
+            CONS_RES,
+            resources({"cpu": "cpu", "gpu": "gpu"}, 2880, gpu_model="a100"),
+            'refuses: write resources.train.gres: "gpu:a100:1" instead of gpu and gpu_model',
         ),
         (
             UNTYPED,

@@ -10,7 +10,12 @@
 # The node offers two fake GPUs (gres on /dev/null and /dev/zero), one per core, so two training jobs run
 # at a time: a job sees CUDA_VISIBLE_DEVICES=0 or 1 and no CUDA device, and trains on the CPU.
 # The tests name these partitions and the GPU one's MaxTime to the workflow as a site's user would (SITE in tests/test_slurm.py).
+# Two variants of a site, for checks by hand (the tests run on the default, which three test files share):
+#   ASYNCFL_SLURM_GPU_TYPE=a100   typed GPUs (Gres=gpu:a100:2) instead of untyped ones
+#   ASYNCFL_SLURM_SELECT=cons_res select/cons_res, which refuses --gpus, instead of select/cons_tres
 set -euo pipefail
+GPU_TYPE=${ASYNCFL_SLURM_GPU_TYPE:-}
+SELECT=${ASYNCFL_SLURM_SELECT:-cons_tres}
 
 STATE=/var/lib/asyncfl-slurm
 PIDS=(/run/slurmd.pid /run/slurmctld.pid /run/munge/munged.pid)
@@ -34,7 +39,7 @@ AuthType=auth/munge
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/affinity
 EnforcePartLimits=ALL
-SelectType=select/cons_tres
+SelectType=select/$SELECT
 SelectTypeParameters=CR_Core_Memory
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
@@ -47,7 +52,7 @@ SlurmctldPidFile=/run/slurmctld.pid
 SlurmdPidFile=/run/slurmd.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
-NodeName=localhost NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory Gres=gpu:2 State=UNKNOWN
+NodeName=localhost NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory Gres=gpu:${GPU_TYPE:+$GPU_TYPE:}2 State=UNKNOWN
 PartitionName=cpu Nodes=localhost Default=YES MaxTime=1-00:00:00 State=UP
 PartitionName=gpu Nodes=localhost MaxTime=1-12:00:00 State=UP
 PartitionName=standard Nodes=localhost MaxTime=08:00:00 State=UP
@@ -55,8 +60,8 @@ PartitionName=gpu_a100 Nodes=localhost MaxTime=1-00:00:00 State=UP
 CONF
   cat > /etc/slurm/gres.conf <<CONF
 AutoDetect=off
-NodeName=localhost Name=gpu File=/dev/null
-NodeName=localhost Name=gpu File=/dev/zero
+NodeName=localhost Name=gpu ${GPU_TYPE:+Type=$GPU_TYPE }File=/dev/null
+NodeName=localhost Name=gpu ${GPU_TYPE:+Type=$GPU_TYPE }File=/dev/zero
 CONF
   [ -s /etc/munge/munge.key ] || { dd if=/dev/urandom bs=1 count=1024 of=/etc/munge/munge.key 2>/dev/null; }
   chown munge:munge /etc/munge/munge.key /run/munge

@@ -126,19 +126,14 @@ def check_time(resources: dict[str, Any], kind: str, name: str, partition: Parti
 
 def check_gpus(train: dict[str, Any], name: str, partition: Partition, select_type: str) -> None:
     """The GPU request of a job that trains, as the profile's plugin spells it (`--gpus=[MODEL:]N` from
-    gpu/gpu_model, `--gres=gpu[:MODEL]:N` from gres), against the partition's nodes and SelectType."""
+    gpu/gpu_model, `--gres=gpu[:MODEL]:N` from gres), against the partition's nodes, then its SelectType
+    (so that the gres spelling a select/cons_res site is told to write asks for what its nodes have)."""
     asked = gpu_job_resources({"train": train})
     if "gres" in asked:
         key, fields = "resources.train.gres", asked["gres"].split(":")
         model, count = (fields[1] if len(fields) == 3 else None), int(fields[-1])
     else:
         key, model, count = "resources.train.gpu", asked.get("gpu_model"), int(asked["gpu"])
-        if select_type == GPUS_REFUSED:
-            raise InputError(
-                f"resources.train.gpu asks for --gpus, which this site's SelectType {select_type} refuses: "
-                f'write resources.train.gres: "gpu:{model + ":" if model else ""}{count}" instead of gpu'
-                + (" and gpu_model" if model else "")
-            )
     if not partition.gpus:
         raise InputError(
             f'resources.partitions.gpu is {name!r}, whose nodes have no GPUs (`sinfo -o "%P %G"`): name the '
@@ -147,11 +142,18 @@ def check_gpus(train: dict[str, Any], name: str, partition: Partition, select_ty
     if model is not None and model not in partition.gpus:
         key = "resources.train.gpu_model" if key.endswith("gpu") else key
         typed = sorted(kind for kind in partition.gpus if kind is not None)
-        fix = f"its types: {', '.join(typed)}" if typed else "they are untyped: ask for gpu:N without a model"
+        untyped = "remove gpu_model" if key.endswith("gpu_model") else "ask for gpu:N without a model"
+        fix = f"its types: {', '.join(typed)}" if typed else f"they are untyped: {untyped}"
         raise InputError(f"{key} asks for GPU type {model!r}, which partition {name}'s nodes lack; {fix}")
     most = partition.gpus[model] if model is not None else sum(partition.gpus.values())
     if count > most:
         raise InputError(f"{key} asks for {count} GPUs, more than a node of partition {name} has ({most})")
+    if key != "resources.train.gres" and select_type == GPUS_REFUSED:  # last: the gres it suggests is one that fits
+        raise InputError(
+            f"resources.train.gpu asks for --gpus, which this site's SelectType {select_type} refuses: "
+            f'write resources.train.gres: "gpu:{model + ":" if model else ""}{count}" instead of gpu'
+            + (" and gpu_model" if model else "")
+        )
 
 
 def slurm_minutes(limit: str) -> float:
