@@ -55,4 +55,6 @@ CATALOGUE = (
     Algorithm("fedstaleweight", "FedStaleWeight", "K", asynchronous=True, staleness_weighted=False),
     # every arrival a round, stepped by λ/(γ + ε), γ the global model's distance moved over the update's length
     Algorithm("asyncfeded", "AsyncFedED", "1", asynchronous=True, staleness_weighted=False),  # Wang et al. 2022
+    # every K arrivals, a step on the mean of every client's latest update, absent ones too (Gu et al. 2021)
+    Algorithm("mifa", "MIFA", "K", asynchronous=True, staleness_weighted=False),
 )

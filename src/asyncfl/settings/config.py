@@ -34,6 +34,8 @@ from asyncfl.settings.rules import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Group,
 from asyncfl.settings.yaml_files import read_yaml
 
 STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
+# The algorithms whose round is K arrivals (FedBuff's buffer), K their `buffer_size`
+BUFFERED = tuple(algorithm for algorithm, size in UPDATES_PER_ROUND.items() if size == "K")
 # The asynchronous algorithms whose server may cap staleness (FedCompass schedules its late updates instead)
 CAPPED = tuple(algorithm for algorithm in ASYNCHRONOUS if algorithm != "fedcompass")
 DISTRIBUTIONS = ("lognormal", "constant")
@@ -104,21 +106,18 @@ class TrainConfig:
     concurrency: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
     """M, clients in flight; null: J (**project's choice**: Algorithm 1 draws J clients per round;
     docs/design.md "Training" sets the two side by side)"""
-    buffer_size: int | None = setting(
-        Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=("fedbuff", "fadas", "ca2fl", "fedstaleweight")
-    )
-    """K, arrivals per `fedbuff`, `fadas`, `ca2fl` or `fedstaleweight` aggregation; null: J (**project's choice**)"""
+    buffer_size: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=BUFFERED)
+    """K, arrivals per aggregation (FedBuff's buffer); null: J (**project's choice**)"""
     staleness_window: int = setting(Group.SERVER, 5, lowest=POSITIVE, at_most=MANY, read_by=("fedstaleweight",))
-    """W: FedStaleWeight weights a client's update by the mean of its last W stalenesses (the authors' test
-    bench's window)"""
+    """W: FedStaleWeight averages a client's last W stalenesses (the authors' window)"""
     mixing: float = setting(Group.SERVER, 1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
     """β: θ ← (1−β)θ + β·aggregate (1: the aggregate replaces the model, **paper**)"""
     fedasync_alpha: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL, read_by=("fedasync",))
     """α: α_t = α·s(τ) (**project's choice**, from FedAsync's paper)"""
     asyncfeded_lambda: float = setting(Group.SERVER, 0.1, lowest=POSITIVE, at_most=1e6, read_by=("asyncfeded",))
-    """λ: AsyncFedED steps each arrival by λ/(γ + ε) (**project's choice**: FedOpt's default; the paper tunes it)"""
+    """λ of AsyncFedED's step λ/(γ + ε) (**project's choice**: FedOpt's; the paper tunes it)"""
     asyncfeded_epsilon: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, at_most=1e6, read_by=("asyncfeded",))
-    """ε of AsyncFedED's step λ/(γ + ε), which caps it at λ/ε (**project's choice**: FedOpt's default)"""
+    """ε of AsyncFedED's step λ/(γ + ε), at most λ/ε (**project's choice**: FedOpt's)"""
     server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl"))
     """η_g, FedBuff's server step, and CA2FL's η (**project's choice**; FLGo's CA2FL default)"""
     compass_alpha: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedcompass",))

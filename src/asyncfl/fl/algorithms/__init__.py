@@ -14,6 +14,7 @@ from asyncfl.fl.algorithms.fedasync import FedAsync
 from asyncfl.fl.algorithms.fedbuff import FedBuff
 from asyncfl.fl.algorithms.fedcompass import FedCompass
 from asyncfl.fl.algorithms.fedstaleweight import FedStaleWeight
+from asyncfl.fl.algorithms.mifa import MIFA
 from asyncfl.fl.algorithms.sync import Sync
 from asyncfl.fl.algorithms.sync_as_coded import SyncAsCoded
 from asyncfl.fl.strategy import Strategy
@@ -35,6 +36,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "fedcompass": FedCompass,
     "fedstaleweight": FedStaleWeight,
     "asyncfeded": AsyncFedED,
+    "mifa": MIFA,
 }
 
 
