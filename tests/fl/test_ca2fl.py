@@ -1,34 +1,12 @@
 """CA2FL (Wang et al., ICLR 2024, Algorithm 1): its calibrated step by hand over three rounds against the
 paper's box, the case where it is FedBuff, its cache through a crash, and its settings."""
 
-import hashlib
-import io
-import shutil
-from pathlib import Path
-
 import pytest
 import torch
 
 from asyncfl.fl.aggregation import calibrated_update, fedbuff_update
 from asyncfl.settings.config import make_config
 from asyncfl.settings.errors import InputError
-from engine_cases import read_csv, recorded_simulation
-
-
-def checkpoint_of(path: Path) -> dict:
-    """A checkpoint's payload: torch's bytes after its header line (`runs/checkpoint.py`)."""
-    return torch.load(io.BytesIO(path.read_bytes().partition(b"\n")[2]), weights_only=True)
-
-
-def as_written_before(path: Path) -> None:
-    """A CA2FL checkpoint rewritten as the project wrote it before 2026-12-06: its cache alone, under
-    "cached_updates" (`sim.state.memory_of`), behind a checksum of its own."""
-    payload = checkpoint_of(path)
-    payload["cached_updates"] = payload.pop("server_memory")["cache"]
-    buffer = io.BytesIO()
-    torch.save(payload, buffer)
-    header = path.read_bytes().partition(b"\n")[0].rsplit(b" ", 1)[0]
-    path.write_bytes(header + b" " + hashlib.sha256(buffer.getvalue()).hexdigest().encode() + b"\n" + buffer.getvalue())
 
 
 def state(w: float, count: int = 1) -> dict[str, torch.Tensor]:
@@ -72,35 +50,6 @@ def test_with_every_client_once_a_round_the_calibration_cancels_and_ca2fl_is_fed
         old, [states[c] for c in (2, 0, 3, 1)], [starts[c] for c in (2, 0, 3, 1)], [1.0] * 4, 0.7
     )
     assert torch.allclose(calibrated["w"], buffered["w"], atol=1e-6)
-
-
-def test_a_ca2fl_run_resumes_its_cache_to_the_same_bytes_and_is_not_fedbuff(tmp_path):
-    """M = 4 in flight, K = 2 of 5 clients: the cache calibrates (the run differs from FedBuff's), lives in
-    the checkpoint (a run that crashes after one resumes to the bytes of one that never stopped), and
-    FedBuff's checkpoint holds none (its bytes as before)."""
-    settings = dict(clients_per_round=2, concurrency=4, buffer_size=2, rounds=8, local_epochs=1, batch_size=4,
-                    checkpoint_every=2)  # fmt: skip
-    sizes = [8, 8, 12, 12, 16]
-    whole, _ = recorded_simulation(tmp_path / "whole", sizes, algorithm="ca2fl", **settings)
-    whole.run()
-    crashed, _ = recorded_simulation(tmp_path / "resumed", sizes, fail_on_call=5, algorithm="ca2fl", **settings)
-    with pytest.raises(RuntimeError, match="injected crash"):
-        crashed.run()
-    assert checkpoint_of(tmp_path / "resumed" / "checkpoint.pt")["server_memory"]["cache"]  # what resumes
-    shutil.copytree(tmp_path / "resumed", tmp_path / "legacy")
-    as_written_before(tmp_path / "legacy" / "checkpoint.pt")
-    for folder in ("resumed", "legacy"):
-        resumed, _ = recorded_simulation(tmp_path / folder, sizes, algorithm="ca2fl", **settings)
-        resumed.run()
-        for name in ("metrics.csv", "events.csv", "model.pt"):
-            assert (tmp_path / folder / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), (folder, name)
-    fedbuff, _ = recorded_simulation(tmp_path / "fedbuff", sizes, fail_on_call=5, algorithm="fedbuff", **settings)
-    with pytest.raises(RuntimeError, match="injected crash"):
-        fedbuff.run()
-    assert "server_memory" not in checkpoint_of(tmp_path / "fedbuff" / "checkpoint.pt")
-    buffered, _ = recorded_simulation(tmp_path / "buffered", sizes, algorithm="fedbuff", **settings)
-    buffered.run()
-    assert read_csv(tmp_path / "buffered" / "metrics.csv") != read_csv(tmp_path / "whole" / "metrics.csv")
 
 
 @pytest.mark.parametrize(

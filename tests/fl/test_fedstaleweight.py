@@ -4,13 +4,11 @@ through a crash, and its settings."""
 
 import pytest
 import torch
-from test_ca2fl import checkpoint_of
 
 from asyncfl.fl.algorithms import make_strategy
 from asyncfl.fl.strategy import Update
 from asyncfl.settings.config import make_config
 from asyncfl.settings.errors import InputError
-from engine_cases import read_csv, recorded_simulation
 
 
 def arrival(client: int, staleness: int, delta: list[float]) -> Update:
@@ -41,29 +39,6 @@ def test_three_rounds_by_hand():
     theta, weights, memory = strategy.aggregate_with_memory(theta, [arrival(2, 0, [5, 5])], memory, 3)
     assert weights == [0.0] and torch.equal(theta["w"], before["w"]) and memory["staleness"][2] == [0]
     assert int(theta["count"]) == 3  # counts take the largest, as in every algorithm
-
-
-def test_a_run_resumes_its_staleness_memory_to_the_same_bytes_and_is_not_fedbuff(tmp_path):
-    """M = 4 in flight, K = 2 of 5 clients: the weights differ from FedBuff's mean, the staleness history
-    lives in the checkpoint, and a run that crashes resumes to the bytes of one that never stopped."""
-    settings = dict(clients_per_round=2, concurrency=4, buffer_size=2, rounds=8, local_epochs=1, batch_size=4,
-                    checkpoint_every=2)  # fmt: skip
-    sizes = [8, 8, 12, 12, 16]
-    whole, _ = recorded_simulation(tmp_path / "whole", sizes, algorithm="fedstaleweight", **settings)
-    whole.run()
-    crashed, _ = recorded_simulation(
-        tmp_path / "resumed", sizes, fail_on_call=5, algorithm="fedstaleweight", **settings
-    )
-    with pytest.raises(RuntimeError, match="injected crash"):
-        crashed.run()
-    assert checkpoint_of(tmp_path / "resumed" / "checkpoint.pt")["server_memory"]["staleness"]
-    resumed, _ = recorded_simulation(tmp_path / "resumed", sizes, algorithm="fedstaleweight", **settings)
-    resumed.run()
-    for name in ("metrics.csv", "events.csv", "model.pt"):
-        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
-    buffered, _ = recorded_simulation(tmp_path / "buffered", sizes, algorithm="fedbuff", **settings)
-    buffered.run()
-    assert read_csv(tmp_path / "buffered" / "metrics.csv") != read_csv(tmp_path / "whole" / "metrics.csv")
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,11 @@ a round still counts with its latest update, its memory through a crash, and its
 
 import pytest
 import torch
-from test_ca2fl import checkpoint_of
 
 from asyncfl.fl.algorithms import make_strategy
 from asyncfl.fl.strategy import Update
 from asyncfl.settings.config import make_config
 from asyncfl.settings.errors import InputError
-from engine_cases import read_csv, recorded_simulation
 
 
 def arrival(client: int, delta: list[float]) -> Update:
@@ -32,25 +30,6 @@ def test_two_rounds_by_hand():
     assert torch.allclose(theta["w"], torch.tensor([2 / 3, 1 + 8 / 3], dtype=torch.float64), atol=1e-15, rtol=0)
     assert sorted(memory["latest"]) == [0, 1] and memory["latest"][0]["w"].tolist() == [-3.0, 0.0]
     assert int(theta["count"]) == 5  # counts take the largest, as in every algorithm (client 1: 5)
-
-
-def test_a_run_resumes_its_memory_to_the_same_bytes_and_is_not_fedbuff(tmp_path):
-    settings = dict(clients_per_round=2, concurrency=4, buffer_size=2, rounds=8, local_epochs=1, batch_size=4,
-                    checkpoint_every=2)  # fmt: skip
-    sizes = [8, 8, 12, 12, 16]
-    whole, _ = recorded_simulation(tmp_path / "whole", sizes, algorithm="mifa", **settings)
-    whole.run()
-    crashed, _ = recorded_simulation(tmp_path / "resumed", sizes, fail_on_call=5, algorithm="mifa", **settings)
-    with pytest.raises(RuntimeError, match="injected crash"):
-        crashed.run()
-    assert checkpoint_of(tmp_path / "resumed" / "checkpoint.pt")["server_memory"]["latest"]
-    resumed, _ = recorded_simulation(tmp_path / "resumed", sizes, algorithm="mifa", **settings)
-    resumed.run()
-    for name in ("metrics.csv", "events.csv", "model.pt"):
-        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
-    buffered, _ = recorded_simulation(tmp_path / "buffered", sizes, algorithm="fedbuff", **settings)
-    buffered.run()
-    assert read_csv(tmp_path / "buffered" / "metrics.csv") != read_csv(tmp_path / "whole" / "metrics.csv")
 
 
 @pytest.mark.parametrize(
