@@ -71,6 +71,19 @@ class AsyncParameters(Parameters):
         return super().of(config, concurrency=config.concurrency_or_default, **resolved)
 
 
+@dataclass(frozen=True)
+class BufferedParameters(AsyncParameters):
+    """Attributes:
+    buffer_size: K, arrivals per aggregation (FedBuff's buffer) [J].
+    """
+
+    buffer_size: int
+
+    @classmethod
+    def of(cls, config: TrainConfig, **resolved: Any) -> Any:
+        return super().of(config, buffer_size=config.buffer_size or config.clients_per_round, **resolved)
+
+
 class Strategy(ABC):
     """What distinguishes one algorithm from another; the engine does the rest.
 

@@ -18,21 +18,20 @@ not the paper's box, so not emulated.
 from dataclasses import dataclass
 
 from asyncfl.fl.aggregation import calibrated_update
-from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, ServerMemory, Update
+from asyncfl.fl.strategy import AsyncStrategy, BufferedParameters, ServerMemory, Update
 from asyncfl.models import ModelState
 from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
-class CA2FLParameters(AsyncParameters):
+class CA2FLParameters(BufferedParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
-    buffer_size: K, arrivals per aggregation [J].
+    buffer_size: K, arrivals per aggregation [J] (`BufferedParameters`).
     server_lr: η, the server's step on the calibrated update, > 0 [1.0: FLGo's default; the paper tunes
         it; AFL-Lib's 0.01].
     """
 
-    buffer_size: int
     server_lr: float
 
 
@@ -44,8 +43,7 @@ class CA2FL(AsyncStrategy):
 
     def __init__(self, config: TrainConfig):
         super().__init__(config)
-        buffer_size = config.buffer_size or config.clients_per_round
-        self.parameters: CA2FLParameters = CA2FLParameters.of(config, buffer_size=buffer_size)
+        self.parameters: CA2FLParameters = CA2FLParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         """The step from an empty cache (CA2FL's first round: h = 0, FedBuff's mean update times η)."""

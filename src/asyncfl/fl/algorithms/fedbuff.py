@@ -3,20 +3,19 @@
 from dataclasses import dataclass
 
 from asyncfl.fl.aggregation import fedbuff_update
-from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, Update
+from asyncfl.fl.strategy import AsyncStrategy, BufferedParameters, Update
 from asyncfl.models import ModelState
 from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
-class FedBuffParameters(AsyncParameters):
+class FedBuffParameters(BufferedParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
-    buffer_size: K, arrivals per aggregation [J].
+    buffer_size: K, arrivals per aggregation [J] (`BufferedParameters`).
     server_lr: η_g, the server's step on the mean update, > 0 [1.0: the mean update itself].
     """
 
-    buffer_size: int
     server_lr: float
 
 
@@ -27,8 +26,7 @@ class FedBuff(AsyncStrategy):
 
     def __init__(self, config: TrainConfig):
         super().__init__(config)
-        buffer_size = config.buffer_size or config.clients_per_round
-        self.parameters: FedBuffParameters = FedBuffParameters.of(config, buffer_size=buffer_size)
+        self.parameters: FedBuffParameters = FedBuffParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         return fedbuff_update(

@@ -19,20 +19,19 @@ weight (the staleness settings do not apply).
 from dataclasses import dataclass
 
 from asyncfl.fl.aggregation import linear_combination
-from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, ServerMemory, Update
+from asyncfl.fl.strategy import AsyncStrategy, BufferedParameters, ServerMemory, Update
 from asyncfl.models import ModelState
 from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
-class FedStaleWeightParameters(AsyncParameters):
+class FedStaleWeightParameters(BufferedParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
-    buffer_size: K, arrivals per aggregation [J].
+    buffer_size: K, arrivals per aggregation [J] (`BufferedParameters`).
     staleness_window: W, the last stalenesses of a client its average is taken over [5: the authors'].
     """
 
-    buffer_size: int
     staleness_window: int
 
 
@@ -44,8 +43,7 @@ class FedStaleWeight(AsyncStrategy):
 
     def __init__(self, config: TrainConfig):
         super().__init__(config)
-        buffer_size = config.buffer_size or config.clients_per_round
-        self.parameters: FedStaleWeightParameters = FedStaleWeightParameters.of(config, buffer_size=buffer_size)
+        self.parameters: FedStaleWeightParameters = FedStaleWeightParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         """The step of a server that has seen no staleness before this round."""

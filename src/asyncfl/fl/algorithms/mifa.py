@@ -15,19 +15,17 @@ from dataclasses import dataclass
 
 import torch
 
-from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, ServerMemory, Update
+from asyncfl.fl.strategy import AsyncStrategy, BufferedParameters, ServerMemory, Update
 from asyncfl.models import ModelState
 from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
-class MIFAParameters(AsyncParameters):
+class MIFAParameters(BufferedParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
-    buffer_size: K, arrivals per aggregation [J].
+    buffer_size: K, arrivals per aggregation [J] (`BufferedParameters`).
     """
-
-    buffer_size: int
 
 
 class MIFA(AsyncStrategy):
@@ -37,8 +35,7 @@ class MIFA(AsyncStrategy):
 
     def __init__(self, config: TrainConfig):
         super().__init__(config)
-        buffer_size = config.buffer_size or config.clients_per_round
-        self.parameters: MIFAParameters = MIFAParameters.of(config, buffer_size=buffer_size)
+        self.parameters: MIFAParameters = MIFAParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
         """The step of a server whose clients are this round's, none heard from before."""
