@@ -311,7 +311,7 @@ FAMILIES = {"afl": {"algorithm": "afl"}, "sync": {"algorithm": "sync"},
             "ca2fl": {"algorithm": "ca2fl", "buffer_size": 2},
             "fedstaleweight": {"algorithm": "fedstaleweight", "buffer_size": 2, "rounds": 8},
             "asyncfeded": {"algorithm": "asyncfeded"},
-            "mifa": {"algorithm": "mifa", "buffer_size": 2}}  # fmt: skip
+            "mifa": {"algorithm": "mifa", "buffer_size": 2}, "ace": {"algorithm": "ace"}}  # fmt: skip
 # A value that coincides with the default in that family's tiny run, by what the setting means
 COINCIDES = {
     ("sync", "lr_time"): "a synchronous round aggregates J updates: its equivalent round is its round",

@@ -1,7 +1,7 @@
 """A strategy's server memory (`Strategy.aggregate_with_memory`): CA2FL's cache, FedStaleWeight's staleness
-history and MIFA's latest updates live in the checkpoint, so a run that crashes resumes to the bytes of
+history and MIFA's and ACE's latest updates live in the checkpoint, so a run that crashes resumes to the bytes of
 one that never stopped; a CA2FL checkpoint written before the memory had its name still resumes; FedBuff's
-checkpoint holds none (its bytes as before). M = 4 in flight, K = 2 of 5 clients."""
+checkpoint holds none (its bytes as before). M = 4 in flight, K = 2 (or one) of 5 clients, 16 arrivals."""
 
 import hashlib
 import io
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from asyncfl.settings.names import UPDATES_PER_ROUND
 from engine_cases import read_csv, recorded_simulation
 
 # each algorithm with a memory, and the name it keeps it under
-MEMORIES = {"ca2fl": "cache", "fedstaleweight": "staleness", "mifa": "latest"}
-SETTINGS = dict(clients_per_round=2, concurrency=4, buffer_size=2, rounds=8, local_epochs=1, batch_size=4,
-                checkpoint_every=2)  # fmt: skip
+MEMORIES = {"ca2fl": "cache", "fedstaleweight": "staleness", "mifa": "latest", "ace": "latest"}
+SETTINGS = dict(clients_per_round=2, concurrency=4, local_epochs=1, batch_size=4, checkpoint_every=2)
 SIZES = [8, 8, 12, 12, 16]
 OUTPUTS = ("metrics.csv", "events.csv", "model.pt")
 
@@ -38,8 +38,10 @@ def as_written_before(path: Path) -> None:
 
 def run(folder: Path, algorithm: str, crash: bool = False) -> Path:
     """A run of `algorithm` into `folder`, to its end or crashed after a checkpoint; the folder."""
+    # 16 arrivals: 8 rounds of K = 2, or 16 of one
+    buffered = {"buffer_size": 2, "rounds": 8} if UPDATES_PER_ROUND[algorithm] == "K" else {"rounds": 16}
     simulation, _ = recorded_simulation(
-        folder, SIZES, fail_on_call=5 if crash else None, algorithm=algorithm, **SETTINGS
+        folder, SIZES, fail_on_call=5 if crash else None, algorithm=algorithm, **SETTINGS, **buffered
     )
     if crash:
         with pytest.raises(RuntimeError, match="injected crash"):

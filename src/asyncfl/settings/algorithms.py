@@ -57,4 +57,6 @@ CATALOGUE = (
     Algorithm("asyncfeded", "AsyncFedED", "1", asynchronous=True, staleness_weighted=False),  # Wang et al. 2022
     # every K arrivals, a step on the mean of every client's latest update, absent ones too (Gu et al. 2021)
     Algorithm("mifa", "MIFA", "K", asynchronous=True, staleness_weighted=False),
+    # every arrival a round, a step on the mean of every client's latest update (Chang et al. 2025)
+    Algorithm("ace", "ACE", "1", asynchronous=True, staleness_weighted=False),
 )

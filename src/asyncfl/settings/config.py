@@ -118,8 +118,8 @@ class TrainConfig:
     """λ of AsyncFedED's step λ/(γ + ε) (**project's choice**: FedOpt's; the paper tunes it)"""
     asyncfeded_epsilon: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, at_most=1e6, read_by=("asyncfeded",))
     """ε of AsyncFedED's step λ/(γ + ε), at most λ/ε (**project's choice**: FedOpt's)"""
-    server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl"))
-    """η_g, FedBuff's server step, and CA2FL's η (**project's choice**; FLGo's CA2FL default)"""
+    server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl", "ace"))
+    """η_g, FedBuff's server step, CA2FL's and ACE's η (**project's choice**; FLGo's CA2FL default)"""
     compass_alpha: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
     """α: FedCompass's step θ ← θ + Σ α·s(τ)/M·Δ over an aggregation's updates (APPFL's 0.9); the weight 1/M,
     M the clients in flight, is the **project's choice** (APPFL's 1/N: there every client is in flight)"""

@@ -6,6 +6,7 @@ FedYogi need no file: they are FedAvg (`Sync`) whose config their name gives a s
 likewise is FedBuff with AMSGrad (and its delay-adaptive step, `delay_threshold`).
 """
 
+from asyncfl.fl.algorithms.ace import ACE
 from asyncfl.fl.algorithms.afl import AFL
 from asyncfl.fl.algorithms.afl_as_coded import AFLAsCoded
 from asyncfl.fl.algorithms.asyncfeded import AsyncFedED
@@ -37,6 +38,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "fedstaleweight": FedStaleWeight,
     "asyncfeded": AsyncFedED,
     "mifa": MIFA,
+    "ace": ACE,
 }
 
 

@@ -46,21 +46,27 @@ class MIFA(AsyncStrategy):
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
     ) -> tuple[ModelState, list[float], ServerMemory]:
         """The memory's "latest" holds each client's latest update Δ_c; `clients` is N."""
-        floating = [key for key, value in global_model.items() if value.is_floating_point()]
-        latest = dict(memory.get("latest", {}))
-        for update in updates:
-            latest[update.client] = {
-                key: (update.state[key].double() - update.start[key].double()).to(update.state[key].dtype)
-                for key in floating
-            }
-        new = {}
-        for key, value in global_model.items():
-            if key in floating:  # a fixed order: the sum's rounding does not depend on arrival order
-                total = sum(
-                    (latest[client][key].double() for client in sorted(latest)), torch.zeros_like(value.double())
-                )
-                new[key] = (value.double() + total / clients).to(value.dtype)
-            else:
-                counts = [value, *(u.state[key] for u in updates), *(u.start[key] for u in updates)]
-                new[key] = torch.stack(counts).amax(dim=0)
-        return new, [1.0 / clients] * len(updates), {"latest": latest}
+        return step_on_latest(global_model, updates, memory, 1.0, clients)
+
+
+def step_on_latest(
+    global_model: ModelState, updates: list[Update], memory: ServerMemory, step: float, clients: int
+) -> tuple[ModelState, list[float], ServerMemory]:
+    """θ + step·Σ_c Δ_c / N over the memory's "latest" Δ_c of every client heard from, `updates` stored
+    first (a client's later update replacing its earlier one), N = `clients`: MIFA's step (1) and ACE's (η)."""
+    floating = [key for key, value in global_model.items() if value.is_floating_point()]
+    latest = dict(memory.get("latest", {}))
+    for update in updates:
+        latest[update.client] = {
+            key: (update.state[key].double() - update.start[key].double()).to(update.state[key].dtype)
+            for key in floating
+        }
+    new = {}
+    for key, value in global_model.items():
+        if key in floating:  # a fixed order: the sum's rounding does not depend on arrival order
+            total = sum((latest[client][key].double() for client in sorted(latest)), torch.zeros_like(value.double()))
+            new[key] = (value.double() + step * total / clients).to(value.dtype)
+        else:
+            counts = [value, *(u.state[key] for u in updates), *(u.start[key] for u in updates)]
+            new[key] = torch.stack(counts).amax(dim=0)
+    return new, [step / clients] * len(updates), {"latest": latest}
