@@ -29,7 +29,7 @@ from asyncfl.planning.layout import EVALUATIONS, RUN_OUTPUTS
 from asyncfl.planning.plan import plan_workflow
 from asyncfl.planning.run_cost import read_cost_table
 from asyncfl.planning.workflow_config import check_schema, check_workflow_config
-from asyncfl.settings.config import TrainConfig, make_config
+from asyncfl.settings.config import SETTING_READERS, TRAINING_ONLY, TrainConfig, make_config
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.populations import PRESETS
 from asyncfl.settings.rules import Group
@@ -279,7 +279,8 @@ CHANGED = {
     "max_staleness": 1, "max_virtual_time": 1.0, "max_updates": 2, "max_dispatches": 2, "mixing": 0.3,
     "fedasync_alpha": 0.2, "server_lr": 0.3, "compass_alpha": 0.3, "compass_min_steps": 0.9,
     "latest_time_factor": 10.0, "speed_momentum": 0.2, "staleness_a": 3.0, "staleness_b": 0.5,
-    "asyncfeded_lambda": 0.5, "asyncfeded_epsilon": 0.3, "staleness_window": 1,
+    "asyncfeded_lambda": 0.5, "asyncfeded_epsilon": 0.3, "staleness_window": 1, "port_similarity_weight": 0.0,
+    "port_staleness_weight": 0.5, "port_staleness_bound": 1,
 }  # fmt: skip
 # What a setting read only where another holds (`NEEDS`) is tried with: its baseline is the run with
 # this context (or the plain run, where the context alone is refused: a pair that goes together)
@@ -311,7 +312,8 @@ FAMILIES = {"afl": {"algorithm": "afl"}, "sync": {"algorithm": "sync"},
             "ca2fl": {"algorithm": "ca2fl", "buffer_size": 2},
             "fedstaleweight": {"algorithm": "fedstaleweight", "buffer_size": 2, "rounds": 8},
             "asyncfeded": {"algorithm": "asyncfeded"},
-            "mifa": {"algorithm": "mifa", "buffer_size": 2}, "ace": {"algorithm": "ace"}}  # fmt: skip
+            "mifa": {"algorithm": "mifa", "buffer_size": 2}, "ace": {"algorithm": "ace"},
+            "port": {"algorithm": "port", "buffer_size": 2, "rounds": 8}}  # fmt: skip
 # A value that coincides with the default in that family's tiny run, by what the setting means
 COINCIDES = {
     ("sync", "lr_time"): "a synchronous round aggregates J updates: its equivalent round is its round",
@@ -368,3 +370,30 @@ def test_every_setting_changes_a_tiny_runs_bytes_or_is_refused(tmp_path, family)
             silent.append(f"{key}={non_default(key)!r}")
     assert not silent, f"{family}: accepted, and changed no byte: {', '.join(silent)}"
     assert changed >= 50, f"{family}: only {changed} settings could be tried"  # most are: the check is not empty
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_an_algorithms_own_setting_in_a_timing_only_run_changes_its_bytes_or_is_refused(tmp_path, family):
+    """A timing-only run (`trainer: none`) aggregates nothing: a setting read only by some algorithms'
+    server step must be refused there (`TRAINING_ONLY`), not accepted and ignored."""
+    base = {key: value for key, value in {**BASE, **FAMILIES[family]}.items() if key not in TRAINING_ONLY}
+    base["trainer"] = "none"
+    own = sorted(key for key, readers in SETTING_READERS.items() if FAMILIES[family]["algorithm"] in readers)
+
+    def run(settings: dict, name: str) -> dict[str, bytes] | None:
+        try:
+            Simulation(
+                make_config(settings), tiny_dataset(sum(SIZES)), contiguous_partition(SIZES), tmp_path / name
+            ).run()
+        except InputError:
+            return None
+        return outputs(tmp_path / name)
+
+    plain = run(base, "base")
+    assert plain, f"{family}: its timing-only run was refused"
+    silent = []
+    for key in set(own) - UNCHANGING:
+        after = run({**base, key: non_default(key)}, key)
+        if after is not None and after == plain:
+            silent.append(f"{key}={non_default(key)!r}")
+    assert not silent, f"{family}, timing only: accepted, and changed no byte: {', '.join(silent)}"

@@ -59,4 +59,6 @@ CATALOGUE = (
     Algorithm("mifa", "MIFA", "K", asynchronous=True, staleness_weighted=False),
     # every arrival a round, a step on the mean of every client's latest update (Chang et al. 2025)
     Algorithm("ace", "ACE", "1", asynchronous=True, staleness_weighted=False),
+    # FedBuff's buffer, each client model weighted by its freshness and its agreement with the last step (Su & Li 2022)
+    Algorithm("port", "PORT", "K", asynchronous=True, staleness_weighted=False),
 )

@@ -89,9 +89,8 @@ class TrainConfig:
     """α_lr of that formula (**paper**)"""
     lr_time: str = setting(Group.LOCAL, "round", LR_CLOCKS, read_by=SCHEDULED)
     """t of γ: `round`, the server round at dispatch (**paper**); `equivalent_round`, client updates aggregated
-    before the dispatch / J, the same count for every algorithm, so runs compared at an equal budget share one
-    schedule (**project's choice** where algorithms are compared; equal to `round` for `afl` and `sync`);
-    `epoch`, the local epoch (the reference code's)"""
+    before the dispatch / J, one schedule for every algorithm at an equal budget (**project's choice** where
+    algorithms are compared; `round` for `afl` and `sync`); `epoch`, the local epoch (the reference code's)"""
     lr_delay: str = setting(Group.LOCAL, "duration", ("duration", "latency"), read_by=SCHEDULED)
     """d_c: the client's dispatch duration (compute + latency), or `latency` only (`afl_as_coded` keeps the
     reference code's own clock)"""
@@ -118,6 +117,12 @@ class TrainConfig:
     """λ of AsyncFedED's step λ/(γ + ε) (**project's choice**: FedOpt's; the paper tunes it)"""
     asyncfeded_epsilon: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, at_most=1e6, read_by=("asyncfeded",))
     """ε of AsyncFedED's step λ/(γ + ε), at most λ/ε (**project's choice**: FedOpt's)"""
+    port_similarity_weight: float = setting(Group.SERVER, 1.0, lowest=NON_NEGATIVE, at_most=1e6, read_by=("port",))
+    """w_sim of PORT's weight n·((cos + 1)/2·w_sim + B/(τ + B)·w_stale) (Plato's example)"""
+    port_staleness_weight: float = setting(Group.SERVER, 3.0, lowest=NON_NEGATIVE, at_most=1e6, read_by=("port",))
+    """w_stale of PORT's weight (Plato's example)"""
+    port_staleness_bound: int = setting(Group.SERVER, 10, lowest=POSITIVE, at_most=MANY, read_by=("port",))
+    """B of PORT's B/(τ + B) (Plato's)"""
     server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl", "ace"))
     """η_g, FedBuff's server step, CA2FL's and ACE's η (**project's choice**; FLGo's CA2FL default)"""
     compass_alpha: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
@@ -201,10 +206,9 @@ class TrainConfig:
     timing setups of simulators whose clients' times do not follow their sizes, e.g. NVFlare's FedRevive);
     null: I·n_c·`seconds_per_sample`"""
     jitter_distribution: str = setting(Group.WORLD, "lognormal", JITTER_DISTRIBUTIONS)
-    """each dispatch's compute time around its client's own (`sim/jitter.py`): `lognormal`, median the
-    client's, σ `jitter_sigma`; `exponential`, mean the client's (each client a queue's exponential server,
-    as in queueing models of asynchronous FL); `half_normal`, the client's plus a half-normal of scale
-    `jitter_sigma` × it, never faster (FLSim's per-user half-normal durations, the simulator of FedBuff)"""
+    """each dispatch's compute time around its client's (`sim/jitter.py`): `lognormal`, median the client's,
+    σ `jitter_sigma`; `exponential`, mean the client's (a queue's exponential server); `half_normal`, the
+    client's plus a half-normal of scale `jitter_sigma` × it, never faster (FLSim's, FedBuff's simulator)"""
     jitter_sigma: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=10.0)
     """σ of the per-dispatch jitter of the compute time (0: none)"""
     slow_fraction: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=1.0)
@@ -235,9 +239,8 @@ class TrainConfig:
     """each dispatch's upload in virtual seconds, classes as `download_seconds`; e.g. FedRevive's
     `1:0.13-0.17,1:0.23-0.27` (a mean of 0.15 or 0.25 ± 0.02) with `transfer_draws: per_dispatch`"""
     transfer_jitter_distribution: str = setting(Group.WORLD, "lognormal", JITTER_DISTRIBUTIONS)
-    """each dispatch's download and upload times around their client's own, a factor each from the
-    dispatch's own stream, in the shapes of `jitter_distribution` (`sim/jitter.py`); not with
-    `server_bandwidth`"""
+    """each dispatch's download and upload times around their client's, a factor each from its own
+    stream, shaped as `jitter_distribution`; not with `server_bandwidth`"""
     transfer_jitter_sigma: float = setting(Group.WORLD, 0.0, lowest=NON_NEGATIVE, at_most=10.0)
     """σ of that transfer jitter (0: none)"""
     transfer_draws: str = setting(Group.WORLD, "per_client", TRANSFER_DRAWS)
@@ -275,10 +278,9 @@ class TrainConfig:
     availability_sigma: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=10.0)
     """σ of the lognormal periods (their means stay `online_mean` and `offline_mean`) (**project's choice**)"""
     diurnal_swing: float = setting(Group.WORLD, 4.0, lowest=POSITIVE, at_most=1000.0, at_least=1.0)
-    """with `availability: diurnal`, the population-wide peak of the online share over its trough across 24
-    virtual hours (Bonawitz et al. 2019, Fig. 5: a 4× swing in participating devices); the share's mean is
-    `online_mean` / (`online_mean` + `offline_mean`), its peak at t = 0, and a swing the mean cannot reach below
-    a share of 1 is refused"""
+    """with `availability: diurnal`, the online share's peak over its trough across 24 virtual hours
+    (Bonawitz et al. 2019, Fig. 5: 4×); its mean `online_mean` / (`online_mean` + `offline_mean`), its peak
+    at t = 0; a swing the mean cannot reach below a share of 1 is refused"""
     diurnal_spread: float = setting(Group.WORLD, 1.0, lowest=NON_NEGATIVE, at_most=12.0)
     """with `availability: diurnal`, hours: each client's phase is the population's plus a uniform draw within ±
     this (time zones, habits: **project's choice**); the amplitude is corrected so that the population still
@@ -297,9 +299,9 @@ class TrainConfig:
     (NVFlare's FedRevive scheduler). A slot of M frees only when the dispatch ends; synchronous rounds draw
     without replacement, so only the asynchronous algorithms read it"""
     redistribution_threshold: int = setting(Group.SERVER, 1, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
-    """O: the server dispatches once at least O of its M slots are open, filling them all from one version
-    (1: each slot refilled as it opens, Algorithm 1's loop; M: the cohort waits, a synchronous schedule;
-    NVFlare's FedRevive (K, B, O)); at most M, with `arrivals: closed`"""
+    """O: the server dispatches once O of its M slots are open, filling all from one version (1: each
+    slot refilled as it opens, Algorithm 1; M: a synchronous schedule; NVFlare's FedRevive (K, B, O)); at
+    most M, with `arrivals: closed`"""
     arrivals: str = setting(Group.WORLD, "closed", ARRIVAL_PROCESSES, read_by=ASYNCHRONOUS)
     """`closed`: M clients in flight, one dispatched per arrival (the paper's Algorithm 1); `poisson`: clients
     check in at rate `checkin_rate` and one is dispatched per check-in while fewer than M are in flight, for
@@ -317,8 +319,8 @@ class TrainConfig:
     """f: a round needs ⌈f·J⌉ reports by its deadline (0.8: **project's choice**, no published default)"""
     partial_work: bool = setting(Group.STRAGGLERS, False, read_by=("sync",))
     """a client that would arrive after the deadline trains only the whole local steps that still arrive by it
-    and sends them, weighted by its data size (FedProx's inexact updates, FLGo's "completeness"); one that fits
-    no step is discarded as before. **Project's choice**, off"""
+    and sends them, weighted by its data size (FedProx's inexact updates, FLGo's "completeness"); one fitting
+    no step is discarded. **Project's choice**, off"""
     max_staleness: int | None = setting(Group.STRAGGLERS, None, lowest=POSITIVE, at_most=MANY, read_by=CAPPED)
     """the staleness cap: an update more than this many versions behind is over it (FedScale's and FLSim's
     `max_staleness`); FedCompass has none (its late updates wait for the next group's aggregation)"""
@@ -727,6 +729,12 @@ TRAINING_ONLY = (
     "staleness_b",
     "mixing",
     "fedasync_alpha",
+    "asyncfeded_lambda",
+    "asyncfeded_epsilon",
+    "staleness_window",
+    "port_similarity_weight",
+    "port_staleness_weight",
+    "port_staleness_bound",
     "server_lr",
     "compass_alpha",
     "server_optimizer",

@@ -16,6 +16,7 @@ from asyncfl.fl.algorithms.fedbuff import FedBuff
 from asyncfl.fl.algorithms.fedcompass import FedCompass
 from asyncfl.fl.algorithms.fedstaleweight import FedStaleWeight
 from asyncfl.fl.algorithms.mifa import MIFA
+from asyncfl.fl.algorithms.port import PORT
 from asyncfl.fl.algorithms.sync import Sync
 from asyncfl.fl.algorithms.sync_as_coded import SyncAsCoded
 from asyncfl.fl.strategy import Strategy
@@ -39,6 +40,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "asyncfeded": AsyncFedED,
     "mifa": MIFA,
     "ace": ACE,
+    "port": PORT,
 }
 
 
