@@ -1,6 +1,7 @@
 """Shared test helpers."""
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -9,8 +10,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 QUICK_CONFIG = REPO / ".test/config/quick.yaml"  # the quick pipeline, where the Snakemake catalog keeps test configs
@@ -85,19 +88,47 @@ def shared_by_workers(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
+class QuickRun(NamedTuple):
+    """The session's quick pipeline: its folder and the config it ran (the quick config, or on the test
+    cluster the quick config with the site's partitions named, as docs/cluster.md has a site's user do)."""
+
+    workdir: Path
+    config: Path
+
+
 @pytest.fixture(scope="session")
-def quick_local_run(tmp_path_factory) -> Path:
-    """The quick config run locally through snakemake, once per test session, whichever worker of
-    `make test` asks first (the others wait for it; tests only read it, or add to it)."""
+def quick_run(tmp_path_factory) -> QuickRun:
+    """The quick config run through snakemake once per test session, whichever worker of `make test` asks
+    first (the others wait for it; tests only read it, or add to it): on the test cluster where one runs
+    (CI), as a site runs the main command, the jobs' records kept beside it (`quick_run_jobs`), else
+    locally as `make run` does. One run serves the end-to-end checks and the cluster's: the quick
+    pipeline costs CI's two cores about 320 CPU-s a time (docs/development.md "Test tiers")."""
     shared = shared_by_workers(tmp_path_factory)
-    workdir, done = shared / "quick-local", shared / "quick-local.done"
-    with locked(shared / "quick-local.lock"):
+    workdir, done = shared / "quick-run", shared / "quick-run.done"
+    config = shared / "quick-site" / QUICK_CONFIG.name if cluster_is_up() else QUICK_CONFIG
+    with locked(shared / "quick-run.lock"):
         if not done.exists():
             shutil.rmtree(workdir, ignore_errors=True)  # a worker that failed to make it left a part
-            result = snakemake("--cores", "2", "--configfile", str(QUICK_CONFIG), workdir=workdir)
+            workdir.mkdir()
+            if config != QUICK_CONFIG:
+                from slurm_cases import SLURM_PROFILE, jobs_by_rule, on_this_site
+
+                config.parent.mkdir(exist_ok=True)
+                site = on_this_site(yaml.safe_load(QUICK_CONFIG.read_text()))
+                config.write_text(yaml.safe_dump(site, sort_keys=False))  # a sweep's severities keep their order
+                result = snakemake(*SLURM_PROFILE, "--configfile", str(config), workdir=workdir)
+                # the cluster keeps a finished job's record for MinJobAge only: kept while it is listed
+                quick_run_jobs(workdir).write_text(json.dumps(jobs_by_rule(workdir)))
+            else:
+                result = snakemake("--cores", "2", "--configfile", str(config), workdir=workdir)
             assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
             done.touch()
-    return workdir
+    return QuickRun(workdir, config)
+
+
+def quick_run_jobs(workdir: Path) -> Path:
+    """Where `quick_run` keeps the cluster's records of its jobs, by rule (absent from a local run)."""
+    return workdir.with_name("quick-run-jobs.json")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

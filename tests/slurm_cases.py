@@ -1,6 +1,7 @@
 """The SLURM tests' shared parts (not a test module): the tests' cluster as a site's user names it, and a
 small config of one AFL run."""
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -66,3 +67,16 @@ def slurm_jobs(rule: str, folder: Path) -> list[dict[str, str]]:
         subprocess.run(["scontrol", "show", "job", str(job)], capture_output=True, text=True).stdout for job in ids
     ]
     return [dict(field.split("=", 1) for field in job.split() if "=" in field) for job in shown]
+
+
+def jobs_by_rule(workdir: Path) -> dict[str, list[dict[str, str]]]:
+    """The cluster's record of the jobs a workflow in `workdir` submitted (`scontrol show job`, which
+    keeps finished jobs for MinJobAge: no accounting here), by rule."""
+    listed = subprocess.run(["scontrol", "-o", "show", "job"], capture_output=True, text=True, check=True).stdout
+    jobs: dict[str, list[dict[str, str]]] = {}
+    for line in listed.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        rule = re.match(r"rule_(\w+?)(_wildcards_|$)", fields.get("Comment", ""))
+        if rule and fields.get("WorkDir") == str(workdir):
+            jobs.setdefault(rule[1], []).append(fields)
+    return jobs

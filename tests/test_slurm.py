@@ -1,4 +1,4 @@
-"""The workflow on a real SLURM cluster (tests/slurm/cluster.sh): the quick config's bytes as locally, and
+"""The workflow on a real SLURM cluster (tests/slurm/cluster.sh): the quick config's jobs and bytes, and
 every job of the papers' plans accepted by a strict cluster. Failures, scancel, the time limit and resume:
 test_slurm_faults.py (a file of its own, so that `make test` runs it beside this one).
 
@@ -7,36 +7,29 @@ the skip into a failure.
 """
 
 import json
-import re
 import shlex
+import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
 from asyncfl.planning.layout import RUN_OUTPUTS
-from conftest import ENV, QUICK_CONFIG, REPO, RUN_METRICS_GLOBS, figure_names, snakemake
+from conftest import ENV, REPO, RUN_METRICS_GLOBS, quick_run_jobs, snakemake
 from slurm_cases import SLURM_PROFILE, on_this_site, write_config
 
 pytestmark = pytest.mark.slurm
 
 
-def test_quick_config_on_slurm_matches_the_local_run(tmp_path, request):
-    """Every job of the quick config's seed 0 (a run depends on its own seed only) on the cluster: the
-    same bytes as the local run's, and every figure and the archive. The local run is asked for once the
-    cluster's is done: another worker makes it meanwhile (the cluster's jobs mostly wait to start)."""
-    quick = yaml.safe_load((QUICK_CONFIG).read_text())
-    for experiment in quick["experiments"].values():
-        experiment["seeds"] = [0]
-    config = tmp_path / "quick_seed0.yaml"
-    config.write_text(yaml.safe_dump(on_this_site(quick), sort_keys=False))  # a sweep's severities keep their order
-    result = snakemake(*SLURM_PROFILE, "--configfile", str(config), workdir=tmp_path)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    # where each job ran, as the cluster recorded it: what trains on the GPU partition with its GPU and
-    # threads, everything else on the CPU partition without one
-    ran = jobs_of(tmp_path)
+def test_quick_config_on_slurm_matches_the_local_run(quick_run, tmp_path):
+    """The quick config on the cluster (the session's `quick_run`, every figure and the archive checked by
+    test_workflow.py's end-to-end test): each job on the partition of its kind, with its GPU and threads;
+    and a training job run again locally, in a copy, makes the cluster's bytes: the clients' world
+    experiment's job, whose runs' bytes depend on the most (drawn links, offline periods, failures)."""
+    workdir, config = quick_run
+    quick = yaml.safe_load(config.read_text())
+    ran = json.loads(quick_run_jobs(workdir).read_text())
     trained = {rule for rule in ran if rule.startswith(("train_", "tune_", "theory"))}
     assert trained and set(ran) - trained >= {"partition_validated", "figures", "straggler_claim"}
     for rule, jobs in ran.items():
@@ -44,35 +37,21 @@ def test_quick_config_on_slurm_matches_the_local_run(tmp_path, request):
             assert job["Partition"] == ("gpu" if rule in trained else "cpu"), (rule, job)
             assert ("gpu:1" in job.get("TresPerJob", "")) == (rule in trained), (rule, job)
             assert job["NumCPUs"] == "1", (rule, job)  # the quick config's threads
-    runs = sorted(p.relative_to(tmp_path) for pattern in RUN_METRICS_GLOBS for p in tmp_path.glob(pattern))
-    quick_local_run = request.getfixturevalue("quick_local_run")
-    local_seed0 = sorted(
-        p.relative_to(quick_local_run)
-        for pattern in RUN_METRICS_GLOBS
-        for p in quick_local_run.glob(pattern.replace("/*/metrics.csv", "/seed0/metrics.csv"))
-    )
-    assert runs == local_seed0 and {run.parts[1] for run in runs} == set(quick["experiments"])
-    for metrics in runs:
+    runs = {p.parent.relative_to(workdir) for pattern in RUN_METRICS_GLOBS for p in workdir.glob(pattern)}
+    assert {run.parts[1] for run in runs} == set(quick["experiments"])
+    local = tmp_path / "local"
+    shutil.copytree(workdir, local, symlinks=True)
+    world = sorted(run for run in runs if run.parts[1] == "digits_world")
+    assert len(world) == len(quick["experiments"]["digits_world"]["algorithms"])
+    for run in world:
+        shutil.rmtree(local / run)
+    targets = [f"{run}/model.pt" for run in world]  # before --configfile, which takes every word after it
+    again = snakemake(*targets, "--cores", "2", "--configfile", str(config), workdir=local)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
+    assert "train_digits_world_pack0" in again.stdout + again.stderr  # trained here, not found done
+    for run in world:
         for name in RUN_OUTPUTS:
-            local, on_slurm = quick_local_run / metrics.parent / name, tmp_path / metrics.parent / name
-            assert local.read_bytes() == on_slurm.read_bytes(), f"{metrics.parent}/{name}"
-    for experiment in quick["experiments"]:
-        for figure in figure_names(quick, experiment):
-            assert (tmp_path / f"results/figures/{experiment}/{figure}.png").is_file()
-    assert (tmp_path / "results/archive/quick_seed0/asyncfl-results.tar.gz").is_file()
-
-
-def jobs_of(workdir: Path) -> dict[str, list[dict[str, str]]]:
-    """The cluster's record of the jobs a workflow in `workdir` submitted (`scontrol show job`, which
-    keeps finished jobs for MinJobAge: no accounting here), by rule."""
-    listed = subprocess.run(["scontrol", "-o", "show", "job"], capture_output=True, text=True, check=True).stdout
-    jobs: dict[str, list[dict[str, str]]] = {}
-    for line in listed.splitlines():
-        fields = dict(re.findall(r"(\w+)=(\S*)", line))
-        rule = re.match(r"rule_(\w+?)(_wildcards_|$)", fields.get("Comment", ""))
-        if rule and fields.get("WorkDir") == str(workdir):
-            jobs.setdefault(rule[1], []).append(fields)
-    return jobs
+            assert (local / run / name).read_bytes() == (workdir / run / name).read_bytes(), f"{run}/{name}"
 
 
 def node_limits() -> tuple[int, int]:

@@ -307,10 +307,11 @@ def test_a_failed_rule_shows_its_log(tmp_path):
     assert "prepare_data → resources/data/mnist/prepared.json: asyncfl data: error: mnist: download failed" in end
 
 
-def test_quick_config_end_to_end(quick_local_run):
-    """Every figure, the report and the archive from real snakemake; a second run has nothing to do."""
-    tmp_path, config = quick_local_run, str(QUICK_CONFIG)
-    quick = yaml.safe_load((QUICK_CONFIG).read_text())
+def test_quick_config_end_to_end(quick_run):
+    """Every figure, the report and the archive from real snakemake (on the test cluster where one runs:
+    `quick_run`); a second run, local, has nothing to do."""
+    tmp_path, config = quick_run.workdir, str(quick_run.config)
+    quick = yaml.safe_load(quick_run.config.read_text())
     for name in quick["experiments"]:
         for figure in figure_names(quick, name):
             for ext in ("png", "pdf"):
