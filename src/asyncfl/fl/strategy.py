@@ -206,3 +206,20 @@ class AsyncStrategy(Strategy):
     @property
     def drops_stale(self) -> bool:
         return self.parameters.max_staleness is not None and self.parameters.stale_updates == "drop"
+
+
+class RemembersAcrossRounds(AsyncStrategy):
+    """An asynchronous algorithm whose server keeps a memory across rounds: the engine calls
+    `aggregate_with_memory`; `aggregate` is its step from an empty memory."""
+
+    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
+        """The step of a server that remembers nothing yet, whose clients are this round's."""
+        clients = len({update.client for update in updates})
+        new, coefficients, _ = self.aggregate_with_memory(global_model, updates, {}, clients)
+        return new, coefficients
+
+    @abstractmethod
+    def aggregate_with_memory(
+        self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
+    ) -> tuple[ModelState, list[float], ServerMemory]:
+        """The next global model, each update's coefficient in it, and the memory after the step."""

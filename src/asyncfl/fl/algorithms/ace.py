@@ -16,7 +16,7 @@ any public code). s(τ) plays no part.
 from dataclasses import dataclass
 
 from asyncfl.fl.algorithms.mifa import step_on_latest
-from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, ServerMemory, Update
+from asyncfl.fl.strategy import AsyncParameters, RemembersAcrossRounds, ServerMemory, Update
 from asyncfl.models import ModelState
 from asyncfl.settings.config import TrainConfig
 
@@ -32,7 +32,7 @@ class ACEParameters(AsyncParameters):
     server_lr: float
 
 
-class ACE(AsyncStrategy):
+class ACE(RemembersAcrossRounds):
     """At every arrival, θ ← θ + η·(1/N)·Σ_c Δ_c, Δ_c client c's latest update (`ACEParameters`)."""
 
     convex = False  # a step on the remembered updates
@@ -40,11 +40,6 @@ class ACE(AsyncStrategy):
     def __init__(self, config: TrainConfig):
         super().__init__(config)
         self.parameters: ACEParameters = ACEParameters.of(config)
-
-    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
-        """The step of a server that has heard from this arrival's client only."""
-        new, coefficients, _ = self.aggregate_with_memory(global_model, updates, {}, 1)
-        return new, coefficients
 
     def aggregate_with_memory(
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int

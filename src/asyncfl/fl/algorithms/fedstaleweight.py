@@ -19,7 +19,7 @@ weight (the staleness settings do not apply).
 from dataclasses import dataclass
 
 from asyncfl.fl.aggregation import linear_combination
-from asyncfl.fl.strategy import AsyncStrategy, BufferedParameters, ServerMemory, Update
+from asyncfl.fl.strategy import BufferedParameters, RemembersAcrossRounds, ServerMemory, Update
 from asyncfl.models import ModelState
 from asyncfl.settings.config import TrainConfig
 
@@ -35,7 +35,7 @@ class FedStaleWeightParameters(BufferedParameters):
     staleness_window: int
 
 
-class FedStaleWeight(AsyncStrategy):
+class FedStaleWeight(RemembersAcrossRounds):
     """Buffer K arrivals, θ ← θ + Σ_a τ̄_{c_a}/Σ_b τ̄_{c_b} · Δ_a, τ̄_c the mean of client c's last W
     stalenesses, this round's included (`FedStaleWeightParameters`)."""
 
@@ -44,11 +44,6 @@ class FedStaleWeight(AsyncStrategy):
     def __init__(self, config: TrainConfig):
         super().__init__(config)
         self.parameters: FedStaleWeightParameters = FedStaleWeightParameters.of(config)
-
-    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
-        """The step of a server that has seen no staleness before this round."""
-        new, coefficients, _ = self.aggregate_with_memory(global_model, updates, {}, 0)
-        return new, coefficients
 
     def aggregate_with_memory(
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int

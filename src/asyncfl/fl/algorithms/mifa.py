@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from asyncfl.fl.strategy import AsyncStrategy, BufferedParameters, ServerMemory, Update
+from asyncfl.fl.strategy import BufferedParameters, RemembersAcrossRounds, ServerMemory, Update
 from asyncfl.models import ModelState
 from asyncfl.settings.config import TrainConfig
 
@@ -28,7 +28,7 @@ class MIFAParameters(BufferedParameters):
     """
 
 
-class MIFA(AsyncStrategy):
+class MIFA(RemembersAcrossRounds):
     """Every K arrivals, θ ← θ + (1/N)·Σ_c Δ_c, Δ_c client c's latest update (`MIFAParameters`)."""
 
     convex = False  # a step on the remembered updates
@@ -36,11 +36,6 @@ class MIFA(AsyncStrategy):
     def __init__(self, config: TrainConfig):
         super().__init__(config)
         self.parameters: MIFAParameters = MIFAParameters.of(config)
-
-    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
-        """The step of a server whose clients are this round's, none heard from before."""
-        new, coefficients, _ = self.aggregate_with_memory(global_model, updates, {}, len({u.client for u in updates}))
-        return new, coefficients
 
     def aggregate_with_memory(
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int

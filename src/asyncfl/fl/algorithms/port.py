@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 
 from asyncfl.fl.aggregation import linear_combination
-from asyncfl.fl.strategy import AsyncStrategy, BufferedParameters, ServerMemory, Update
+from asyncfl.fl.strategy import BufferedParameters, RemembersAcrossRounds, ServerMemory, Update
 from asyncfl.models import ModelState
 from asyncfl.settings.config import TrainConfig
 
@@ -37,17 +37,12 @@ class PORTParameters(BufferedParameters):
     port_staleness_bound: int
 
 
-class PORT(AsyncStrategy):
+class PORT(RemembersAcrossRounds):
     """Every K arrivals, θ ← Σ_i p_i·θ_i, p_i from size, freshness and agreement (`PORTParameters`)."""
 
     def __init__(self, config: TrainConfig):
         super().__init__(config)
         self.parameters: PORTParameters = PORTParameters.of(config)
-
-    def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
-        """The step of a server with no previous step (every similarity 1)."""
-        new, coefficients, _ = self.aggregate_with_memory(global_model, updates, {}, 0)
-        return new, coefficients
 
     def aggregate_with_memory(
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
