@@ -342,19 +342,21 @@ def outputs(folder: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in folder.iterdir() if path.name in (*RUN_OUTPUTS, EVALUATIONS)}
 
 
+def tiny_run(settings: dict, folder: Path) -> dict[str, bytes] | None:
+    """A tiny run's outputs, or None where it is refused (not read by this family, or not here)."""
+    try:
+        Simulation(make_config(settings), tiny_dataset(sum(SIZES)), contiguous_partition(SIZES), folder).run()
+    except InputError:
+        return None
+    return outputs(folder)
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_every_setting_changes_a_tiny_runs_bytes_or_is_refused(tmp_path, family):
     base = {**BASE, **FAMILIES[family]}
 
     def run(settings: dict, name: str) -> dict[str, bytes] | None:
-        """The run's outputs, or None where it is refused (not read by this family, or not here)."""
-        try:
-            Simulation(
-                make_config(settings), tiny_dataset(sum(SIZES)), contiguous_partition(SIZES), tmp_path / name
-            ).run()
-        except InputError:
-            return None
-        return outputs(tmp_path / name)
+        return tiny_run(settings, tmp_path / name)
 
     plain, silent, changed = run(base, "base"), [], 0
     for key in sorted(set(FIELDS) - UNCHANGING - {"algorithm", "population", "availability_trace"}):
@@ -381,13 +383,7 @@ def test_an_algorithms_own_setting_in_a_timing_only_run_changes_its_bytes_or_is_
     own = sorted(key for key, readers in SETTING_READERS.items() if FAMILIES[family]["algorithm"] in readers)
 
     def run(settings: dict, name: str) -> dict[str, bytes] | None:
-        try:
-            Simulation(
-                make_config(settings), tiny_dataset(sum(SIZES)), contiguous_partition(SIZES), tmp_path / name
-            ).run()
-        except InputError:
-            return None
-        return outputs(tmp_path / name)
+        return tiny_run(settings, tmp_path / name)
 
     plain = run(base, "base")
     assert plain, f"{family}: its timing-only run was refused"
