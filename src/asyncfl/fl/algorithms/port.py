@@ -49,13 +49,16 @@ class PORT(RemembersAcrossRounds):
     ) -> tuple[ModelState, list[float], ServerMemory]:
         """The memory's "previous" is the global model before the last aggregation."""
         previous = memory.get("previous")
+        floating = [key for key, value in global_model.items() if value.is_floating_point()]
+        # the global model's last step, the same for every update of the round: taken once
+        step = None if previous is None else {k: global_model[k].double() - previous[k].double() for k in floating}
         total = sum(update.size for update in updates)
         bound = self.parameters.port_staleness_bound
         raw = []
         for update in updates:
             agreement = 1.0
-            if update.staleness > 1 and previous is not None:
-                agreement = cosine(global_model, previous, update.state)
+            if update.staleness > 1 and step is not None:
+                agreement = cosine(step, {k: update.state[k].double() - global_model[k].double() for k in floating})
             freshness = bound / (update.staleness + bound)
             raw.append(
                 update.size
@@ -63,18 +66,16 @@ class PORT(RemembersAcrossRounds):
                 * ((agreement + 1) / 2 * self.parameters.port_similarity_weight
                    + freshness * self.parameters.port_staleness_weight)
             )  # fmt: skip
-        weights = [w / sum(raw) for w in raw] if sum(raw) > 0 else [1 / len(raw)] * len(raw)
+        mass = sum(raw)
+        weights = [w / mass for w in raw] if mass > 0 else [1 / len(raw)] * len(raw)
         terms = [(0.0, global_model), *((w, u.state) for w, u in zip(weights, updates, strict=True))]
         return linear_combination(terms), weights, {"previous": global_model}
 
 
-def cosine(global_model: ModelState, previous: ModelState, state: ModelState) -> float:
-    """cos(θ − θ_prev, θ_c − θ) over the floating entries, in float64 (0 where either has length 0)."""
-    floating = [key for key, value in global_model.items() if value.is_floating_point()]
-    step = {k: global_model[k].double() - previous[k].double() for k in floating}
-    update = {k: state[k].double() - global_model[k].double() for k in floating}
-    dot = sum(float((step[k] * update[k]).sum()) for k in floating)
-    lengths = math.sqrt(sum(float((step[k] ** 2).sum()) for k in floating)) * math.sqrt(
-        sum(float((update[k] ** 2).sum()) for k in floating)
+def cosine(step: ModelState, update: ModelState) -> float:
+    """cos(θ − θ_prev, θ_c − θ) of two float64 states entry by entry (0 where either has length 0)."""
+    dot = sum(float((step[k] * update[k]).sum()) for k in step)
+    lengths = math.sqrt(sum(float((step[k] ** 2).sum()) for k in step)) * math.sqrt(
+        sum(float((update[k] ** 2).sum()) for k in step)
     )
     return dot / lengths if lengths > 0 else 0.0
