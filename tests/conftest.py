@@ -29,6 +29,21 @@ REQUIRE_ALL = os.environ.get("ASYNCFL_REQUIRE_ALL") == "1"
 RUN_METRICS_GLOBS = ("results/*/runs/*/*/*/metrics.csv", "results/*/severities/*/*/*/*/metrics.csv")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def prepared_digits() -> None:
+    """The digits prepared where `--dataset digits` finds them by default (resources/data/digits under the
+    repository, the tests' working directory), as the pipeline's `data` rule prepares them: each process the
+    tests start then reads the file instead of importing scikit-learn (about 1.5 s a process). Written
+    atomically, the same bytes from every worker."""
+    from asyncfl.data.digits import DIGITS_FILE, digits_from_sklearn, read_prepared_digits
+    from asyncfl.data.loading import default_root
+    from asyncfl.files import write_npz
+
+    prepared = REPO / default_root("digits") / DIGITS_FILE
+    if read_prepared_digits(prepared) is None:
+        write_npz(prepared, digits_from_sklearn())
+
+
 def figure_names(config: dict, experiment: str) -> list[str]:
     """The figures the workflow draws of every experiment of `config`, as the layout names them."""
     from asyncfl.settings.catalogue import Scope, scope_figures

@@ -22,8 +22,11 @@ from conftest import ENV, REPO, started, wait_for
 
 pytestmark = pytest.mark.subprocess
 
-SETTINGS = '{"eval_every": 2, "checkpoint_every": 2, "gamma0": 0.01}'
-# The reference run's rounds: enough that a signal after a checkpoint or a few rounds finds it going on
+# McMahan et al.'s MLP: what these tests check (owners, signals, resumes) does not depend on the model's
+# layers, and its steps cost a fraction of the paper's CNN's on a CPU
+SETTINGS = '{"eval_every": 2, "checkpoint_every": 2, "gamma0": 0.01, "model": "mlp"}'
+# The reference run's rounds: a signal once a checkpoint is written, or a kill after a few rounds, finds it
+# going on with 14 rounds to go (the tests poll every 10 ms)
 LONE_ROUNDS = 16
 
 
@@ -67,7 +70,9 @@ def test_two_concurrent_commands_one_proceeds_and_matches_a_lone_run(partition, 
     command = [sys.executable, "-m", "asyncfl", *train_argv(partition, out, LONE_ROUNDS)]
     with started(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as first:
         wait_for(lambda: (out / "metrics.csv").exists(), first, "the first command's metrics.csv")  # it owns the folder
+        first.send_signal(signal.SIGSTOP)  # holding its lock, however long the second takes to start
         second = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=1800)
+        first.send_signal(signal.SIGCONT)
         first_out, first_err = first.communicate(timeout=1800)
     assert first.returncode == 0, first_err
     assert second.returncode == 1, second.stderr
@@ -219,7 +224,7 @@ def test_a_diverged_global_model_stops_the_run_unsaved(partition, tmp_path, caps
     out = tmp_path / "run"
     argv = train_argv(partition, out, 2)
     argv[argv.index("afl")] = "fedbuff"
-    argv[argv.index(SETTINGS)] = '{"server_lr": 1e300, "gamma0": 0.01}'
+    argv[argv.index(SETTINGS)] = '{"server_lr": 1e300, "gamma0": 0.01, "model": "mlp"}'
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "round 1: the aggregated global model has nan or inf entries" in err
@@ -239,7 +244,7 @@ def test_durations_of_any_allowed_size_end(partition, tmp_path):
     """Clients that take 1e20 virtual seconds and more: the virtual clock still reaches them."""
     out = tmp_path / "run"
     argv = train_argv(partition, out, 3)
-    argv[argv.index(SETTINGS)] = '{"seconds_per_sample": 1e6, "speed_sigma": 10, "latency_median": 1e9}'
+    argv[argv.index(SETTINGS)] = '{"seconds_per_sample": 1e6, "speed_sigma": 10, "latency_median": 1e9, "model": "mlp"}'
     command = [sys.executable, "-m", "asyncfl", *argv]
     result = subprocess.run(command, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr
@@ -340,7 +345,7 @@ def test_train_many_in_two_processes_makes_the_bytes_of_one_and_a_failing_run_fa
     """--processes deals the runs out in turn to child processes: each folder holds the bytes of one
     process; a run failing in one child leaves every other run to finish, and the job fails in a line
     of its own after the child's."""
-    diverging = {"algorithm": "fedbuff", "server_lr": 1e300, "gamma0": 0.01, "rounds": 2}
+    diverging = {"algorithm": "fedbuff", "server_lr": 1e300, "gamma0": 0.01, "rounds": 2, "model": "mlp"}
     other = {**json.loads(SETTINGS), "algorithm": "sync", "clients_per_round": 3, "rounds": 5, "seed": 0}
     plan = json.loads(Path(lone_plan(partition, tmp_path, diverging)).read_text())
     plan.insert(0, {"partition": str(partition), "out": str(tmp_path / "sync"), "settings": other})
@@ -362,10 +367,11 @@ def test_train_many_in_two_processes_makes_the_bytes_of_one_and_a_failing_run_fa
     assert outputs(tmp_path / "sync") == outputs(tmp_path / "alone")
 
 
-def lone_plan(partition: Path, tmp_path: Path, first: dict | None = None) -> str:
-    """A train-many plan whose run "afl" is `lone_run`'s, after a `first` run where one is given."""
+def lone_plan(partition: Path, tmp_path: Path, first: dict | None = None, **extra: object) -> str:
+    """A train-many plan whose run "afl" is `lone_run`'s (with `extra` settings), after a `first` run where
+    one is given."""
     settings = {**json.loads(SETTINGS), "algorithm": "afl", "clients_per_round": 3, "rounds": LONE_ROUNDS,
-                "local_epochs": 2, "seed": 0}  # fmt: skip
+                "local_epochs": 2, "seed": 0, **extra}  # fmt: skip
     plan = [{"partition": str(partition), "out": str(tmp_path / "afl"), "settings": settings}]
     if first is not None:
         plan.insert(0, {"partition": str(partition), "out": str(tmp_path / "first"), "settings": first})
@@ -373,7 +379,7 @@ def lone_plan(partition: Path, tmp_path: Path, first: dict | None = None) -> str
 
 
 def test_a_run_failing_in_train_many_is_one_line_and_the_others_finish(partition, lone_run, tmp_path, capsys):
-    diverging = {"algorithm": "fedbuff", "server_lr": 1e300, "gamma0": 0.01, "rounds": 2}
+    diverging = {"algorithm": "fedbuff", "server_lr": 1e300, "gamma0": 0.01, "rounds": 2, "model": "mlp"}
     assert main(["train-many", "--dataset", "digits", "--plan", lone_plan(partition, tmp_path, diverging)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("asyncfl train-many: error: --plan run 0") and len(err.splitlines()) == 1, err
@@ -382,7 +388,7 @@ def test_a_run_failing_in_train_many_is_one_line_and_the_others_finish(partition
 
 
 def test_ctrl_c_in_train_many_is_one_line_and_every_run_resumes(partition, lone_run, tmp_path):
-    other = {"algorithm": "sync", "clients_per_round": 3, "rounds": LONE_ROUNDS, "eval_every": 2, "checkpoint_every": 2}
+    other = {**json.loads(SETTINGS), "algorithm": "sync", "clients_per_round": 3, "rounds": LONE_ROUNDS}
     command = [sys.executable, "-m", "asyncfl", "train-many", "--dataset", "digits", "--plan",
                lone_plan(partition, tmp_path, other)]  # fmt: skip
     returncode, err = interrupted(command, tmp_path / "afl" / "checkpoint.pt")
@@ -422,8 +428,12 @@ def test_a_signal_to_a_train_many_parent_alone_stops_every_child_and_every_run_r
     `--processes` alone: its children stop too (SIGKILL, which no handler sees, through the children's
     own death signal), none keeps training or holding its folder's lock, and a rerun ends every run with
     the bytes of an uninterrupted one."""
-    other = {"algorithm": "sync", "clients_per_round": 3, "rounds": LONE_ROUNDS, "eval_every": 2, "checkpoint_every": 2}
-    argv = ["train-many", "--dataset", "digits", "--plan", lone_plan(partition, tmp_path, other), "--processes", "2"]
+    # Both runs paced by the real clock (about 7 s each of their 75 and 24 virtual seconds, however fast the
+    # machine trains): each child's run is still going when the other child writes its first checkpoint
+    other = {**json.loads(SETTINGS), "algorithm": "sync", "clients_per_round": 3, "rounds": LONE_ROUNDS}
+    other.update(clock="real", time_scale=0.1)
+    plan = lone_plan(partition, tmp_path, other, clock="real", time_scale=0.3)
+    argv = ["train-many", "--dataset", "digits", "--plan", plan, "--processes", "2"]
     with started(
         [sys.executable, "-m", "asyncfl", *argv], cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
@@ -513,7 +523,7 @@ def test_a_kept_copy_hard_linked_to_a_file_elsewhere_is_not_installed_as_the_run
 def test_a_tuned_runs_choice_is_recorded_as_such_and_makes_it_another_run(partition, tmp_path, capsys):
     """run.json says which settings the tuning stage chose ("tuned"); a run without them is not that
     run, so its folder is not taken for it."""
-    settings = {"algorithm": "sync", "clients_per_round": 3, "rounds": 2, "seed": 0}
+    settings = {"algorithm": "sync", "clients_per_round": 3, "rounds": 2, "seed": 0, "model": "mlp"}
     out = tmp_path / "runs/sync/J3/seed0"
     plan = [{"partition": str(partition), "out": str(out), "settings": settings, "choices": [{"gamma0": 0.02}]}]
     (tmp_path / "chosen.json").write_text(json.dumps({"chosen": {"sync": {"gamma0": 0.02}}}))
@@ -531,7 +541,7 @@ def test_tuned_runs_in_two_processes_each_with_its_own_names_choice_make_the_byt
     """A child's share of the plan may hold only some of its run names (here one each), and --chosen
     refuses a choice for a name its plan lacks: each child gets its own names' choices, and every run
     the bytes of one process."""
-    settings = {"clients_per_round": 3, "rounds": 2, "seed": 0}
+    settings = {"clients_per_round": 3, "rounds": 2, "seed": 0, "model": "mlp"}
     chosen = {"sync": {"gamma0": 0.02}, "afl": {"gamma0": 0.03}}
     (tmp_path / "chosen.json").write_text(json.dumps({"chosen": chosen}))
     folders = {}
@@ -550,7 +560,7 @@ def test_tuned_runs_in_two_processes_each_with_its_own_names_choice_make_the_byt
 
 def test_a_choice_that_leaves_out_a_tuned_name_is_refused_before_anything_trains(partition, tmp_path, capsys):
     """A hand-edited chosen.json without one of the names the plan tunes once trained that name untuned."""
-    settings = {"clients_per_round": 3, "rounds": 2, "seed": 0}
+    settings = {"clients_per_round": 3, "rounds": 2, "seed": 0, "model": "mlp"}
     plan = [
         {"partition": str(partition), "out": str(tmp_path / name / "J3/seed0"),
          "settings": {**settings, "algorithm": name}, "choices": [{"gamma0": 0.02}, {"gamma0": 0.01}]}
