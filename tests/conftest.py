@@ -36,7 +36,7 @@ def prepared_digits() -> None:
     tests start then reads the file instead of importing scikit-learn (about 1.5 s a process). Written
     atomically, the same bytes from every worker."""
     from asyncfl.data.digits import DIGITS_FILE, digits_from_sklearn, read_prepared_digits
-    from asyncfl.data.loading import default_root
+    from asyncfl.data.labels import default_root
     from asyncfl.files import write_npz
 
     prepared = REPO / default_root("digits") / DIGITS_FILE

@@ -60,3 +60,18 @@ def test_light_consumers_of_run_folders_do_not_import_torch():
     the time torch takes to import, and run where no torch loads (docs/development.md "Code map")."""
     assert torch_modules_imported_by(LIGHT_CONSUMERS) == []
     assert "torch" in torch_modules_imported_by(["asyncfl.runs.checkpoint"])  # the probe sees torch when it is there
+
+
+def test_partitioning_digits_and_idx_datasets_never_imports_torch(tmp_path):
+    """`asyncfl partition` reads only labels: a partition job of the digits or an IDX dataset starts in a
+    fraction of a second instead of the seconds torch's import takes (eleven such jobs in the quick
+    pipeline)."""
+    probe = (
+        "import json, sys; from pathlib import Path; from asyncfl.cli import main; "
+        f"main(['partition', '--dataset', 'digits', '--clients', '4', '--alpha', '0.5', '--seed', '0', "
+        f"'--validation-fraction', '0.2', '--out', {str(tmp_path / 'p.npz')!r}]); "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'torch')))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0 and (tmp_path / "p.npz").is_file(), result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == []

@@ -16,8 +16,10 @@ import torch
 from asyncfl.cli import main
 from asyncfl.data import digits
 from asyncfl.data.dataset import normalize
-from asyncfl.data.loading import load_dataset
-from asyncfl.data.torchvision_sets import IDX_CONTENT_MD5, NORMALISATION
+from asyncfl.data.idx_files import IDX_CONTENT_MD5
+from asyncfl.data.labels import train_labels
+from asyncfl.data.loading import digits_dataset, load_dataset
+from asyncfl.data.torchvision_sets import NORMALISATION
 from asyncfl.data.vision import import_torchvision
 from asyncfl.files import sha256, write_npz
 from asyncfl.settings.errors import InputError
@@ -73,6 +75,35 @@ def test_idx_files_load_through_torchvision(tiny_mnist):
     assert dataset.test_images.shape == (IDX_SPLITS["t10k"], 1, 28, 28)
     info = dataset.info
     assert (info.channels, info.size, info.num_classes, info.pixel_max) == (1, (28, 28), 10, 255.0)
+
+
+def test_the_labels_alone_are_the_whole_datasets_training_labels(tiny_mnist):
+    """What `asyncfl partition` reads without torch (the labels file, checked by its content's MD5) is what
+    torchvision's class reads; digits and Debian's Fashion-MNIST likewise."""
+    root, _ = tiny_mnist
+    expected = load_dataset("mnist", root).train_labels.numpy()
+    labels = train_labels("mnist", root)
+    assert labels.dtype == np.int64 and np.array_equal(labels, expected)
+    assert np.array_equal(train_labels("digits"), load_dataset("digits").train_labels.numpy())
+    skip_unless(DEBIAN_FASHION.is_dir(), f"Debian's dataset-fashion-mnist is not installed ({DEBIAN_FASHION})")
+    fashion = train_labels("fashion-mnist", DEBIAN_FASHION)
+    assert np.array_equal(fashion, load_dataset("fashion-mnist", DEBIAN_FASHION).train_labels.numpy())
+
+
+def test_a_missing_or_damaged_labels_file_is_one_line_from_partition(tiny_mnist, capsys):
+    root, _ = tiny_mnist
+    labels = root / "MNIST" / "raw" / "train-labels-idx1-ubyte.gz"
+    partition = ["partition", "--dataset", "mnist", "--root", str(root), "--clients", "2", "--alpha", "1", "--seed", "0"]
+    good = labels.read_bytes()
+    labels.write_bytes(good[:-5])
+    assert main([*partition, "--out", str(root / "p.npz")]) == 1
+    err = capsys.readouterr().err
+    assert "train-labels-idx1-ubyte.gz is corrupt or truncated" in err and len(err.strip().splitlines()) == 1, err
+    labels.unlink()
+    assert main([*partition, "--out", str(root / "p.npz")]) == 1
+    err = capsys.readouterr().err
+    assert "mnist: train-labels-idx1-ubyte.gz not found in" in err and "asyncfl data --dataset mnist" in err, err
+    assert not (root / "p.npz").exists()
 
 
 def test_flat_recompressed_copy_is_accepted_by_content_checksum(tiny_mnist, tmp_path_factory):
@@ -252,7 +283,7 @@ def test_prepared_digits_are_scikit_learns_and_a_changed_copy_is_passed_over(tmp
     assert main(["data", "--dataset", "digits", "--root", str(tmp_path)]) == 0
     prepared = tmp_path / digits.DIGITS_FILE
     assert sha256(prepared) == digits.DIGITS_FILE_SHA256
-    fresh, cached = digits.load_digits(tmp_path / "absent.npz"), load_dataset("digits", tmp_path)
+    fresh, cached = digits_dataset(digits.digits_arrays(tmp_path / "absent.npz")), load_dataset("digits", tmp_path)
     for name in ("train_images", "train_labels", "test_images", "test_labels"):
         assert torch.equal(getattr(fresh, name), getattr(cached, name)), name
     assert fresh.info == cached.info

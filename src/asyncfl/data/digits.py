@@ -1,13 +1,12 @@
-"""scikit-learn's 8×8 digits with a fixed stratified split, prepared once into ROOT/digits.npz."""
+"""scikit-learn's 8×8 digits with a fixed stratified split, prepared once into ROOT/digits.npz (numpy only:
+`asyncfl partition` reads their labels without torch; data/loading.py makes the `Dataset`)."""
 
 import hashlib
 import io
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.files import write_npz
 
 DIGITS_TEST_FRACTION = 0.2
@@ -47,7 +46,7 @@ def read_prepared_digits(path: Path) -> dict[str, np.ndarray] | None:
         return {key: npz[key] for key in ("images", "labels", "train", "test")}
 
 
-def load_digits(prepared: Path, download: bool = False) -> Dataset:
+def digits_arrays(prepared: Path, download: bool = False) -> dict[str, np.ndarray]:
     """The digits from the prepared file when it is the expected one, else from scikit-learn (which
     `asyncfl data`, the pipeline's `download`, then writes to the prepared file)."""
     arrays = read_prepared_digits(prepared)
@@ -55,18 +54,4 @@ def load_digits(prepared: Path, download: bool = False) -> Dataset:
         arrays = digits_from_sklearn()
         if download:
             write_npz(prepared, arrays)
-    images = torch.from_numpy(arrays["images"]).unsqueeze(1)
-    labels = torch.from_numpy(arrays["labels"])
-    train_idx, test_idx = torch.from_numpy(arrays["train"]), torch.from_numpy(arrays["test"])
-    pixel_max = 16.0
-    train_pixels = images[train_idx].double() / pixel_max
-    info = DatasetInfo(
-        name="digits",
-        classes=tuple(str(c) for c in range(10)),
-        channels=1,
-        size=(8, 8),
-        mean=(round(train_pixels.mean().item(), 4),),
-        std=(round(train_pixels.std().item(), 4),),
-        pixel_max=pixel_max,
-    )
-    return Dataset(images[train_idx], labels[train_idx], images[test_idx], labels[test_idx], info)
+    return arrays

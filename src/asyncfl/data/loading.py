@@ -4,19 +4,15 @@
 from pathlib import Path
 
 import numpy as np
+import torch
 
-from asyncfl.data.dataset import Dataset
-from asyncfl.data.digits import DIGITS_FILE, load_digits
+from asyncfl.data.dataset import Dataset, DatasetInfo
+from asyncfl.data.digits import DIGITS_FILE, digits_arrays
+from asyncfl.data.labels import default_root
 from asyncfl.data.torchvision_sets import load_cifar10, load_idx
 from asyncfl.files import write_json
-from asyncfl.planning.layout import DATA_DIR
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import DATASETS
-
-
-def default_root(name: str) -> Path:
-    """Where the pipeline keeps a dataset: resources/data/{name}."""
-    return Path(DATA_DIR) / name
 
 
 def load_dataset(name: str, root: Path | None = None, download: bool = False) -> Dataset:
@@ -31,10 +27,29 @@ def load_dataset(name: str, root: Path | None = None, download: bool = False) ->
         raise InputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
     root = Path(root) if root is not None else default_root(name)
     if name == "digits":
-        return load_digits(root / DIGITS_FILE, download)
+        return digits_dataset(digits_arrays(root / DIGITS_FILE, download))
     if name == "cifar10":
         return load_cifar10(root, download)
     return load_idx(name, root, download)
+
+
+def digits_dataset(arrays: dict[str, np.ndarray]) -> Dataset:
+    """The digits' `Dataset`: their fixed split, pixels 0–16, normalised by the training images' statistics."""
+    images = torch.from_numpy(arrays["images"]).unsqueeze(1)
+    labels = torch.from_numpy(arrays["labels"])
+    train_idx, test_idx = torch.from_numpy(arrays["train"]), torch.from_numpy(arrays["test"])
+    pixel_max = 16.0
+    train_pixels = images[train_idx].double() / pixel_max
+    info = DatasetInfo(
+        name="digits",
+        classes=tuple(str(c) for c in range(10)),
+        channels=1,
+        size=(8, 8),
+        mean=(round(train_pixels.mean().item(), 4),),
+        std=(round(train_pixels.std().item(), 4),),
+        pixel_max=pixel_max,
+    )
+    return Dataset(images[train_idx], labels[train_idx], images[test_idx], labels[test_idx], info)
 
 
 def prepare_dataset(name: str, root: Path | None, summary: Path | None = None) -> list[str]:

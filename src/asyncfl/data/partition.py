@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from asyncfl.data.holdout import Holdout
-from asyncfl.data.loading import load_dataset
+from asyncfl.data.labels import train_labels
 from asyncfl.files import sha256, write_json, write_npz
 from asyncfl.planning.layout import NPZ_HASH
 from asyncfl.settings import random_streams
@@ -330,7 +330,7 @@ def make_partition(
         raise InputError(f"--out must end in .npz (the statistics go beside it as .json), got {out}")
     for path in (Path(out), Path(out).with_suffix(".json")):  # before the data is read, not after
         check_output(path, "--out")
-    labels = load_dataset(dataset, root).train_labels.numpy()
+    labels = train_labels(dataset, root)
     num_classes = int(labels.max()) + 1
     start = time.perf_counter()
     if subset is None and holdout is None:

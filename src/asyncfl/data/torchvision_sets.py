@@ -2,20 +2,18 @@
 torchvision's published MD5 before it is read."""
 
 import contextlib
-import hashlib
 import shutil
 import sys
 import tempfile
-import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 from urllib.error import URLError
 
 import numpy as np
 import torch
 
 from asyncfl.data.dataset import Dataset, DatasetInfo
+from asyncfl.data.idx_files import IDX_DATASETS, raise_corrupt, read_idx_file
 from asyncfl.data.vision import import_torchvision
 from asyncfl.settings.errors import InputError
 
@@ -25,43 +23,19 @@ NORMALISATION = {
     "fashion-mnist": ((0.2860,), (0.3530,)),
     "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
 }
-IDX_DATASETS = {"mnist": "MNIST", "fashion-mnist": "FashionMNIST"}  # torchvision's class of each
-# Published MD5s of the uncompressed IDX files: they identify the data whatever gzip made the archive.
-IDX_CONTENT_MD5 = {
-    "MNIST": {
-        "train-images-idx3-ubyte": "6bbc9ace898e44ae57da46a324031adb",
-        "train-labels-idx1-ubyte": "a25bea736e30d166cdddb491f175f624",
-        "t10k-images-idx3-ubyte": "2646ac647ad5339dbf082846283269ea",
-        "t10k-labels-idx1-ubyte": "27ae3e4e09519cfbb04c329615203637",
-    },
-    "FashionMNIST": {
-        "train-images-idx3-ubyte": "f4a8712d7a061bf5bd6d2ca38dc4d50a",
-        "train-labels-idx1-ubyte": "9018921c3c673c538a1fc5bad174d6f9",
-        "t10k-images-idx3-ubyte": "8181f5470baa50b63fa0f6fddb340f0a",
-        "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
-    },
-}
-# Bytes of each uncompressed IDX file (the same for both datasets): decompression stops past them,
-# so a small archive that inflates to gigabytes is refused without filling memory.
-IDX_SIZES = {
-    "train-images-idx3-ubyte": 47_040_016,
-    "train-labels-idx1-ubyte": 60_008,
-    "t10k-images-idx3-ubyte": 7_840_016,
-    "t10k-labels-idx1-ubyte": 10_008,
-}
 
 
 def load_idx(name: str, root: Path, download: bool) -> Dataset:
     """MNIST / Fashion-MNIST: four verified IDX files, read by torchvision's class."""
     cls = getattr(import_torchvision().datasets, IDX_DATASETS[name])
-    files = {filename: read_idx_file(cls, root, filename, md5) for filename, md5 in cls.resources}
+    files = {filename: read_idx_file(cls.__name__, root, filename, md5) for filename, md5 in cls.resources}
     if None in files.values() and download:
         names = ", ".join(filename for filename, _ in cls.resources)
         raw_dir = root / cls.__name__ / "raw"
         writes = [root, root / cls.__name__, raw_dir]
         writes += [raw_dir / f for filename, _ in cls.resources for f in (filename, filename.removesuffix(".gz"))]
         run_download(name, f"{names} into {raw_dir}", lambda: cls(str(root), train=True, download=True), writes)
-        files = {filename: read_idx_file(cls, root, filename, md5) for filename, md5 in cls.resources}
+        files = {filename: read_idx_file(cls.__name__, root, filename, md5) for filename, md5 in cls.resources}
     missing = [filename for filename, content in files.items() if content is None]
     if missing:
         raise InputError(
@@ -85,52 +59,6 @@ def load_idx(name: str, root: Path, download: bool) -> Dataset:
         test.targets.long(),
         info,
     )
-
-
-def read_idx_file(cls: type, root: Path, filename: str, archive_md5: str) -> bytes | None:
-    """The verified, uncompressed bytes of one IDX file, or None if no copy is present.
-
-    Looks in torchvision's layout, then directly in `root`, for the archive, then for the
-    extracted file. An archive passes with torchvision's archive MD5; a re-compressed one
-    (Debian repacks its copy) or an extracted file passes with the published MD5 of the content.
-    """
-    name = filename.removesuffix(".gz")
-    raw_dir = root / cls.__name__ / "raw"
-    path = next((p for p in (raw_dir / filename, root / filename, raw_dir / name, root / name) if p.is_file()), None)
-    if path is None:
-        return None
-    if path.stat().st_size > 2 * IDX_SIZES[name]:  # no copy of this file, compressed or not, is this large
-        raise_corrupt(path)
-    content = path.read_bytes()
-    if path.suffix == ".gz":
-        archive_matches = hashlib.md5(content).hexdigest() == archive_md5
-        content = bounded_gunzip(content, IDX_SIZES[name], path)
-        if archive_matches:
-            return content
-    if hashlib.md5(content).hexdigest() != IDX_CONTENT_MD5[cls.__name__][name]:
-        raise_corrupt(path, other_dataset(cls.__name__, name, content))
-    return content
-
-
-def bounded_gunzip(data: bytes, size: int, path: Path) -> bytes:
-    """The gzip stream `data` decompressed, refused as corrupt if it would exceed `size` bytes."""
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        content = inflater.decompress(data, size + 1)
-    except zlib.error:  # zlib reports flipped bytes inside the stream
-        raise_corrupt(path)
-    if len(content) > size or not inflater.eof:
-        raise_corrupt(path)
-    return content
-
-
-def other_dataset(class_name: str, name: str, content: bytes) -> str:
-    """Which other IDX dataset `content` is, when it is one (a --dataset pointed at the wrong copy)."""
-    digest = hashlib.md5(content).hexdigest()
-    for other, sums in IDX_CONTENT_MD5.items():
-        if other != class_name and sums[name] == digest:
-            return {class_name: key for key, class_name in IDX_DATASETS.items()}[other]
-    return ""
 
 
 def load_cifar10(root: Path, download: bool) -> Dataset:
@@ -176,18 +104,6 @@ def require_md5(path: Path, expected: str) -> None:
     """Refuse a file whose MD5 is not the published one."""
     if not import_torchvision().datasets.utils.check_integrity(str(path), expected):
         raise_corrupt(path)
-
-
-def raise_corrupt(path: Path, actual_dataset: str = "") -> NoReturn:
-    """One line naming the bad file; the file stays in place for the user to inspect."""
-    if actual_dataset:
-        raise InputError(
-            f"{path} is {actual_dataset}'s, not this dataset's; pass --dataset {actual_dataset} or another --root"
-        )
-    raise InputError(
-        f"{path} is corrupt or truncated (its MD5 is not the published one); "
-        "delete it and run `asyncfl data` again to fetch a fresh copy"
-    )
 
 
 def run_download(name: str, what_where: str, fetch: Callable[[], object], writes: list[Path]) -> None:
