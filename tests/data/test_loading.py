@@ -93,7 +93,8 @@ def test_the_labels_alone_are_the_whole_datasets_training_labels(tiny_mnist):
 def test_a_missing_or_damaged_labels_file_is_one_line_from_partition(tiny_mnist, capsys):
     root, _ = tiny_mnist
     labels = root / "MNIST" / "raw" / "train-labels-idx1-ubyte.gz"
-    partition = ["partition", "--dataset", "mnist", "--root", str(root), "--clients", "2", "--alpha", "1", "--seed", "0"]
+    partition = ["partition", "--dataset", "mnist", "--root", str(root), "--clients", "2", "--alpha", "1"]
+    partition += ["--seed", "0"]
     good = labels.read_bytes()
     labels.write_bytes(good[:-5])
     assert main([*partition, "--out", str(root / "p.npz")]) == 1
