@@ -325,16 +325,26 @@ SIZES = [6, 10, 14, 8, 12, 9]
 BASE = {"clients_per_round": 3, "rounds": 3, "local_epochs": 1, "batch_size": 4, "model": "mlp", "eval_every": 1}
 
 
-def non_default(key: str) -> object:
-    """A value of `key` other than its default: the table's, else another choice, the other bool."""
+def non_default(key: str, context: dict) -> object:
+    """A value of `key` other than the one a run of `context` gets without it (its algorithm's own default
+    where it has one, as CA2FL's s(τ)): the table's, else another choice, the other bool."""
     if key in CHANGED:
         return CHANGED[key]
-    rule, default = FIELDS[key].metadata["rule"], FIELDS[key].default
+    rule, default = FIELDS[key].metadata["rule"], own_default(key, context)
     if rule.choices:
         return next(choice for choice in rule.choices if choice != default and choice not in PRESETS.get(key, {}))
     if isinstance(default, bool):
         return not default
     raise AssertionError(f"{key}: give CHANGED a value that matters in a tiny run")
+
+
+def own_default(key: str, context: dict) -> object:
+    """What a run of `context` gets for `key` without it; the field's default where `context` alone is no run
+    (it sets what needs `key`)."""
+    try:
+        return getattr(make_config(context), key)
+    except InputError:
+        return FIELDS[key].default
 
 
 def outputs(folder: Path) -> dict[str, bytes]:
@@ -363,13 +373,14 @@ def test_every_setting_changes_a_tiny_runs_bytes_or_is_refused(tmp_path, family)
         if (family, key) in COINCIDES:
             continue
         context = {**base, **CONTEXT.get(key, {})}
-        after = run({**context, key: non_default(key)}, key)
+        value = non_default(key, context)
+        after = run({**context, key: value}, key)
         if after is None:
             continue
         before = run(context, f"{key}-context") if key in CONTEXT else plain
         changed += 1
         if after == (before or plain):
-            silent.append(f"{key}={non_default(key)!r}")
+            silent.append(f"{key}={value!r}")
     assert not silent, f"{family}: accepted, and changed no byte: {', '.join(silent)}"
     assert changed >= 50, f"{family}: only {changed} settings could be tried"  # most are: the check is not empty
 
@@ -389,7 +400,8 @@ def test_an_algorithms_own_setting_in_a_timing_only_run_changes_its_bytes_or_is_
     assert plain, f"{family}: its timing-only run was refused"
     silent = []
     for key in set(own) - UNCHANGING:
-        after = run({**base, key: non_default(key)}, key)
+        value = non_default(key, base)
+        after = run({**base, key: value}, key)
         if after is not None and after == plain:
-            silent.append(f"{key}={non_default(key)!r}")
+            silent.append(f"{key}={value!r}")
     assert not silent, f"{family}, timing only: accepted, and changed no byte: {', '.join(silent)}"

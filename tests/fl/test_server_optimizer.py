@@ -153,10 +153,10 @@ def test_fadas_delay_adaptive_step_is_one_over_the_stalest_delay_past_the_thresh
 
 
 def test_fadas_is_fedbuff_with_amsgrad_and_its_delay_step(tmp_path):
-    """The named algorithm trains exactly FedBuff with `server_optimizer: amsgrad` (the same bytes) where
-    no round is over τ_c; its threshold changes the run where rounds are (M = 4 clients in flight, K = 2:
-    updates arrive 2 or more versions behind, where 1/τ_max < η); it resumes its moments to the same
-    bytes; FADAS's own setting is refused for the others."""
+    """The named algorithm trains exactly FedBuff with `server_optimizer: amsgrad` and s(τ) = 1 (FADAS's
+    paper's, its default) (the same bytes) where no round is over τ_c; its threshold changes the run where
+    rounds are (M = 4 clients in flight, K = 2: updates arrive 2 or more versions behind, where 1/τ_max <
+    η); it resumes its moments to the same bytes; FADAS's own setting is refused for the others."""
     settings = dict(clients_per_round=2, concurrency=4, buffer_size=2, rounds=6, local_epochs=1, batch_size=4,
                     server_optimizer_lr=0.9, checkpoint_every=2)  # fmt: skip
     sizes = [8, 8, 12, 12, 16]
@@ -164,7 +164,7 @@ def test_fadas_is_fedbuff_with_amsgrad_and_its_delay_step(tmp_path):
     named, _ = recorded_simulation(tmp_path / "named", sizes, algorithm="fadas", **settings)
     named.run()
     spelled, _ = recorded_simulation(
-        tmp_path / "spelled", sizes, algorithm="fedbuff", server_optimizer="amsgrad", **settings
+        tmp_path / "spelled", sizes, algorithm="fedbuff", server_optimizer="amsgrad", staleness="constant", **settings
     )
     spelled.run()
     far, _ = recorded_simulation(tmp_path / "far", sizes, algorithm="fadas", delay_threshold=1000, **settings)

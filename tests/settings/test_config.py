@@ -6,11 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from asyncfl.settings.config import NEEDS, TrainConfig, load_config, make_config
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.traces import read_trace
 from asyncfl.sim.network import Links
+from conftest import REPO
 
 
 @pytest.mark.parametrize(
@@ -182,3 +184,23 @@ def test_a_time_grid_too_fine_for_the_budget_is_refused_up_front():
     assert make_config({"eval_every_seconds": 0.01, "max_virtual_time": 1000.0}).eval_every_seconds == 0.01
     with pytest.raises(InputError, match=r"would score the model 1e\+06 times .* set eval_every_seconds ≥ 0.01"):
         make_config({"eval_every_seconds": 0.001, "max_virtual_time": 1000.0})
+
+
+def test_ca2fl_and_fadas_weight_updates_as_their_papers_unless_a_run_names_a_staleness_function():
+    """CA2FL's and FADAS's papers weight every update alike: their runs default to s(τ) = 1 (`constant`,
+    recorded in run.json); the other asynchronous algorithms keep FedBuff's (1 + τ)^−0.5. A run that names
+    its staleness function gets it, and config/claim.yaml names polynomial for all of its rows, so its
+    CA2FL and FADAS runs are the runs they were."""
+    from asyncfl.fl.staleness import staleness_function
+
+    for algorithm, weight_at_3 in (("ca2fl", 1.0), ("fadas", 1.0), ("fedbuff", 0.5), ("afl", 0.5)):
+        config = make_config({"algorithm": algorithm})
+        assert staleness_function(config)(3) == weight_at_3, algorithm
+    assert make_config({"algorithm": "ca2fl", "staleness": "polynomial"}).staleness == "polynomial"
+    with pytest.raises(InputError, match="staleness_a applies only with staleness other than constant"):
+        make_config({"algorithm": "ca2fl", "staleness_a": 1.0})
+    assert make_config({"algorithm": "fadas", "trainer": "none"}).staleness == "constant"  # its own, not refused
+    claim = yaml.safe_load((REPO / "config/claim.yaml").read_text())
+    for experiment in claim["experiments"].values():
+        for algorithm in {"ca2fl", "fadas"} & set(experiment["algorithms"]):
+            assert make_config({**experiment["train"], "algorithm": algorithm}).staleness == "polynomial"

@@ -10,10 +10,11 @@ bytes every run had).
   v ← v + Δ² (adagrad), β2·v + (1 − β2)·Δ² (adam), v − (1 − β2)·Δ²·sign(v − Δ²) (yogi), from
   v = τ²; θ ← θ + η·m / (√v + τ). As in the paper, no bias correction.
 - `amsgrad` (FADAS, Wang et al. 2024, Algorithm 1): Adam's m and v, and v̂ ← max(v̂, v), the largest
-  second moment so far; θ ← θ + η_t·m / (√v̂ + τ), in Reddi et al.'s form (v and v̂ from τ², τ as FADAS's
-  ε: the project's choice). With `delay_threshold` τ_c (FADAS's delay-adaptive step), η_t = min(η,
-  1/τ_max) for a round whose stalest update is τ_max > τ_c versions behind, η otherwise. (AFL-Lib's
-  FADAS divides by √v, not √v̂, and steps η/τ_max: not the paper's box.)
+  second moment so far; θ ← θ + η_t·m / (√v̂ + τ), in Reddi et al.'s form (v from τ², τ as FADAS's ε:
+  the project's choice; v̂ from 0 as in AMSGrad, so v̂ = v at the first step). With `delay_threshold`
+  τ_c (FADAS's delay-adaptive step), η_t = min(η, 1/τ_max) for a round whose stalest update is τ_max >
+  τ_c versions behind, η otherwise. (AFL-Lib's FADAS divides by √v, not √v̂, and steps η/τ_max: not the
+  paper's box.)
 
 Only the model's parameters step; its buffers (BatchNorm's running statistics and counts) take the
 aggregate's values, as they are no descent direction. Arithmetic in float64, cast back to each

@@ -23,6 +23,9 @@ class Algorithm:
             settings apply); False where the rule has a staleness weight of its own.
         server_optimizer: for FedAvg with a server optimizer of its own (Reddi et al. 2021), that
             optimizer (`fl/server_optimizer.py`), which the run's config then records; "none" otherwise.
+        default_staleness: the s(τ) a run of it gets when it names none, which its config then records:
+            "constant" where its paper weights every update alike (CA2FL, FADAS); "polynomial",
+            FedBuff's and FedAsync's (1 + τ)^−a, otherwise.
     """
 
     key: str
@@ -31,6 +34,7 @@ class Algorithm:
     asynchronous: bool = False
     server_optimizer: str = "none"
     staleness_weighted: bool = True
+    default_staleness: str = "polynomial"
 
 
 # In the order (and so the colour) every figure uses
@@ -45,9 +49,9 @@ CATALOGUE = (
     Algorithm("fedadam", "FedAdam", "J", server_optimizer="adam"),  # Reddi et al. 2021
     Algorithm("fedyogi", "FedYogi", "J", server_optimizer="yogi"),  # Reddi et al. 2021
     # FedBuff's buffer of K arrivals, then AMSGrad on their mean update (Wang et al. 2024)
-    Algorithm("fadas", "FADAS", "K", asynchronous=True, server_optimizer="amsgrad"),
+    Algorithm("fadas", "FADAS", "K", asynchronous=True, server_optimizer="amsgrad", default_staleness="constant"),
     # FedBuff's buffer, each update calibrated by the server's cache of its client's last (Wang et al. 2024)
-    Algorithm("ca2fl", "CA2FL", "K", asynchronous=True),
+    Algorithm("ca2fl", "CA2FL", "K", asynchronous=True, default_staleness="constant"),
     # arrival groups whose clients train as many steps as bring them back together (Li et al. 2024); an
     # aggregation takes a group's arrivals and the late updates held since, or one first-heard client's
     Algorithm("fedcompass", "FedCompass", "1", asynchronous=True),

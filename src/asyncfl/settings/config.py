@@ -17,6 +17,7 @@ from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import (
     ALGORITHMS,
     ASYNCHRONOUS,
+    DEFAULT_STALENESS_OF,
     DEVICES,
     MODELS,
     OPTIMIZERS,
@@ -95,9 +96,10 @@ class TrainConfig:
     """d_c: the client's dispatch duration (compute + latency), or `latency` only (`afl_as_coded` keeps the
     reference code's own clock)"""
     staleness: str = setting(Group.SERVER, "polynomial", STALENESS_FUNCTIONS, read_by=STALENESS_WEIGHTED)
-    """s(τ), the staleness weight of the asynchronous algorithms' updates: `constant` 1, `inverse` 1/(1+aτ),
-    `polynomial` (1+τ)^−a, `hinge` 1 if τ ≤ b else 1/(a(τ−b)+1). **Project's choice**: the paper's §V weights
-    client models by size only, i.e. `constant`, which `config/config.yaml` sets for the paper's experiments"""
+    """s(τ), the updates' staleness weight: `constant` 1, `inverse` 1/(1+aτ), `polynomial` (1+τ)^−a,
+    `hinge` 1 if τ ≤ b else 1/(a(τ−b)+1). By default `constant` for CA2FL and FADAS (their papers'), else
+    `polynomial`, FedBuff's (**project's choice** for AFL, whose paper weights by size only, as
+    `config/config.yaml` runs it)"""
     staleness_a: float = setting(Group.SERVER, 0.5, lowest=NON_NEGATIVE, read_by=STALENESS_WEIGHTED)
     """a of s(τ) (**project's choice**; the paper gives no value)"""
     staleness_b: float = setting(Group.SERVER, 4.0, lowest=NON_NEGATIVE, read_by=STALENESS_WEIGHTED)
@@ -460,6 +462,7 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     for key, value in values.items():
         check_type(key, value, source)
     values = with_implied_server_optimizer(values, source)
+    values = with_algorithms_staleness(values)
     config = TrainConfig(**values)
     for item in dataclasses.fields(TrainConfig):
         if "rule" in item.metadata:
@@ -574,7 +577,10 @@ def check_timing_only(config: TrainConfig, defaults: dict[str, Any], source: str
     """A timing-only run (`trainer: none`) trains nothing: a setting only training or the model's scores
     read would be recorded in its run.json and never used, so it is refused."""
     # FedAvgM's, FedAdam's, FedYogi's optimizer is their name's, not a setting the user gave
-    defaults = defaults | {"server_optimizer": SERVER_OPTIMIZER_OF.get(config.algorithm, "none")}
+    defaults = defaults | {
+        "server_optimizer": SERVER_OPTIMIZER_OF.get(config.algorithm, "none"),
+        "staleness": DEFAULT_STALENESS_OF.get(config.algorithm, defaults["staleness"]),
+    }
     for key in TRAINING_ONLY:
         if getattr(config, key) != defaults[key]:
             raise InputError(
@@ -627,6 +633,13 @@ def with_implied_server_optimizer(values: dict[str, Any], source: str) -> dict[s
             f"server_optimizer, or run {base[1]} with the server_optimizer you want"
         )
     return {**values, "server_optimizer": implied}
+
+
+def with_algorithms_staleness(values: dict[str, Any]) -> dict[str, Any]:
+    """A run that names no `staleness` gets its algorithm's (`algorithms.CATALOGUE`): CA2FL's and FADAS's
+    papers weight every update alike (`constant`); run.json records it."""
+    own = DEFAULT_STALENESS_OF.get(values.get("algorithm", TrainConfig.algorithm), TrainConfig.staleness)
+    return values if "staleness" in values or own == TrainConfig.staleness else {**values, "staleness": own}
 
 
 # A time grid's evaluations a run may make (1 ms over 100 virtual s: 17 min and 360 MB for 3 rounds once)

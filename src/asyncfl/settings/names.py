@@ -17,6 +17,7 @@ ALGORITHMS = {algorithm.key: algorithm.display for algorithm in CATALOGUE}
 UPDATES_PER_ROUND = {algorithm.key: algorithm.round_size for algorithm in CATALOGUE}
 # FedAvg (FedBuff for FADAS) with a server optimizer of its own: the one its name implies (`make_config` sets it)
 SERVER_OPTIMIZER_OF = {algorithm.key: algorithm.server_optimizer for algorithm in CATALOGUE}
+DEFAULT_STALENESS_OF = {algorithm.key: algorithm.default_staleness for algorithm in CATALOGUE}
 # A variant of an algorithm is a run name `ALGORITHM-SUFFIX` with its own settings (an experiment's
 # `variants:`, e.g. sync-deadline): the algorithm is what its name says before the dash.
 VARIANT_SUFFIX = "[a-z0-9_]+"
