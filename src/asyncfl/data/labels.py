@@ -19,11 +19,16 @@ def default_root(name: str) -> Path:
     return Path(DATA_DIR) / name
 
 
-def train_labels(name: str, root: Path | None = None) -> np.ndarray:
-    """The training set's labels (int64), in the order of the training set `load_dataset` gives."""
+def dataset_root(name: str, root: Path | None) -> Path:
+    """The folder a known dataset is read from: `root`, else its default; an unknown name is one line."""
     if name not in DATASETS:
         raise InputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
-    root = Path(root) if root is not None else default_root(name)
+    return Path(root) if root is not None else default_root(name)
+
+
+def train_labels(name: str, root: Path | None = None) -> np.ndarray:
+    """The training set's labels (int64), in the order of the training set `load_dataset` gives."""
+    root = dataset_root(name, root)
     if name == "digits":
         arrays = digits_arrays(root / DIGITS_FILE)
         return arrays["labels"][arrays["train"]]

@@ -8,11 +8,9 @@ import torch
 
 from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.digits import DIGITS_FILE, digits_arrays
-from asyncfl.data.labels import default_root
+from asyncfl.data.labels import dataset_root, default_root
 from asyncfl.data.torchvision_sets import load_cifar10, load_idx
 from asyncfl.files import write_json
-from asyncfl.settings.errors import InputError
-from asyncfl.settings.names import DATASETS
 
 
 def load_dataset(name: str, root: Path | None = None, download: bool = False) -> Dataset:
@@ -23,9 +21,7 @@ def load_dataset(name: str, root: Path | None = None, download: bool = False) ->
     (e.g. Debian's /usr/share/datasets/fashion-mnist). Every file is MD5-checked
     against torchvision's published sums before it is read.
     """
-    if name not in DATASETS:
-        raise InputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASETS)}")
-    root = Path(root) if root is not None else default_root(name)
+    root = dataset_root(name, root)
     if name == "digits":
         return digits_dataset(digits_arrays(root / DIGITS_FILE, download))
     if name == "cifar10":

@@ -579,7 +579,7 @@ def check_timing_only(config: TrainConfig, defaults: dict[str, Any], source: str
     # FedAvgM's, FedAdam's, FedYogi's optimizer is their name's, not a setting the user gave
     defaults = defaults | {
         "server_optimizer": SERVER_OPTIMIZER_OF.get(config.algorithm, "none"),
-        "staleness": DEFAULT_STALENESS_OF.get(config.algorithm, defaults["staleness"]),
+        "staleness": algorithms_staleness(config.algorithm),
     }
     for key in TRAINING_ONLY:
         if getattr(config, key) != defaults[key]:
@@ -635,10 +635,16 @@ def with_implied_server_optimizer(values: dict[str, Any], source: str) -> dict[s
     return {**values, "server_optimizer": implied}
 
 
+def algorithms_staleness(algorithm: str) -> str:
+    """The s(τ) of a run of `algorithm` that names none (`algorithms.CATALOGUE`): CA2FL's and FADAS's papers
+    weight every update alike (`constant`); the field's default for the others (and an unknown name, which
+    its own check refuses)."""
+    return DEFAULT_STALENESS_OF.get(algorithm, TrainConfig.staleness)
+
+
 def with_algorithms_staleness(values: dict[str, Any]) -> dict[str, Any]:
-    """A run that names no `staleness` gets its algorithm's (`algorithms.CATALOGUE`): CA2FL's and FADAS's
-    papers weight every update alike (`constant`); run.json records it."""
-    own = DEFAULT_STALENESS_OF.get(values.get("algorithm", TrainConfig.algorithm), TrainConfig.staleness)
+    """A run that names no `staleness` gets its algorithm's; run.json records it."""
+    own = algorithms_staleness(values.get("algorithm", TrainConfig.algorithm))
     return values if "staleness" in values or own == TrainConfig.staleness else {**values, "staleness": own}
 
 
