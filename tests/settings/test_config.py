@@ -197,8 +197,11 @@ def test_ca2fl_and_fadas_weight_updates_as_their_papers_unless_a_run_names_a_sta
         config = make_config({"algorithm": algorithm})
         assert staleness_function(config)(3) == weight_at_3, algorithm
     assert make_config({"algorithm": "ca2fl", "staleness": "polynomial"}).staleness == "polynomial"
-    with pytest.raises(InputError, match="staleness_a applies only with staleness other than constant"):
+    implied = r"staleness_a applies only with staleness other than constant \(algorithm ca2fl sets staleness: const"
+    with pytest.raises(InputError, match=implied):  # the key written, and where the setting it needs came from
         make_config({"algorithm": "ca2fl", "staleness_a": 1.0})
+    with pytest.raises(InputError, match=r"\(algorithm fedadam sets server_optimizer: adam\)"):
+        make_config({"algorithm": "fedadam", "server_momentum": 0.5})
     assert make_config({"algorithm": "fadas", "trainer": "none"}).staleness == "constant"  # its own, not refused
     claim = yaml.safe_load((REPO / "config/claim.yaml").read_text())
     for experiment in claim["experiments"].values():

@@ -461,8 +461,9 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
     values = expanded
     for key, value in values.items():
         check_type(key, value, source)
-    values = with_implied_server_optimizer(values, source)
-    values = with_algorithms_staleness(values)
+    given = set(values)
+    values = with_algorithms_staleness(with_implied_server_optimizer(values, source))
+    implied = set(values) - given  # keys the algorithm's name sets: its server optimizer, its s(τ)
     config = TrainConfig(**values)
     for item in dataclasses.fields(TrainConfig):
         if "rule" in item.metadata:
@@ -518,7 +519,12 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
                     f"{source}: population {config.population} sets {key}, which applies only with {needs}; "
                     f"set that, or leave out the population and give its settings yourself (config/README.md)"
                 )
-            raise InputError(f"{source}: {key} applies only with {needs}; set that or remove {key}")
+            by_name = "".join(
+                f" (algorithm {config.algorithm} sets {name}: {getattr(config, name)})"
+                for name in sorted(implied)
+                if needs.startswith(name)
+            )
+            raise InputError(f"{source}: {key} applies only with {needs}{by_name}; set that or remove {key}")
     if config.trainer == TIMING_ONLY:
         check_timing_only(config, DEFAULTS, source)
     if config.durations == "measured":
