@@ -7,16 +7,24 @@ from pathlib import Path
 
 import yaml
 
-from conftest import QUICK_CONFIG, REPO
+from conftest import ENV, QUICK_CONFIG, REPO
 
 SLURM_PROFILE = ["--profile", str(REPO / "profiles/slurm"), "--workflow-profile", str(REPO / "tests/slurm/profile")]
-# The test cluster's two partition pairs and their MaxTime in minutes (tests/slurm/cluster.sh), as a site's
-# user writes them into the config they run (docs/cluster.md "Your cluster"): max_runtime is the MaxTime
-# of the partition that trains
+# The test cluster's two partition pairs and their MaxTime in minutes (tests/slurm/cluster.sh), and the
+# second cluster's pair (typed GPUs, select/cons_res), as a site's user writes them into the config they
+# run (docs/cluster.md "Your cluster"): max_runtime is the MaxTime of the partition that trains
 SITES = {
     "cpu": ({"cpu": "cpu", "gpu": "gpu"}, {"cpu": 1440, "gpu": 2160}),
     "standard": ({"cpu": "standard", "gpu": "gpu_a100"}, {"cpu": 480, "gpu": 1440}),
+    "batch": ({"cpu": "batch", "gpu": "a100"}, {"cpu": 240, "gpu": 2880}),
 }
+VARIANT_CONF = "/etc/slurm-variant/slurm.conf"
+
+
+def site_env(pair: str) -> dict[str, str]:
+    """The environment whose SLURM commands ask the cluster of partition pair `pair`: the second
+    cluster's slurm.conf for its pair, the default cluster's otherwise."""
+    return {**ENV, "SLURM_CONF": VARIANT_CONF} if pair == "batch" else ENV
 
 
 def on_this_site(config: dict, pair: str = "cpu") -> dict:

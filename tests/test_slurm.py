@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from asyncfl.planning.layout import RUN_OUTPUTS
-from conftest import ENV, REPO, RUN_METRICS_GLOBS, quick_run_jobs, snakemake
-from slurm_cases import SLURM_PROFILE, on_this_site, write_config
+from conftest import REPO, RUN_METRICS_GLOBS, quick_run_jobs, snakemake
+from slurm_cases import SLURM_PROFILE, on_this_site, site_env, write_config
 
 pytestmark = pytest.mark.slurm
 
@@ -54,25 +54,28 @@ def test_quick_config_on_slurm_matches_the_local_run(quick_run, tmp_path):
             assert (local / run / name).read_bytes() == (workdir / run / name).read_bytes(), f"{run}/{name}"
 
 
-def node_limits() -> tuple[int, int]:
-    """The CPUs and memory (MB) of the test cluster's one node."""
-    cpus, memory = subprocess.run(["sinfo", "-h", "-o", "%c %m"], capture_output=True, text=True).stdout.split()[:2]
+def node_limits(pair: str) -> tuple[int, int]:
+    """The CPUs and memory (MB) of the one node of the test cluster that has partition pair `pair`."""
+    listed = subprocess.run(["sinfo", "-h", "-o", "%c %m"], capture_output=True, text=True, env=site_env(pair))
+    cpus, memory = listed.stdout.split()[:2]
     return int(cpus), int(memory.rstrip("+"))
 
 
 @pytest.mark.parametrize(("name", "gres", "pair"), [("config/config.yaml", None, "cpu"),
                                                    ("config/claim.yaml", None, "standard"),
-                                                   ("config/config.yaml", "gpu:1", "standard")])  # fmt: skip
+                                                   ("config/config.yaml", "gpu:1", "standard"),
+                                                   ("config/config.yaml", "gpu:a100:1", "batch")])  # fmt: skip
 def test_every_job_of_a_papers_plan_is_accepted_by_a_strict_cluster(tmp_path, name, gres, pair):
     """The plugin's own sbatch line for each job of the plan (tests/slurm/submit_strings.py), asked of the
     cluster with `sbatch --test-only`, and again asking for `max_runtime`, the most a retry asks: each
     within its partition's MaxTime, on the partition of its kind, with CPUs equal to its threads, on
     either partition pair with only the documented edits (partitions, max_runtime: config/claim.yaml,
-    which trains on CPUs, on an 8 h CPU partition). The node's size stands in for a site's larger nodes:
+    which trains on CPUs, on an 8 h CPU partition), and on the second cluster (typed GPUs,
+    select/cons_res: --gres with the type). The node's size stands in for a site's larger nodes:
     threads and memory are cut to it, the time limits and partitions are not."""
     config = on_this_site(yaml.safe_load((REPO / name).read_text()), pair)
     partitions = config["resources"]["partitions"]
-    cpus, memory = node_limits()
+    cpus, memory = node_limits(pair)
     train = config["resources"]["train"]
     train["threads"] = max(1, min(train["threads"], cpus // train.get("processes", 1)))
     train["mem_mb"] = min(train["mem_mb"], memory)
@@ -83,7 +86,7 @@ def test_every_job_of_a_papers_plan_is_accepted_by_a_strict_cluster(tmp_path, na
     profiles = [str(REPO / "profiles/slurm"), str(REPO / "tests/slurm/profile")]
     listed = subprocess.run(
         [sys.executable, str(REPO / "tests/slurm/submit_strings.py"), str(path), *profiles],
-        cwd=tmp_path, capture_output=True, text=True, env=ENV, timeout=900,
+        cwd=tmp_path, capture_output=True, text=True, env=site_env(pair), timeout=900,
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr[-3000:]
     submits = json.loads(listed.stdout)
@@ -114,7 +117,9 @@ def test_every_job_of_a_papers_plan_is_accepted_by_a_strict_cluster(tmp_path, na
         ]
         trains = submit["rule"].startswith(("train", "tune_", "theory"))  # what a retry asks more time for
         for call in (words, retried) if trains else (words,):
-            test = subprocess.run([*call, "--test-only", "--wrap", "true"], capture_output=True, text=True, timeout=60)
+            test = subprocess.run(
+                [*call, "--test-only", "--wrap", "true"], capture_output=True, text=True, timeout=60, env=site_env(pair)
+            )
             assert test.returncode == 0, (submit["rule"], shlex.join(call), test.stderr)
 
 
@@ -133,3 +138,31 @@ def test_partitions_the_cluster_lacks_or_limits_are_refused_before_anything_is_s
         path.write_text(yaml.safe_dump(config))
         result = snakemake("-n", *SLURM_PROFILE, "--configfile", str(path), workdir=tmp_path)
         assert result.returncode != 0 and message in result.stdout + result.stderr, result.stderr[-2000:]
+
+
+def test_a_gpu_spelling_the_second_cluster_refuses_is_refused_before_anything_is_submitted(tmp_path):
+    """The second cluster (typed GPUs, select/cons_res) refuses --gpus, which gpu and gpu_model make, and
+    a GPU type its nodes lack: `-n` says so in one line naming the key, as sbatch would refuse it three
+    times (its own error, not the key's); the spelling it accepts, --gres with the type, plans."""
+    refused = subprocess.run(
+        ["sbatch", "-p", "a100", "--gpus=a100:1", "-t", "60", "--test-only", "--wrap", "true"],
+        capture_output=True, text=True, timeout=60, env=site_env("batch"),
+    )  # fmt: skip
+    assert refused.returncode != 0 and "unsupported by configured SelectType" in refused.stderr, refused.stderr
+    site = on_this_site(yaml.safe_load(write_config(tmp_path / "c.yaml").read_text()), "batch")
+    train = site["resources"]["train"]
+    for spelling, message in [
+        ({"gpu": 1, "gpu_model": "a100"}, 'refuses: write resources.train.gres: "gpu:a100:1" instead of gpu and'),
+        ({"gpu": 0, "gres": "gpu:h100:1"}, "resources.train.gres asks for GPU type 'h100'"),
+        ({"gpu": 0, "gres": "gpu:a100:1"}, None),
+    ]:
+        config = {**site, "resources": {**site["resources"], "train": {**train, **spelling}}}
+        path = tmp_path / "variant.yaml"
+        path.write_text(yaml.safe_dump(config))
+        result = snakemake("-n", *SLURM_PROFILE, "--configfile", str(path), workdir=tmp_path, env=site_env("batch"))
+        output = result.stdout + result.stderr
+        if message is None:
+            assert result.returncode == 0, output[-2000:]
+        else:
+            assert result.returncode != 0 and message in output, output[-2000:]
+            assert len([line for line in output.splitlines() if message in line]) == 1, output[-2000:]

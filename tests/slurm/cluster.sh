@@ -10,7 +10,10 @@
 # The node offers two fake GPUs (gres on /dev/null and /dev/zero), one per core, so two training jobs run
 # at a time: a job sees CUDA_VISIBLE_DEVICES=0 or 1 and no CUDA device, and trains on the CPU.
 # The tests name these partitions and the GPU one's MaxTime to the workflow as a site's user would (SITE in tests/test_slurm.py).
-# Two variants of a site, for checks by hand (the tests run on the default, which three test files share):
+# Beside it, a second cluster on other ports (SLURM_CONF=/etc/slurm-variant/slurm.conf), as another site
+# has it: typed GPUs (Gres=gpu:a100:2) and select/cons_res, which refuses --gpus (only --gres), with
+# partitions `batch` (4 h) and `a100` (2 days). tests/test_slurm.py asks it with SLURM_CONF; it runs no job.
+# The default cluster's variants, for checks by hand (the tests run on the default, which three test files share):
 #   ASYNCFL_SLURM_GPU_TYPE=a100   typed GPUs (Gres=gpu:a100:2) instead of untyped ones
 #   ASYNCFL_SLURM_SELECT=cons_res select/cons_res, which refuses --gpus, instead of select/cons_tres
 set -euo pipefail
@@ -18,7 +21,8 @@ GPU_TYPE=${ASYNCFL_SLURM_GPU_TYPE:-}
 SELECT=${ASYNCFL_SLURM_SELECT:-cons_tres}
 
 STATE=/var/lib/asyncfl-slurm
-PIDS=(/run/slurmd.pid /run/slurmctld.pid /run/munge/munged.pid)
+VARIANT=/etc/slurm-variant
+PIDS=(/run/slurmd.pid /run/slurmctld.pid /run/slurmd-variant.pid /run/slurmctld-variant.pid /run/munge/munged.pid)
 
 start() {
   if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
@@ -69,15 +73,61 @@ CONF
   runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid
   slurmctld -c -i
   slurmd
+  start_variant "$host" "$cpus" "$memory"
+  wait_idle "" && wait_idle "$VARIANT/slurm.conf"
+}
+
+# The second cluster: its own ports, state, PID and log files; munge is shared.
+start_variant() {
+  local host=$1 cpus=$2 memory=$3
+  mkdir -p "$VARIANT" "$STATE-variant/ctld" "$STATE-variant/d"
+  cat > "$VARIANT/slurm.conf" <<CONF
+ClusterName=asyncfl-variant
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=6827
+SlurmdPort=6828
+SlurmUser=root
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/affinity
+EnforcePartLimits=ALL
+SelectType=select/cons_res
+SelectTypeParameters=CR_Core_Memory
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+GresTypes=gpu
+ReturnToService=2
+StateSaveLocation=$STATE-variant/ctld
+SlurmdSpoolDir=$STATE-variant/d
+SlurmctldPidFile=/run/slurmctld-variant.pid
+SlurmdPidFile=/run/slurmd-variant.pid
+SlurmctldLogFile=/var/log/slurm/slurmctld-variant.log
+SlurmdLogFile=/var/log/slurm/slurmd-variant.log
+NodeName=variant NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory Gres=gpu:a100:2 State=UNKNOWN
+PartitionName=batch Nodes=variant Default=YES MaxTime=04:00:00 State=UP
+PartitionName=a100 Nodes=variant MaxTime=2-00:00:00 State=UP
+CONF
+  cat > "$VARIANT/gres.conf" <<CONF
+AutoDetect=off
+NodeName=variant Name=gpu Type=a100 File=/dev/null
+NodeName=variant Name=gpu Type=a100 File=/dev/zero
+CONF
+  slurmctld -c -i -f "$VARIANT/slurm.conf"
+  slurmd -N variant -f "$VARIANT/slurm.conf"
+}
+
+# Wait until the cluster whose slurm.conf is $1 (the default's if empty) has its node idle.
+wait_idle() {
+  local conf=${1:-/etc/slurm/slurm.conf}
   for _ in $(seq 60); do
-    if [ "$(sinfo -h -o %T 2>/dev/null | sort -u)" = "idle" ]; then
-      echo "SLURM cluster up: $(sinfo -h -o '%P %N %c CPUs %m MB %G %T')"
+    if [ "$(SLURM_CONF=$conf sinfo -h -o %T 2>/dev/null | sort -u)" = "idle" ]; then
+      echo "SLURM cluster up ($conf): $(SLURM_CONF=$conf sinfo -h -o '%P %N %c CPUs %m MB %G %T')"
       return 0
     fi
     sleep 1
   done
-  echo "SLURM node did not become idle: $(sinfo 2>&1)" >&2
-  tail -n 20 /var/log/slurm/slurmctld.log /var/log/slurm/slurmd.log >&2
+  echo "SLURM node did not become idle ($conf): $(SLURM_CONF=$conf sinfo 2>&1)" >&2
+  tail -n 20 /var/log/slurm/slurmctld*.log /var/log/slurm/slurmd*.log >&2
   return 1
 }
 
