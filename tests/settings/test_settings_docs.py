@@ -40,7 +40,8 @@ def test_a_row_gives_the_default_the_readers_and_what_the_setting_needs():
     assert row(fields()["round_deadline"]).startswith("| `round_deadline` [null] |")
     assert row(fields()["max_staleness"]).endswith("; read by the asynchronous algorithms but `fedcompass` |")
     assert row(fields()["staleness_a"]).endswith(
-        "but `fedstaleweight`, `asyncfeded`, `mifa`, `ace`, `port`; only with staleness other than constant |"
+        "; read by `afl`, `fedasync`, `fedbuff`, `fadas`, `ca2fl`, `fedcompass`; only with staleness other than "
+        "constant |"
     )
     assert row(fields()["arrivals"]).endswith("; read by the asynchronous algorithms |")
 

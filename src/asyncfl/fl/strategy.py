@@ -11,6 +11,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from typing import Any
 
+import numpy as np
+
 from asyncfl.fl.learning_rate import Schedule
 from asyncfl.fl.staleness import StalenessFunction, staleness_function
 from asyncfl.models import ModelState
@@ -171,6 +173,11 @@ class Strategy(ABC):
     def check(self, clients: int) -> None:
         """Settings that only make sense against the number of clients: one clear line each (none here)."""
         return
+
+    def initial_memory(self, sizes: np.ndarray) -> ServerMemory:
+        """What the server knows before the first round, from the clients' sample counts `sizes` (ASO-Fed's
+        n); nothing here. A checkpoint keeps it with the rest of the memory."""
+        return {}
 
     @abstractmethod
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:

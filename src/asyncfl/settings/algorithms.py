@@ -65,4 +65,6 @@ CATALOGUE = (
     Algorithm("ace", "ACE", "1", asynchronous=True, staleness_weighted=False),
     # FedBuff's buffer, each client model weighted by its freshness and its agreement with the last step (Su & Li 2022)
     Algorithm("port", "PORT", "K", asynchronous=True, staleness_weighted=False),
+    # every arrival a round: its client's progress less its previous, plus their running average (Chen et al. 2020)
+    Algorithm("asofed", "ASO-Fed", "1", asynchronous=True, staleness_weighted=False),
 )

@@ -125,14 +125,16 @@ class TrainConfig:
     """w_stale of PORT's weight (Plato's example)"""
     port_staleness_bound: int = setting(Group.SERVER, 10, lowest=POSITIVE, at_most=MANY, read_by=("port",))
     """B of PORT's B/(τ + B) (Plato's)"""
+    asofed_beta: float = setting(Group.SERVER, 0.5, lowest=UNIT_INTERVAL, read_by=("asofed",))
+    """β of ASO-Fed's h ← β·h + (1 − β)·s_prev (AFL-Lib's)"""
     server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl", "ace"))
     """η_g, FedBuff's server step, CA2FL's and ACE's η (**project's choice**; FLGo's CA2FL default)"""
     compass_alpha: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
     """α: FedCompass's step θ ← θ + Σ α·s(τ)/M·Δ over an aggregation's updates (APPFL's 0.9); the weight 1/M,
     M the clients in flight, is the **project's choice** (APPFL's 1/N: there every client is in flight)"""
     compass_min_steps: float = setting(Group.SERVER, 0.2, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
-    """Q_min, FedCompass's fewest local steps, as a fraction of the dispatch's whole local work Q_max (APPFL's
-    example: 20 of 100 steps; Q_max a client's local epochs' steps, the **project's choice**)"""
+    """Q_min, FedCompass's fewest local steps as a fraction of Q_max, a dispatch's local epochs' steps
+    (**project's choice**; APPFL's example: 20 of 100)"""
     latest_time_factor: float = setting(
         Group.SERVER, 1.5, lowest=POSITIVE, at_least=1.0, at_most=1e3, read_by=("fedcompass",)
     )
@@ -760,6 +762,7 @@ TRAINING_ONLY = (
     "port_similarity_weight",
     "port_staleness_weight",
     "port_staleness_bound",
+    "asofed_beta",
     "server_lr",
     "compass_alpha",
     "server_optimizer",

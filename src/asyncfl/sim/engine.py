@@ -255,7 +255,8 @@ def fresh_state(context: RunContext, info: DatasetInfo, num_clients: int) -> Sim
         own_models = client_initial_states(context.config, info, context.device, num_clients)
     shared_link = context.system.server is not None
     groups = context.strategy.schedules_groups
-    return SimulationState.fresh(model_state, context.config.seed, num_clients, own_models, shared_link, groups)
+    memory = context.strategy.initial_memory(context.sizes)
+    return SimulationState.fresh(model_state, context.config.seed, num_clients, own_models, shared_link, groups, memory)
 
 
 def open_logs(context: RunContext, out: Path, resumed: dict[str, str] | None, version: int) -> RunLogs:

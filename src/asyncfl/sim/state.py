@@ -129,10 +129,11 @@ class SimulationState:
         own_models: dict[int, ModelState] | None = None,
         shared_link: bool = False,
         groups: bool = False,
+        memory: dict[str, Any] | None = None,
     ) -> "SimulationState":
         """The state before the first dispatch; `own_models`: each client's own initial model, for
         algorithms whose clients keep their own; `shared_link`: transfers are booked on the server's link;
-        `groups`: FedCompass's arrival groups are scheduled."""
+        `groups`: FedCompass's arrival groups are scheduled; `memory`: the strategy's initial memory."""
         return cls(
             global_model=global_model,
             rng=np.random.default_rng([seed, random_streams.SAMPLING]),
@@ -142,6 +143,7 @@ class SimulationState:
             client_models=own_models or {},
             link=LinkBookings() if shared_link else None,
             compass=CompassSchedule() if groups else None,
+            server_memory=memory or {},
         )
 
     def payload(self, logs: dict[str, str]) -> dict[str, Any]:

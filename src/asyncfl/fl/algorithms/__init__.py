@@ -9,6 +9,7 @@ likewise is FedBuff with AMSGrad (and its delay-adaptive step, `delay_threshold`
 from asyncfl.fl.algorithms.ace import ACE
 from asyncfl.fl.algorithms.afl import AFL
 from asyncfl.fl.algorithms.afl_as_coded import AFLAsCoded
+from asyncfl.fl.algorithms.asofed import ASOFed
 from asyncfl.fl.algorithms.asyncfeded import AsyncFedED
 from asyncfl.fl.algorithms.ca2fl import CA2FL
 from asyncfl.fl.algorithms.fedasync import FedAsync
@@ -41,6 +42,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "mifa": MIFA,
     "ace": ACE,
     "port": PORT,
+    "asofed": ASOFed,
 }
 
 
