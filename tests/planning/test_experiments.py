@@ -314,3 +314,5 @@ def test_a_failed_workflows_summary_names_each_failed_job_once_with_its_logs_las
     assert summary[1].startswith("  train → results/e/runs/afl/J5/seed0/metrics.csv: asyncfl train: error: the loss")
     assert summary[2].startswith("  figures → results/figures/e/x.png: its log was not written")
     assert "no log to read" in failure_summary([str(tmp_path / "nowhere.log")])
+    (tmp_path / "quiet.log").write_text("RuleException:\nCalledProcessError in file data.smk, line 17:\n")
+    assert "names no failed job (with -q" in failure_summary([str(tmp_path / "quiet.log")])

@@ -120,6 +120,11 @@ def failure_summary(logs: list[str]) -> str:
         elif rule and not line.startswith((" ", "\t")):
             failed.setdefault((rule, output), "")
             rule = None
+    if not failed:  # `-q` leaves Snakemake's job blocks out of its log
+        return (
+            f"asyncfl: the workflow failed, and Snakemake's log ({snakemake_log}) names no failed job (with -q "
+            "it leaves them out): run again without -q to see each failed job and its cause"
+        )
     lines = [f"asyncfl: {len(failed)} job(s) failed (each log's last line; Snakemake's log: {snakemake_log}):"]
     for (rule, output), log in failed.items():
         cause = last_line(Path(log)) if log else "no log"
