@@ -140,6 +140,7 @@ EXPERIMENT_KEYS = {
     "validation_fraction": st.floats(0.01, 0.9),
     "budget": st.fixed_dictionaries({"updates": st.integers(1, 200)}),
     "model": st.sampled_from(["mlp", "cnn", "resnet20"]),
+    "equivalence_margin": st.floats(0.1, 100),
 }
 
 

@@ -271,12 +271,12 @@ def dry_run_job(tmp_path, config: dict, rule: str) -> str:
     return job
 
 
-def test_replication_seeds_reach_the_verdicts_and_train_with_the_others(tmp_path):
+def test_replication_seeds_and_a_margin_reach_the_verdicts_and_train_with_the_others(tmp_path):
     config = yaml.safe_load((QUICK_CONFIG).read_text())
     sweep = config["experiments"]["digits_stragglers"]
-    sweep["replication_seeds"] = [3, 4]
+    sweep["replication_seeds"], sweep["equivalence_margin"] = [3, 4], 5
     claim = dry_run_job(tmp_path, config, "straggler_claim")
-    assert "--replication-seeds 3 4 --virtual-time" in claim
+    assert "--replication-seeds 3 4 --virtual-time" in claim and " --equivalence-margin=5 --title" in claim
     assert all(f"/seed{seed}/" in claim for seed in sweep["seeds"])  # every seed's runs are read, 3 and 4 too
 
 
@@ -287,6 +287,7 @@ def test_a_choice_made_at_the_tunings_own_budget_is_scored_there(tmp_path):
     assert "--virtual-time 15 --metric time_to_target --title" in select  # the first reach: the default
     claim = dry_run_job(tmp_path, config, "straggler_claim")
     assert "--virtual-time 30 " in claim  # the verdicts at the final runs' budget
+    assert "--equivalence-margin" not in claim  # none declared: "no significant difference", as before
 
 
 def test_a_failed_rule_shows_its_log(tmp_path):

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 
 from asyncfl.analysis.advantage import cell_text, draw_advantage, matched_cells
-from asyncfl.analysis.verdicts import FASTER, TIED
+from asyncfl.analysis.verdicts import EQUIVALENT, FASTER, TIED, UNDECIDED
 
 DIFFERENCES = (("sync", -3.0), ("sync-overselect", -0.5), ("sync-deadline", -2.0), ("sync-over60", 4.0))
 IN_FLIGHT = {"afl": 5, "afl-m7": 7, "sync": 5, "sync-overselect": 7, "sync-deadline": 5, "sync-over60": 8}
@@ -104,3 +104,24 @@ def test_a_name_longer_than_fedasync_takes_a_line_of_its_own_in_its_cells():
     words = "-3.0 s\n[-4.0, -2.0]\nFedCompass\nfaster\np 0.01\nrepl.:\nFedCompass\nslower"
     assert cell_text(faster, in_flight) == words
     assert cell_text(no_run, in_flight) == "no\nFedCompass\nat\nM = 7"
+
+
+def test_with_a_margin_a_cell_reads_equivalent_with_its_tost_p_or_undecided_and_the_title_gives_the_band():
+    import matplotlib.pyplot as plt
+
+    margin = {"equivalence_margin": 5.0, "p_equivalence_holm": 0.003}
+    rows = [
+        {**verdict("even", "afl", "sync", -0.5), **margin, "verdict": EQUIVALENT},
+        {**verdict("even", "afl", "sync-deadline", -2.0), **margin, "verdict": UNDECIDED, "p_equivalence_holm": 0.4},
+    ]
+    cells = matched_cells(pd.DataFrame(rows), IN_FLIGHT).set_index("other")
+    assert cell_text(cells.loc["sync"], IN_FLIGHT) == "-0.5 s\n[-1.5, +0.5]\nequivalent\np 0.003"
+    assert cell_text(cells.loc["sync-deadline"], IN_FLIGHT) == "-2.0 s\n[-3.0, -1.0]\nundecided\np 0.01"
+    figure, axes, in_flight = *plt.subplots(1, 1, squeeze=False), {"afl": 5, "sync": 5, "sync-deadline": 5}
+    try:
+        draw_advantage(axes, matched_cells(pd.DataFrame(rows), in_flight), ["even"], in_flight)
+        assert axes[0, 0].get_title().endswith("p Holm-adjusted over 16, equivalence ±5 s (TOST)")
+        edges = {patch.get_edgecolor()[:3] for patch in axes[0, 0].patches}
+        assert (0.0, 0.0, 0.0) in edges and (0.18, 0.545, 0.341) in {tuple(round(c, 3) for c in e) for e in edges}
+    finally:
+        plt.close(figure)

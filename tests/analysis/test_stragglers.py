@@ -268,3 +268,18 @@ def test_a_timing_only_run_is_refused_not_judged_as_staying_above_every_target(t
     record = {"config": {"trainer": "none", "eval_every_seconds": 1.0}}
     with pytest.raises(InputError, match="is a timing-only run \\(trainer: none\\): it has no test accuracy"):
         trajectory(tmp_path, record, grid)
+
+
+def test_a_margin_reaches_the_verdicts_table_and_one_as_long_as_a_budget_is_refused(sweep, tmp_path):
+    """With --equivalence-margin the table gives each comparison's TOST p (raw and Holm-adjusted) and the
+    margin; a margin as long as the shortest budget read (every difference lies within it) is refused
+    before anything is written."""
+    _, runs, stats = sweep
+    draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "out", "x", (), [6.0], 3.0)
+    verdicts = pd.read_csv(tmp_path / "out" / "straggler_verdicts.csv")
+    assert {"p_equivalence", "p_equivalence_holm"} <= set(verdicts.columns) and set(verdicts.equivalence_margin) == {3}
+    for margin, shortest in ((12.0, 6), (6.0, 6)):
+        with pytest.raises(InputError, match=rf"--equivalence-margin {margin:g} s is not below the shortest budget "
+                           rf"\({shortest:g} s\)") as error:  # fmt: skip
+            draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "no", "x", (), [6.0], margin)
+        assert "\n" not in str(error.value) and not (tmp_path / "no").exists()

@@ -12,11 +12,14 @@ from scipy import stats
 
 from asyncfl.analysis.stragglers import time_to_stay
 from asyncfl.analysis.verdicts import (
+    EQUIVALENT,
     FASTER,
     MIN_SEEDS,
     TIED,
     TOO_FEW,
+    UNDECIDED,
     censored,
+    equivalence_p,
     holm,
     logrank_p,
     median_time,
@@ -217,3 +220,34 @@ def test_replication_seeds_are_judged_apart_and_the_lines_say_whether_they_agree
     alone = seed_set_verdicts(table, 30.0)
     assert set(alone.seed_set) == {"all"} and set(alone.seeds) == {12}
     assert "replicated" not in verdict_lines(alone)[0]
+
+
+def test_the_equivalence_p_is_the_larger_of_two_one_sided_t_tests_by_hand():
+    """d = 1 … 5: mean 3, s = √2.5, se = √2.5/√5 = √0.5, 4 degrees of freedom. At m = 5: t against +5 is
+    −2/√0.5 = −2.828, p = F₄(−2.828) = 0.0237; against −5 it is +11.3, p ≈ 2e-4; TOST p the larger. At
+    m = 3 the mean is on the band's edge: t = 0, p = 0.5. Without spread: 0 inside the band, 1 on it."""
+    differences = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert equivalence_p(differences, 5.0) == pytest.approx(stats.t.cdf(-2 / math.sqrt(0.5), 4), rel=1e-12)
+    assert equivalence_p(differences, 5.0) == pytest.approx(0.02371, abs=1e-5)
+    assert equivalence_p(differences, 3.0) == pytest.approx(0.5, abs=1e-12)
+    assert equivalence_p(np.full(5, 2.0), 2.5) == 0.0 and equivalence_p(np.full(5, 2.0), 2.0) == 1.0
+
+
+def test_with_a_margin_a_cell_neither_faster_nor_slower_is_equivalent_or_undecided():
+    """AFL against three synchronous names over 8 seeds: a difference of 0 ± 1 s (equivalent within
+    ±5 s), one of 0 ± 8 s (undecided: its interval reaches past the band) and one of −20 ± 1 s (faster
+    whatever the margin). Without a margin the first two read "no significant difference", as before."""
+    rows = []
+    for seed in range(8):
+        sign = (-1) ** seed
+        rows += [("s", "afl", seed, 50.0), ("s", "sync", seed, 50.0 + sign), ("s", "sync-over", seed, 50.0 + 8 * sign)]
+        rows += [("s", "sync-deadline", seed, 70.0 + sign)]
+    table = pd.DataFrame(rows, columns=["severity", "algorithm", "seed", "time_to_stay"])
+    with_margin = verdict_table(table, 120.0, margin=5.0).set_index("other")
+    assert with_margin.verdict.to_dict() == {"sync": EQUIVALENT, "sync-over": UNDECIDED, "sync-deadline": FASTER}
+    assert (with_margin.equivalence_margin == 5.0).all() and (with_margin.p_equivalence_holm >= 0).all()
+    assert with_margin.loc["sync", "p_equivalence_holm"] < 0.05 <= with_margin.loc["sync-over", "p_equivalence_holm"]
+    assert "sync +0.0 s [" in verdict_lines(with_margin.reset_index())[0]
+    assert "equivalent within ±5 s" in verdict_lines(with_margin.reset_index())[0]
+    without = verdict_table(table, 120.0)
+    assert set(without.verdict) == {TIED, FASTER} and "p_equivalence" not in without

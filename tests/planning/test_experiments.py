@@ -200,6 +200,7 @@ def sweep_edited(edit) -> dict:
         (lambda e: e.update(other_budgets=[float("nan")]), "other_budgets: nan is not a virtual time in"),
         (lambda e: e.update(other_budgets=[1e300]), "other_budgets: 1e.300 is not a virtual time in"),
         (lambda e: e.update(other_budgets=[0]), "other_budgets: 0 is not a virtual time in"),
+        (lambda e: e.update(other_budgets=[True]), "other_budgets: True is not a virtual time in"),
         (lambda e: e.update(other_budgets=[15, 15.0]), "other_budgets gives 15.0 twice"),
         (  # OB08: a budget no run has a score at, refused before any trains (it once failed after, naming a flag)
             lambda e: e.update(other_budgets=[15, 1e-9]),
@@ -210,6 +211,16 @@ def sweep_edited(edit) -> dict:
             lambda e: (e.update(other_budgets=[3]), e["variants"]["sync-deadline"].update(eval_every_seconds=4.0)),
             r"other_budgets: 3 is before the first evaluation of the runs of .*variants.sync-deadline",
         ),
+        (lambda e: e.update(equivalence_margin=30), r"equivalence_margin: 30 is not a time in \(0, 30\) s, below"),
+        (
+            lambda e: e.update(equivalence_margin=12, other_budgets=[10]),
+            r"equivalence_margin: 12 is not a time in \(0, 10\) s",
+        ),
+        (lambda e: e.update(equivalence_margin=float("nan")), "equivalence_margin: nan is not a time in"),
+        (lambda e: e.update(equivalence_margin=1e300), "equivalence_margin: 1e.300 is not a time in"),
+        (lambda e: e.update(equivalence_margin=-1), "equivalence_margin: -1 is not a time in"),
+        (lambda e: e.update(equivalence_margin="5"), "equivalence_margin: '5' is not a time in"),
+        (lambda e: e.update(equivalence_margin=True), "equivalence_margin: True is not a time in"),
     ],
 )
 def test_sweep_mistakes_name_the_key(edit, message):
@@ -222,6 +233,8 @@ def test_a_target_or_a_budget_without_severities_is_refused():
         check_workflow_config(edited(lambda e, c: e.update(target_accuracy=0.5)))
     with pytest.raises(InputError, match="digits_mlp.other_budgets applies to experiments with severities"):
         check_workflow_config(edited(lambda e, c: e.update(other_budgets=[5])))
+    with pytest.raises(InputError, match="digits_mlp.equivalence_margin applies to experiments with severities"):
+        check_workflow_config(edited(lambda e, c: e.update(equivalence_margin=5)))
 
 
 def test_a_run_of_a_sweep_has_its_severitys_and_its_variants_settings():

@@ -117,12 +117,18 @@ rule straggler_claim:
         ),
         budget=lambda wildcards: experiment(wildcards)["budget"]["virtual_time"],
         other_budgets=lambda wildcards: experiment(wildcards).get("other_budgets", []),
+        # the equivalence margin's option where the experiment declares one, nothing otherwise
+        equivalence=lambda wildcards: [
+            f"--equivalence-margin={margin}"
+            for margin in [experiment(wildcards).get("equivalence_margin")]
+            if margin is not None
+        ],
     shell:
         ASYNCFL
         + " stragglers --runs {params.runs:q} --severities {params.severities:q} --partition-stats {input.stats:q}"
         " --target-accuracy {params.target:q} --other-targets {params.other_targets:q}"
         " --replication-seeds {params.replication_seeds:q}"
-        " --virtual-time {params.budget:q} --other-budgets {params.other_budgets:q}"
+        " --virtual-time {params.budget:q} --other-budgets {params.other_budgets:q} {params.equivalence:q}"
         " --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
 
 

@@ -7,7 +7,8 @@ the paired difference of restricted mean times to stay above the target (`verdic
 with its 95 % CI and its verdict, Holm-adjusted over the target's comparisons (`verdicts`). One row of
 panels per asynchronous algorithm the sweep runs (AFL, FedAsync, FedBuff: "does asynchrony win", not
 only "does AFL win"), one column per target. The colour is the difference (blue: asynchrony faster); a
-cell with no significant difference is hatched; one with too few seeds is grey and says so; a cell
+cell with no significant difference (or, with an equivalence margin declared, undecided) is hatched
+black, one equivalent within the margin green; one with too few seeds is grey and says so; a cell
 some of whose runs never reached the target says how many of each side did. Where the experiment names
 replication seeds, a cell shows the discovery seeds' verdict and says whether the replication seeds
 gave it; one they did not give is hatched orange.
@@ -22,6 +23,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.patches import Rectangle
 
 from asyncfl.analysis.verdicts import (
+    EQUIVALENT,
     FASTER,
     METRIC_WORDS,
     METRICS,
@@ -29,6 +31,7 @@ from asyncfl.analysis.verdicts import (
     SLOWER,
     TIED,
     TOO_FEW,
+    UNDECIDED,
     primary_set,
     replication_of,
 )
@@ -52,6 +55,9 @@ def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataF
     replications = {
         target: replication_of(rows) for target, rows in verdicts.groupby("target", sort=False)
     }  # fmt: skip
+    numbers = ["seeds", "difference", "ci_low", "ci_high", "p_holm", "family_size", "reference_reached",
+               "other_reached", "verdict"]  # fmt: skip
+    numbers += [column for column in ("p_equivalence_holm", "equivalence_margin") if column in first]  # a margin's
     rows = []
     for family in asynchronous_families(in_flight):
         matching = {in_flight[name]: name for name in in_flight if base_algorithm(name) == family}
@@ -62,8 +68,6 @@ def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataF
                 found = first.loc[key] if reference is not None and key in first.index else None
                 cell = {"family": family, "target": target, "severity": severity, "other": other,
                         "reference": reference or ""}  # fmt: skip
-                numbers = ("seeds", "difference", "ci_low", "ci_high", "p_holm", "family_size", "reference_reached",
-                           "other_reached", "verdict")  # fmt: skip
                 cell |= {column: (found[column] if found is not None else math.nan) for column in numbers}
                 cell["replication"] = replications[target].get((severity, METRICS[0], reference, other), "")
                 rows.append(cell)
@@ -97,9 +101,11 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
                 fontsize=5,
                 color="white" if dark else "black",
             )
-            if row.verdict in (TIED, TOO_FEW) or not row.reference:
-                colour = "grey" if row.verdict != TIED else "black"
-                ax.add_patch(hatched(x, y, colour, filled=row.verdict != TIED))
+            if row.verdict in (TIED, UNDECIDED, TOO_FEW) or not row.reference:
+                greyed = row.verdict == TOO_FEW or not row.reference
+                ax.add_patch(hatched(x, y, "grey" if greyed else "black", filled=greyed))
+            elif row.verdict == EQUIVALENT:
+                ax.add_patch(hatched(x, y, "seagreen", filled=False))
             elif row.replication and row.replication != row.verdict:
                 ax.add_patch(hatched(x, y, "darkorange", filled=False))
         ax.set_xticks(range(len(columns)), [f"{name}\n({in_flight[name]} in flight)" for name in columns])
@@ -110,9 +116,11 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
         paired = f", {seeds[0]:.0f} paired seeds" if len(seeds) == 1 else ""
         family_size = panel.family_size.dropna().unique()
         over = f" over {family_size[0]:.0f}" if len(family_size) == 1 else ""
+        margins = panel.equivalence_margin.dropna().unique() if "equivalence_margin" in panel else []
+        band = f", equivalence ±{margins[0]:g} s (TOST)" if len(margins) == 1 else ""
         ax.set_title(
             f"{ALGORITHMS[family]}: {METRIC_WORDS[METRICS[0]]} {target:.0%} test accuracy\n{paired.lstrip(', ')}"
-            f"{', ' if paired else ''}t 95 % CIs, p Holm-adjusted{over}",
+            f"{', ' if paired else ''}t 95 % CIs, p Holm-adjusted{over}{band}",
             fontsize="small",
         )
         ax.set_xlabel(
@@ -128,7 +136,13 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
 
 
 # A verdict in a cell: short, the hatching and the caption say the rest
-CELL_VERDICTS = {FASTER: "{name}{gap}faster", SLOWER: "{name}{gap}slower", TIED: "n.s."}
+CELL_VERDICTS = {
+    FASTER: "{name}{gap}faster",
+    SLOWER: "{name}{gap}slower",
+    TIED: "n.s.",
+    EQUIVALENT: "equivalent",
+    UNDECIDED: "undecided",
+}
 # "FedAsync slower" fills a cell's line; a longer name ("FedCompass faster" ran past the cell's edge) takes
 # a line of its own, the words before and after it lines of theirs
 LONGEST_INLINE_NAME = len("FedAsync")
@@ -142,7 +156,8 @@ def cell_text(row: Any, in_flight: dict[str, int]) -> str:
         return f"no{gap}{name}{gap}at\nM = {in_flight[row.other]}"
     if row.verdict == TOO_FEW:
         return f"{row.difference:+.1f} s\n{row.seeds:.0f} seeds:\ntoo few (≥ {MIN_SEEDS})"
-    verdict = f"{CELL_VERDICTS[row.verdict].format(name=name, gap=gap)}\np {row.p_holm:.2g}"
+    p = row.p_equivalence_holm if row.verdict == EQUIVALENT else row.p_holm  # the test that decided
+    verdict = f"{CELL_VERDICTS[row.verdict].format(name=name, gap=gap)}\np {p:.2g}"
     text = f"{row.difference:+.1f} s\n[{row.ci_low:+.1f}, {row.ci_high:+.1f}]\n{verdict}"
     if min(row.reference_reached, row.other_reached) < row.seeds:  # censored runs: how many reached
         text += f"\nreached {row.reference_reached:.0f} vs {row.other_reached:.0f}"
@@ -154,8 +169,8 @@ def cell_text(row: Any, in_flight: dict[str, int]) -> str:
 
 
 def hatched(x: int, y: int, colour: str, filled: bool) -> Rectangle:
-    """The mark of a cell that decides nothing: hatched (no significant difference; orange: a verdict
-    the replication seeds did not give), or greyed and hatched (too few seeds, or no asynchronous run
-    to compare)."""
+    """The mark of a cell that decides no difference: hatched (no significant difference, or undecided;
+    green: equivalent within the margin; orange: a verdict the replication seeds did not give), or greyed
+    and hatched (too few seeds, or no asynchronous run to compare)."""
     face = (0.85, 0.85, 0.85, 0.8) if filled else "none"
     return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor=colour, hatch="///", lw=0, alpha=0.5)

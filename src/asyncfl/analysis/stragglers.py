@@ -255,6 +255,16 @@ def draw_claim(
     )
 
 
+def check_margin(margin: float | None, shortest: float) -> None:
+    """A margin that leaves room for a verdict: one at least as long as the shortest budget holds every
+    possible difference of restricted mean times within it, so "equivalent" would say nothing."""
+    if margin is not None and margin >= shortest:
+        raise InputError(
+            f"--equivalence-margin {margin:g} s is not below the shortest budget ({shortest:g} s): every "
+            "difference of times to the target lies within it; give a margin below it"
+        )
+
+
 def check_replication_seeds(replication_seeds: Sequence[int], seeds: set[int]) -> None:
     """Replication seeds are some of the runs' seeds, each once, not all: the rest are the discovery set."""
     if len(set(replication_seeds)) != len(replication_seeds):
@@ -298,13 +308,16 @@ def cut_at(trajectories: pd.DataFrame, budget: float) -> pd.DataFrame:
 
 
 def budget_verdicts(trajectories: pd.DataFrame, settings: dict[str, dict], targets: list[float], budget: float,
-                    replication_seeds: Sequence[int], brief: bool = False) -> pd.DataFrame:  # fmt: skip
+                    replication_seeds: Sequence[int], brief: bool = False, margin: float | None = None
+                    ) -> pd.DataFrame:  # fmt: skip
     """Every paired comparison of the runs cut at `budget`, at each of `targets` (`seed_set_verdicts`;
-    `brief`: the primary time's alone)."""
+    `brief`: the primary time's alone; `margin`: the equivalence margin, s)."""
     shown = cut_at(trajectories, budget)
     return pd.concat(
         [
-            seed_set_verdicts(table_of(shown, settings, each), budget, replication_seeds, brief).assign(target=each)
+            seed_set_verdicts(table_of(shown, settings, each), budget, replication_seeds, brief, margin).assign(
+                target=each
+            )
             for each in targets
         ],
         ignore_index=True,
@@ -313,8 +326,8 @@ def budget_verdicts(trajectories: pd.DataFrame, settings: dict[str, dict], targe
 
 def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings: dict[str, dict],
                          targets: list[float], budget: float, out: Path, title: str,
-                         replication_seeds: Sequence[int] = (), other_budgets: Sequence[float] = ()
-                         ) -> list[Path]:  # fmt: skip
+                         replication_seeds: Sequence[int] = (), other_budgets: Sequence[float] = (),
+                         equivalence_margin: float | None = None) -> list[Path]:  # fmt: skip
     """The sweep's figures as PNG and PDF, `straggler_claim`, `straggler_curves`, `async_advantage` and
     `verdict_over_budget` (its numbers as verdict_over_budget.csv: the first target's comparisons with the
     runs cut at T/4 … T), the claim's numbers, one row per run, as straggler_claim.csv, and every paired
@@ -322,9 +335,12 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     severity's, by name, in the figures' order), on the discovery and the `replication_seeds` apart
     where they are given (`verdicts.seed_set_verdicts`). With `other_budgets`, the verdicts are also
     read with the runs cut at each of those shorter virtual times (a `budget` column says which; the
-    figures stay at T): a verdict that holds at T and at T/2 does not hang on where the budget fell."""
+    figures stay at T): a verdict that holds at T and at T/2 does not hang on where the budget fell. With
+    `equivalence_margin` m (s), a comparison neither faster nor slower is equivalent within ±m by two
+    one-sided tests, or undecided (`verdicts.equivalence_p`)."""
     check_targets("asyncfl stragglers", targets, ("--target-accuracy", "--other-targets"))  # before anything is read
     check_budgets(budget, other_budgets)
+    check_margin(equivalence_margin, min((budget, *other_budgets)))
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
     target = targets[0]
     trajectories = claim_trajectories(runs, partition_stats, settings, budget)
@@ -332,7 +348,9 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     means, severities = summary(table), list(settings)
     check_replication_seeds(replication_seeds, set(table.seed))
     at_budgets = [
-        budget_verdicts(trajectories, settings, targets, each, replication_seeds).assign(budget=each)
+        budget_verdicts(trajectories, settings, targets, each, replication_seeds, margin=equivalence_margin).assign(
+            budget=each
+        )
         for each in (budget, *other_budgets)
     ]
     verdicts = pd.concat(at_budgets, ignore_index=True)
@@ -353,7 +371,9 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     height = claim.height + LINE_INCHES * max(sum(line.count("\n") + 1 for line in lines) - VERDICT_LINES_FITTED, 0)
     first_evaluation = float(trajectories.groupby(["severity", "algorithm", "seed"]).virtual_time.min().max())
     curve = verdict_curve(
-        lambda each: budget_verdicts(trajectories, settings, [target], each, replication_seeds, brief=True),
+        lambda each: budget_verdicts(
+            trajectories, settings, [target], each, replication_seeds, brief=True, margin=equivalence_margin
+        ),
         curve_budgets(budget, first_evaluation),
     )
     over_budget = dataclasses.replace(catalogued("verdict_over_budget"), panels=len(severities))

@@ -45,6 +45,9 @@ CONFIDENCE = 0.95
 MIN_SEEDS = 5  # fewer paired seeds than this give an interval too wide, or too unstable, to decide on
 FASTER, SLOWER, TIED = "faster", "slower", "no significant difference"
 TOO_FEW = "too few seeds"
+# With an equivalence margin m declared, a comparison that is neither faster nor slower is equivalent
+# within ±m (two one-sided tests, `equivalence_p`) or undecided: its interval is too wide to say either
+EQUIVALENT, UNDECIDED = "equivalent", "undecided"
 # The times compared: the first evaluation from which every later one up to T is at or above the target
 # (`stragglers.time_to_stay`), and the first at or above it. The first decides the legend and the map: a
 # model whose accuracy swings crosses the target early and falls back, which time to stay does not
@@ -92,6 +95,18 @@ def paired_test(differences: np.ndarray) -> tuple[float, float, float]:
     return float(interval.low), float(interval.high), float(result.pvalue)
 
 
+def equivalence_p(differences: np.ndarray, margin: float) -> float:
+    """The p-value of "the mean paired difference is at least `margin` from 0" by two one-sided paired
+    t-tests (TOST, Schuirmann 1987): the larger of the p of "mean ≤ −m" and of "mean ≥ m", so that p < α
+    says the mean lies within ±m, the (1 − 2α) interval inside the band; differences without spread: 0
+    inside the band, 1 on or outside it."""
+    if np.all(differences == differences[0]):
+        return 0.0 if abs(float(differences[0])) < margin else 1.0
+    above_lower = stats.ttest_1samp(differences, -margin, alternative="greater").pvalue
+    below_upper = stats.ttest_1samp(differences, margin, alternative="less").pvalue
+    return float(max(above_lower, below_upper))
+
+
 def holm(p_values: np.ndarray) -> np.ndarray:
     """Holm's step-down adjustment of a family's p-values (NaN: not tested, left NaN): the error of
     the whole family stays at the level, whatever the dependence between its tests."""
@@ -103,16 +118,20 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     return adjusted
 
 
-def decided(difference: float, p_adjusted: float, seeds: int) -> str:
-    """The verdict of the reference's minus the other's time, from its family-adjusted p-value."""
+def decided(difference: float, p_adjusted: float, seeds: int, p_equivalence: float | None = None) -> str:
+    """The verdict of the reference's minus the other's time, from its family-adjusted p-value; where an
+    equivalence margin is declared, a comparison neither faster nor slower is decided by its family-
+    adjusted TOST p (`p_equivalence`): equivalent, or undecided."""
     if seeds < MIN_SEEDS:
         return TOO_FEW
     if p_adjusted < 1 - CONFIDENCE:
         return FASTER if difference < 0 else SLOWER
-    return TIED
+    if p_equivalence is None:
+        return TIED
+    return EQUIVALENT if p_equivalence < 1 - CONFIDENCE else UNDECIDED
 
 
-def verdict_table(table: pd.DataFrame, budget: float, brief: bool = False) -> pd.DataFrame:
+def verdict_table(table: pd.DataFrame, budget: float, brief: bool = False, margin: float | None = None) -> pd.DataFrame:
     """Per severity, metric (`METRICS`), reference (each asynchronous run name: AFL, FedAsync, FedBuff and
     their variants) and other (each synchronous run name):
     the seeds paired, the restricted mean times, the seeds that reached the target, the Kaplan–Meier
@@ -120,7 +139,9 @@ def verdict_table(table: pd.DataFrame, budget: float, brief: bool = False) -> pd
     that reached it, the mean paired difference (reference − other) with its
     interval, raw and Holm-adjusted p-values (one family per metric), the log-rank p-value, and the
     verdict (`table`: `claim_table`'s rows, of one target). `brief`: the primary time's comparisons alone,
-    without the medians, accuracies, work and log-rank beside them (the budget curve's 16 readings)."""
+    without the medians, accuracies, work and log-rank beside them (the budget curve's 16 readings).
+    `margin`: the equivalence margin m in seconds, whose TOST p-values ("p_equivalence", Holm-adjusted
+    over the same family) decide a comparison neither faster nor slower: equivalent or undecided."""
     references = [name for name in table.algorithm.unique() if base_algorithm(name) in ASYNCHRONOUS]
     rows = []
     metrics = [metric for metric in METRICS[: 1 if brief else None] if metric in table]
@@ -155,9 +176,11 @@ def verdict_table(table: pd.DataFrame, budget: float, brief: bool = False) -> pd
                 }
                 if not brief:
                     row |= beside_the_verdict(times, per_seed, pair, reference, other, budget)
+                if margin is not None:
+                    row["p_equivalence"] = equivalence_p(differences, margin) if len(differences) > 1 else math.nan
                 rows.append(row)
-    columns = [*rows[0]] if rows and brief else list(VERDICT_COLUMNS)
-    return with_verdicts(pd.DataFrame(rows, columns=columns))
+    columns = [*rows[0]] if rows and brief else [*VERDICT_COLUMNS, *(["p_equivalence"] if margin is not None else [])]
+    return with_verdicts(pd.DataFrame(rows, columns=columns), margin)
 
 
 # The table's columns, in order, before the adjusted p, the family's size and the verdict
@@ -203,16 +226,20 @@ def survival_data(times: np.ndarray, budget: float) -> stats.CensoredData:
 
 
 def seed_set_verdicts(
-    table: pd.DataFrame, budget: float, replication_seeds: Sequence[int] = (), brief: bool = False
+    table: pd.DataFrame,
+    budget: float,
+    replication_seeds: Sequence[int] = (),
+    brief: bool = False,
+    margin: float | None = None,
 ) -> pd.DataFrame:
     """`verdict_table` over all the seeds (`seed_set` "all"), or, with `replication_seeds`, over the other
     seeds ("discovery") and over those ("replication") apart: a verdict is replicated where both sets give
     it, which a fresh set of seeds would have to (half of a published map's verdicts did not)."""
     if not replication_seeds:
-        return verdict_table(table, budget, brief).assign(seed_set=ALL)
+        return verdict_table(table, budget, brief, margin).assign(seed_set=ALL)
     replication = table.seed.isin(replication_seeds)
     sets = ((DISCOVERY, table[~replication]), (REPLICATION, table[replication]))
-    tables = [verdict_table(rows, budget, brief).assign(seed_set=name) for name, rows in sets]
+    tables = [verdict_table(rows, budget, brief, margin).assign(seed_set=name) for name, rows in sets]
     return pd.concat(tables, ignore_index=True)
 
 
@@ -234,17 +261,32 @@ def mean_of(values: pd.DataFrame | None, seeds: list, name: str) -> float:
     return math.nan if values is None else float(values.loc[seeds, name].mean())
 
 
-def with_verdicts(rows: pd.DataFrame) -> pd.DataFrame:
+def with_verdicts(rows: pd.DataFrame, margin: float | None = None) -> pd.DataFrame:
     """The table with each metric's family, every comparison the sweep configures, Holm-adjusted
     ("p_holm"; a comparison with too few seeds counted at p = 1: in the family, never deciding), the
-    family's size ("family_size") and every row's verdict."""
+    family's size ("family_size") and every row's verdict; with an equivalence `margin`, the TOST
+    p-values adjusted over the same family ("p_equivalence_holm") and the margin beside them."""
+    equivalence = margin is not None
     if rows.empty:
-        return rows.assign(p_holm=[], family_size=[], verdict=[])
-    p = rows.p_value.where(rows.seeds >= MIN_SEEDS, 1.0).fillna(1.0)
-    rows["p_holm"] = p.groupby(rows.metric).transform(lambda family: pd.Series(holm(family.to_numpy()), family.index))
+        extra: dict[str, list] = {"p_equivalence_holm": [], "equivalence_margin": []} if equivalence else {}
+        return rows.assign(p_holm=[], **extra, family_size=[], verdict=[])
+    rows["p_holm"] = family_adjusted(rows, "p_value")
+    if equivalence:
+        rows["p_equivalence_holm"] = family_adjusted(rows, "p_equivalence")
+        rows["equivalence_margin"] = margin
     rows["family_size"] = rows.groupby("metric").metric.transform("size")
-    rows["verdict"] = [decided(row.difference, row.p_holm, row.seeds) for row in rows.itertuples()]
+    rows["verdict"] = [
+        decided(row.difference, row.p_holm, row.seeds, row.p_equivalence_holm if equivalence else None)
+        for row in rows.itertuples()
+    ]
     return rows
+
+
+def family_adjusted(rows: pd.DataFrame, column: str) -> pd.Series:
+    """`column`'s p-values Holm-adjusted over each metric's family, a comparison with too few seeds (or
+    none to test) counted at p = 1: in the family, never deciding."""
+    p = rows[column].where(rows.seeds >= MIN_SEEDS, 1.0).fillna(1.0)
+    return p.groupby(rows.metric).transform(lambda family: pd.Series(holm(family.to_numpy()), family.index))
 
 
 def verdict_lines(verdicts: pd.DataFrame, in_flight: dict[str, int] | None = None) -> list[str]:
@@ -278,7 +320,10 @@ def verdict_part(row: Any, replicated: str | None = None) -> str:
     """One comparison in words: the difference, its interval and the adjusted verdict, with the seeds
     that reached the target where some did not; and whether the replication seeds gave the same
     verdict (`replicated`: theirs; None: no replication set)."""
-    part = f"{row.other} {row.difference:+.1f} s [{row.ci_low:+.1f}, {row.ci_high:+.1f}]: {row.verdict}"
+    verdict = row.verdict
+    if verdict == EQUIVALENT:
+        verdict = f"equivalent within ±{row.equivalence_margin:g} s"
+    part = f"{row.other} {row.difference:+.1f} s [{row.ci_low:+.1f}, {row.ci_high:+.1f}]: {verdict}"
     if min(row.reference_reached, row.other_reached) < row.seeds:
         part += f" (reached {row.reference_reached}/{row.seeds} vs {row.other_reached}/{row.seeds})"
     if replicated is None:

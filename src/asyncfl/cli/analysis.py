@@ -118,6 +118,7 @@ def cmd_stragglers(args: argparse.Namespace) -> None:
         args.title,
         args.replication_seeds,
         args.other_budgets,
+        args.equivalence_margin,
     )
     print(f"{len(written)} files → {args.out}")
 
@@ -207,6 +208,13 @@ def add_stragglers(commands: Commands) -> None:
         nargs="*",
         default=[],
         help="shorter virtual times (s) the verdicts are also read at, the runs cut there (each below --virtual-time)",
+    )
+    stragglers.add_argument(
+        "--equivalence-margin",
+        type=POSITIVE,
+        default=None,
+        help="m (virtual s): a comparison neither faster nor slower is equivalent within ±m (two one-sided tests) "
+        "or undecided; without it, 'no significant difference'",
     )
     stragglers.set_defaults(run=cmd_stragglers)
 

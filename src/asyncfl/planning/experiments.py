@@ -204,7 +204,7 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     if severities is not None and "pack_runs" in experiment:
         raise InputError(f"{key}.pack_runs: a severity sweep already trains one job per severity; remove it")
     if severities is None:
-        for owned in ("target_accuracy", "other_targets", "other_budgets"):
+        for owned in ("target_accuracy", "other_targets", "other_budgets", "equivalence_margin"):
             if owned in experiment:
                 raise InputError(f"{key}.{owned} applies to experiments with severities: only; remove it")
         return
@@ -226,7 +226,7 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     check_targets(key, [experiment["target_accuracy"], *experiment.get("other_targets", [])])
     budget, others = experiment["budget"]["virtual_time"], experiment.get("other_budgets", [])
     for other in others:
-        if not (isinstance(other, int | float) and 0 < other < budget):
+        if isinstance(other, bool) or not (isinstance(other, int | float) and 0 < other < budget):
             raise InputError(
                 f"{key}.other_budgets: {other!r} is not a virtual time in (0, {budget:g}), the runs' budget: give a "
                 "shorter one, or raise budget.virtual_time"
@@ -234,6 +234,16 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     repeated = first_repeated(others)
     if repeated:
         raise InputError(f"{key}.other_budgets gives {repeated[0]!r} twice; give each budget once")
+    margin = experiment.get("equivalence_margin")
+    shortest = min((budget, *others))
+    if margin is not None and (
+        isinstance(margin, bool) or not (isinstance(margin, int | float) and 0 < margin < shortest)
+    ):
+        raise InputError(
+            f"{key}.equivalence_margin: {margin!r} is not a time in (0, {shortest:g}) s, below the "
+            "shortest budget the verdicts are read at (every difference lies within a margin that long): give a "
+            "shorter one"
+        )
     grids = [(block, settings["eval_every_seconds"]) for block, settings in settings_blocks(key, experiment)
              if isinstance(settings.get("eval_every_seconds"), int | float)]  # fmt: skip
     if grids and others and min(others) < max(every for _, every in grids):
