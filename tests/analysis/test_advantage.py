@@ -120,8 +120,10 @@ def test_with_a_margin_a_cell_reads_equivalent_with_its_tost_p_or_undecided_and_
     figure, axes, in_flight = *plt.subplots(1, 1, squeeze=False), {"afl": 5, "sync": 5, "sync-deadline": 5}
     try:
         draw_advantage(axes, matched_cells(pd.DataFrame(rows), in_flight), ["even"], in_flight)
-        assert axes[0, 0].get_title().endswith("p Holm-adjusted over 16, equivalence ±5 s (TOST)")
-        edges = {patch.get_edgecolor()[:3] for patch in axes[0, 0].patches}
-        assert (0.0, 0.0, 0.0) in edges and (0.18, 0.545, 0.341) in {tuple(round(c, 3) for c in e) for e in edges}
+        assert axes[0, 0].get_title().endswith("p Holm-adjusted over 16\nequivalent: within ±5 s (TOST, green)")
+        marks = {
+            (tuple(round(c, 3) for c in patch.get_edgecolor()[:3]), patch.get_hatch()) for patch in axes[0, 0].patches
+        }
+        assert marks == {((0.0, 0.0, 0.0), "///"), ((0.0, 0.392, 0.0), "\\\\\\")}  # undecided, equivalent
     finally:
         plt.close(figure)

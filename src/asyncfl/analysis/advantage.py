@@ -105,7 +105,7 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
                 greyed = row.verdict == TOO_FEW or not row.reference
                 ax.add_patch(hatched(x, y, "grey" if greyed else "black", filled=greyed))
             elif row.verdict == EQUIVALENT:
-                ax.add_patch(hatched(x, y, "seagreen", filled=False))
+                ax.add_patch(hatched(x, y, "darkgreen", filled=False, hatch="\\\\\\"))
             elif row.replication and row.replication != row.verdict:
                 ax.add_patch(hatched(x, y, "darkorange", filled=False))
         ax.set_xticks(range(len(columns)), [f"{name}\n({in_flight[name]} in flight)" for name in columns])
@@ -117,7 +117,7 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
         family_size = panel.family_size.dropna().unique()
         over = f" over {family_size[0]:.0f}" if len(family_size) == 1 else ""
         margins = panel.equivalence_margin.dropna().unique() if "equivalence_margin" in panel else []
-        band = f", equivalence ±{margins[0]:g} s (TOST)" if len(margins) == 1 else ""
+        band = f"\nequivalent: within ±{margins[0]:g} s (TOST, green)" if len(margins) == 1 else ""
         ax.set_title(
             f"{ALGORITHMS[family]}: {METRIC_WORDS[METRICS[0]]} {target:.0%} test accuracy\n{paired.lstrip(', ')}"
             f"{', ' if paired else ''}t 95 % CIs, p Holm-adjusted{over}{band}",
@@ -168,9 +168,9 @@ def cell_text(row: Any, in_flight: dict[str, int]) -> str:
     return text + ("\nreplicated" if agrees else f"\nrepl.:{gap}{again}")
 
 
-def hatched(x: int, y: int, colour: str, filled: bool) -> Rectangle:
+def hatched(x: int, y: int, colour: str, filled: bool, hatch: str = "///") -> Rectangle:
     """The mark of a cell that decides no difference: hatched (no significant difference, or undecided;
-    green: equivalent within the margin; orange: a verdict the replication seeds did not give), or greyed
-    and hatched (too few seeds, or no asynchronous run to compare)."""
+    green and the other way: equivalent within the margin; orange: a verdict the replication seeds did
+    not give), or greyed and hatched (too few seeds, or no asynchronous run to compare)."""
     face = (0.85, 0.85, 0.85, 0.8) if filled else "none"
-    return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor=colour, hatch="///", lw=0, alpha=0.5)
+    return Rectangle((x - 0.5, y - 0.5), 1, 1, facecolor=face, edgecolor=colour, hatch=hatch, lw=0, alpha=0.5)
