@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from asyncfl.analysis.tuning import choose, select, tuning_heading, tuning_table, unvaried_settings
+from asyncfl.analysis.tuning import choose, select, tuning_heading, tuning_table, unvaried_settings, without_effect
 from asyncfl.cli import main
 from asyncfl.data.loading import load_dataset
 from asyncfl.data.partition import load_partition
@@ -177,3 +177,32 @@ def test_a_malformed_grid_is_refused_in_one_line(grid, message, tmp_path, capsys
         main(argv)
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert message in error and "Traceback" not in error
+
+
+def test_a_setting_whose_values_train_identical_runs_is_flagged_as_no_effect_and_its_value_a_tie_break(tmp_path):
+    """FADAS's τ_c at 2 and 1000: its step min(η, 1/τ_max) reaches 1/τ_max only past 1/η versions (100 at
+    η 0.01), which 2 clients in flight never are, so both train the same bytes; γ0's values do not. The
+    choice says so (`no_effect`) and the figure's title too; without such a setting neither changes."""
+    npz = tmp_path / "part.npz"
+    argv = ["partition", "--dataset", "digits", "--clients", "5", "--alpha", "0.5", "--seed", "10",
+            "--validation-fraction", "0.2", "--out", str(npz)]  # fmt: skip
+    assert main(argv) == 0
+    partition, digest, dataset = load_partition(npz), sha256(npz), load_dataset("digits", None)
+    grid = {"fadas": [{"gamma0": g, "delay_threshold": t} for g in (0.002, 0.02) for t in (2, 1000)]}
+    runs = []
+    for point in grid["fadas"]:
+        folder = tmp_path / TUNING_RUN_FOLDER.format(experiment="x", point=point_label(point), algorithm="fadas", J=2,
+                                                     seed=10)  # fmt: skip
+        settings = {"algorithm": "fadas", "clients_per_round": 2, "seed": 10, **SETTINGS, **point}
+        Simulation(make_config(settings), dataset, partition, folder, digest).run()
+        runs.append(folder)
+    written = select(runs, [npz.with_suffix(".json")], grid, TARGET, BUDGET, tmp_path / "out", tmp_path / "c.json", "x")
+    choice = json.loads((tmp_path / "c.json").read_text())
+    assert choice["no_effect"] == {"fadas": ["delay_threshold"]} and choice["chosen"]["fadas"]["delay_threshold"] == 2
+    assert "fingerprint" not in pd.read_csv(written[-2]).columns  # tuning.csv as before
+    table = tuning_table(runs, [npz.with_suffix(".json")], grid, TARGET, BUDGET)
+    assert without_effect(table, {"fadas": grid["fadas"][0]}, grid) == {"fadas": ["delay_threshold"]}
+    assert without_effect(table.assign(fingerprint=table.point), {"fadas": grid["fadas"][0]}, grid) == {}
+    assert tuning_heading("t", "time_to_target", 0.8, [], {}, {"fadas": ["delay_threshold"]}).endswith(
+        "no effect at this point (identical runs; the value is the grid's first): fadas's delay_threshold"
+    )

@@ -26,7 +26,7 @@ import seaborn as sns  # noqa: E402
 from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
 from asyncfl.analysis.run_styles import display_name, run_styles  # noqa: E402
 from asyncfl.analysis.stragglers import time_grid, time_to_stay  # noqa: E402
-from asyncfl.files import json_text, written_together  # noqa: E402
+from asyncfl.files import json_text, sha256, written_together  # noqa: E402
 from asyncfl.planning.tuning import TUNING_METRICS, is_number, point_label  # noqa: E402
 from asyncfl.settings.catalogue import catalogued  # noqa: E402
 from asyncfl.settings.errors import InputError  # noqa: E402
@@ -62,9 +62,9 @@ def validation_scores(folder: Path, record: dict, target: float, budget: float, 
 
 def tuning_table(runs: Sequence[Path], partition_stats: list[Path], grid: dict[str, list[dict]], target: float,
                  budget: float, metric: str = TUNING_METRICS[0]) -> pd.DataFrame:  # fmt: skip
-    """One row per tuning run: name, point, seed, and its validation scores (the time in a column named
-    after `metric`), after checking that every name × point × seed of `grid` is there once, each trained
-    with its point's settings."""
+    """One row per tuning run: name, point, seed, its validation scores (the time in a column named after
+    `metric`) and its fingerprint (`run_fingerprint`, left out of tuning.csv), after checking that every
+    name × point × seed of `grid` is there once, each trained with its point's settings."""
     _, partitions = load_partitions(partition_stats)
     by_point: dict[str, list[Path]] = {}
     for run in runs:  # the runs of one point are one set of (name, J, seed); the points hold the same ones
@@ -80,7 +80,8 @@ def tuning_table(runs: Sequence[Path], partition_stats: list[Path], grid: dict[s
         if differ:
             raise InputError(f"{folder} was not trained at its folder's point ({differ[0]} differs); train it again")
         time, accuracy = validation_scores(folder, record, target, budget, metric)
-        rows.append({"name": name, "point": label, "seed": seed, metric: time, "accuracy_at_budget": accuracy})
+        row = {"name": name, "point": label, "seed": seed, metric: time, "accuracy_at_budget": accuracy}
+        rows.append(row | {FINGERPRINT: run_fingerprint(Path(folder))})
     table = pd.DataFrame(rows)
     seeds = set(table.seed)
     for name, points in grid.items():
@@ -89,6 +90,16 @@ def tuning_table(runs: Sequence[Path], partition_stats: list[Path], grid: dict[s
             if present != seeds:
                 raise InputError(f"no {name} run at {point_label(point)} of seed {min(seeds - present)} among --runs")
     return table
+
+
+# The column of a tuning run's fingerprint: the digest of what it trained, to tell knobs that changed nothing
+FINGERPRINT = "fingerprint"
+
+
+def run_fingerprint(folder: Path) -> str:
+    """What a run trained, as one digest: its metrics.csv and evaluations.csv (the same bytes for two runs
+    whose training was the same, the same partition and data)."""
+    return "".join(sha256(folder / name) for name in ("metrics.csv", "evaluations.csv"))
 
 
 def table_metric(table: pd.DataFrame) -> str:
@@ -139,6 +150,25 @@ def unvaried_settings(chosen: dict[str, dict], grid: dict[str, list[dict]]) -> d
             and {point[key] for point in grid[name] if all(point[k] == best[k] for k in best if k != key)}
             == {best[key]}
         ]
+        if keys:
+            flagged[name] = keys
+    return flagged
+
+
+def without_effect(table: pd.DataFrame, chosen: dict[str, dict], grid: dict[str, list[dict]]) -> dict[str, list[str]]:
+    """Per name, the settings of its choice whose grid values, at the choice's other settings, trained
+    byte-identical runs on every tuning seed (FADAS's τ_c where the step min(η, 1/τ_max) never reaches
+    1/τ_max): no effect at this point, so the chosen value is a tie-break (the grid's first), not a choice."""
+    flagged = {}
+    for name, best in chosen.items():
+        keys = []
+        for key in best:
+            points = [point for point in grid[name] if all(point[k] == best[k] for k in best if k != key)]
+            if len({value_order(point[key]) for point in points}) < 2:
+                continue
+            rows = table[(table.name == name) & table.point.isin([point_label(point) for point in points])]
+            if (rows.groupby("seed")[FINGERPRINT].nunique() == 1).all():
+                keys.append(key)
         if keys:
             flagged[name] = keys
     return flagged
@@ -221,8 +251,8 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
     rows = math.ceil(len(grid) / PANELS_PER_ROW)
     figure = dataclasses.replace(figure, panels=min(len(grid), PANELS_PER_ROW), rows=rows, height=2.4 * rows + 0.8)
     metric = table_metric(table)
-    unvaried = unvaried_settings(chosen, grid)
-    heading = tuning_heading(f"{title}: {figure.title}", metric, target, on_edge, unvaried)
+    unvaried, idle = unvaried_settings(chosen, grid), without_effect(table, chosen, grid)
+    heading = tuning_heading(f"{title}: {figure.title}", metric, target, on_edge, unvaried, idle)
     stem = Path(out) / figure.name
     drawn = drawn_figure(
         lambda axes: draw_tuning(axes, table, grid, chosen, target, budget, searched_points(search)),
@@ -234,6 +264,8 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
     choice = {"chosen": chosen, "on_edge": on_edge, "target_accuracy": target, "budget": budget}
     if unvaried:  # named only where it happens: a choice without it keeps its bytes
         choice["unvaried"] = unvaried
+    if idle:  # likewise
+        choice["no_effect"] = idle
     if metric != TUNING_METRICS[0]:  # named where it is not the default: a default choice keeps its bytes
         choice["metric"] = metric
     if search is not None:
@@ -241,21 +273,34 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
     written = [*drawn.paths(), stem.with_suffix(".csv"), Path(chosen_path)]
     with written_together(written) as temporaries:  # the choice never stands beside another choice's figure
         write_figures([drawn], temporaries)
-        table.to_csv(temporaries[stem.with_suffix(".csv")], index=False)
+        table.drop(columns=FINGERPRINT).to_csv(temporaries[stem.with_suffix(".csv")], index=False)
         temporaries[Path(chosen_path)].write_text(json_text(choice))
     return written
 
 
 def tuning_heading(
-    title: str, metric: str, target: float, on_edge: list[str], unvaried: dict[str, list[str]] | None = None
+    title: str,
+    metric: str,
+    target: float,
+    on_edge: list[str],
+    unvaried: dict[str, list[str]] | None = None,
+    idle: dict[str, list[str]] | None = None,
 ) -> str:
     """The figure's title: how the points were scored where it is not the default metric (a default
-    figure keeps its bytes), the names whose choice sits on the grid's edge, and those with a setting
-    never varied at the choice's others (`unvaried_settings`)."""
+    figure keeps its bytes), the names whose choice sits on the grid's edge, those with a setting never
+    varied at the choice's others (`unvaried_settings`) and those with one whose values changed nothing
+    (`without_effect`)."""
     scored = "" if metric == TUNING_METRICS[0] else f" ({TIME_WORDS[metric].lower()} {target:.0%})"
     edge = f"\nchoice on the grid's edge for {', '.join(on_edge)}" if on_edge else ""
     untried = "; ".join(f"{name}'s {', '.join(keys)}" for name, keys in (unvaried or {}).items())
-    return title + scored + edge + (f"\nnot varied at the choice's other settings: {untried}" if untried else "")
+    same = "; ".join(f"{name}'s {', '.join(keys)}" for name, keys in (idle or {}).items())
+    return (
+        title
+        + scored
+        + edge
+        + (f"\nnot varied at the choice's other settings: {untried}" if untried else "")
+        + (f"\nno effect at this point (identical runs; the value is the grid's first): {same}" if same else "")
+    )
 
 
 def searched_points(search: dict[str, Any] | None) -> dict[str, list[str]]:
