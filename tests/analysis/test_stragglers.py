@@ -79,7 +79,8 @@ def test_a_target_no_run_reaches_is_marked_not_dropped(sweep, tmp_path):
     _, runs, stats = sweep
     written = draw_straggler_claim(runs, [stats], SEVERITIES, [1.0, 0.5], BUDGET, tmp_path, "x")
     figures = [f"{name}.{ext}" for name in ("straggler_claim", "straggler_curves") for ext in ("png", "pdf")]
-    maps = [f"{name}.{ext}" for name in ("async_advantage", "verdict_over_budget") for ext in ("png", "pdf")]
+    maps = [f"{name}.{ext}" for name in ("async_advantage", "verdict_over_budget", "verdict_summary")
+            for ext in ("png", "pdf")]  # fmt: skip
     tables = ["straggler_claim.csv", "straggler_verdicts.csv", "verdict_over_budget.csv"]
     assert [path.name for path in written] == [*figures, *maps, *tables]
     assert all(path.stat().st_size > 1000 for path in written if path.suffix != ".csv")

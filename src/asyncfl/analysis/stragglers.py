@@ -26,6 +26,7 @@ from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, w
 from asyncfl.analysis.run_styles import display_name, run_names, run_styles  # noqa: E402
 from asyncfl.analysis.straggler_curves import draw_curves  # noqa: E402
 from asyncfl.analysis.verdict_curve import curve_budgets, draw_verdict_curve, verdict_curve  # noqa: E402
+from asyncfl.analysis.verdict_summary import draw_verdict_summary, summary_rows
 from asyncfl.analysis.verdicts import seed_set_verdicts, verdict_lines  # noqa: E402
 from asyncfl.files import written_together  # noqa: E402
 from asyncfl.fl.algorithms import make_strategy  # noqa: E402
@@ -377,6 +378,9 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
         curve_budgets(budget, first_evaluation),
     )
     over_budget = dataclasses.replace(catalogued("verdict_over_budget"), panels=len(severities))
+    glance = catalogued("verdict_summary")
+    glance = dataclasses.replace(glance, panels=len(severities), height=glance.height + 0.2 * len(in_flight))
+    at_a_glance = summary_rows(at_t, target, in_flight)
     drawn = [
         drawn_figure(lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, height,
                      f"{title}: {claim.title}", stem),
@@ -386,6 +390,8 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
                      f"{title}: {advantage.title}", Path(out) / advantage.name),
         drawn_figure(lambda axes: draw_verdict_curve(axes, curve, severities, in_flight), over_budget,
                      over_budget.height, f"{title}: {over_budget.title}", Path(out) / over_budget.name),
+        drawn_figure(lambda axes: draw_verdict_summary(axes, at_a_glance, severities, target), glance, glance.height,
+                     f"{title}: {glance.title}", Path(out) / glance.name),
     ]  # fmt: skip
     frames = {
         stem.with_suffix(".csv"): table,

@@ -139,6 +139,14 @@ CATALOGUE = (
         panels=3,
         height=2.8,
     ),
+    # One panel per severity; its numbers are straggler_verdicts.csv's (README's figure)
+    Figure(
+        "verdict_summary",
+        "The claim at a glance: each asynchronous name minus plain sync and minus the best synchronous answer",
+        Scope.SEVERITY_SWEEP,
+        panels=3,
+        height=2.6,
+    ),
     Figure("sampling_variance", "Variance of the sampled mean update", Scope.THEORY, height=2.8),
     # One column per measured run; with the table of its numbers (NAME.csv) and the replays it compares
     Figure(
