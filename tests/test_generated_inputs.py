@@ -281,7 +281,8 @@ CHANGED = {
     "fedasync_alpha": 0.2, "server_lr": 0.3, "compass_alpha": 0.3, "compass_min_steps": 0.9,
     "latest_time_factor": 10.0, "speed_momentum": 0.2, "staleness_a": 3.0, "staleness_b": 0.5,
     "asyncfeded_lambda": 0.5, "asyncfeded_epsilon": 0.3, "staleness_window": 1, "port_similarity_weight": 0.0,
-    "port_staleness_weight": 0.5, "port_staleness_bound": 1, "asofed_beta": 0.9,
+    "port_staleness_weight": 0.5, "port_staleness_bound": 1, "asofed_beta": 0.9, "fedac_lr": 0.01,
+    "fedac_beta1": 0.3, "fedac_beta2": 0.5,
 }  # fmt: skip
 # What a setting read only where another holds (`NEEDS`) is tried with: its baseline is the run with
 # this context (or the plain run, where the context alone is refused: a pair that goes together)
@@ -315,7 +316,8 @@ FAMILIES = {"afl": {"algorithm": "afl"}, "sync": {"algorithm": "sync"},
             "asyncfeded": {"algorithm": "asyncfeded"},
             "mifa": {"algorithm": "mifa", "buffer_size": 2}, "ace": {"algorithm": "ace"},
             "port": {"algorithm": "port", "buffer_size": 2, "rounds": 8},
-            "asofed": {"algorithm": "asofed", "rounds": 14}}  # fmt: skip
+            "asofed": {"algorithm": "asofed", "rounds": 14},
+            "fedac": {"algorithm": "fedac", "buffer_size": 2}}  # fmt: skip
 # A value that coincides with the default in that family's tiny run, by what the setting means
 COINCIDES = {
     ("sync", "lr_time"): "a synchronous round aggregates J updates: its equivalent round is its round",

@@ -8,7 +8,7 @@ keys they come from.
 """
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,9 @@ class Update:
     staleness_weight: float  # s(τ)
     staleness: int  # τ: the versions the global model moved on since it was sent
     client: int  # which client sent it (CA2FL caches each client's last update)
+    lrs: tuple[float, ...] = ()  # γ of each local epoch it trained (FedAC's control variate reads it)
+    # what the server's memory held when the update's version was sent (`Strategy.dispatch_snapshot`)
+    sent_memory: ServerMemory = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,12 @@ class Strategy(ABC):
     def check(self, clients: int) -> None:
         """Settings that only make sense against the number of clients: one clear line each (none here)."""
         return
+
+    def dispatch_snapshot(self, memory: ServerMemory) -> ServerMemory:
+        """What of the server's memory a client is sent with the global model (FedAC's control variate
+        C), kept per version in flight and handed back with its update (`Update.sent_memory`); nothing
+        here."""
+        return {}
 
     def initial_memory(self, sizes: np.ndarray) -> ServerMemory:
         """What the server knows before the first round, from the clients' sample counts `sizes` (ASO-Fed's

@@ -67,4 +67,6 @@ CATALOGUE = (
     Algorithm("port", "PORT", "K", asynchronous=True, staleness_weighted=False),
     # every arrival a round: its client's progress less its previous, plus their running average (Chen et al. 2020)
     Algorithm("asofed", "ASO-Fed", "1", asynchronous=True, staleness_weighted=False),
+    # FedBuff's buffer, updates corrected by control variates and weighted by agreement, an Adam-like step (AFL-Lib)
+    Algorithm("fedac", "FedAC", "K", asynchronous=True, staleness_weighted=False),
 )

@@ -127,11 +127,17 @@ class TrainConfig:
     """B of PORT's B/(τ + B) (Plato's)"""
     asofed_beta: float = setting(Group.SERVER, 0.5, lowest=UNIT_INTERVAL, read_by=("asofed",))
     """β of ASO-Fed's h ← β·h + (1 − β)·s_prev (AFL-Lib's)"""
+    fedac_lr: float = setting(Group.SERVER, 0.001, lowest=POSITIVE, at_most=1e6, read_by=("fedac",))
+    """η of FedAC's server step (AFL-Lib's)"""
+    fedac_beta1: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL, read_by=("fedac",))
+    """β1 of FedAC's first moment (AFL-Lib's)"""
+    fedac_beta2: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedac",))
+    """β2 of FedAC's second moment (AFL-Lib's)"""
     server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl", "ace"))
     """η_g, FedBuff's server step, CA2FL's and ACE's η (**project's choice**; FLGo's CA2FL default)"""
     compass_alpha: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
-    """α: FedCompass's step θ ← θ + Σ α·s(τ)/M·Δ over an aggregation's updates (APPFL's 0.9); the weight 1/M,
-    M the clients in flight, is the **project's choice** (APPFL's 1/N: there every client is in flight)"""
+    """α: FedCompass's step θ ← θ + Σ α·s(τ)/M·Δ (APPFL's 0.9); 1/M, M in flight, is the **project's
+    choice** (APPFL's 1/N: every client in flight)"""
     compass_min_steps: float = setting(Group.SERVER, 0.2, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
     """Q_min, FedCompass's fewest local steps as a fraction of Q_max, a dispatch's local epochs' steps
     (**project's choice**; APPFL's example: 20 of 100)"""
@@ -227,7 +233,7 @@ class TrainConfig:
     class_draw: str = setting(Group.WORLD, "shares", CLASS_DRAWS)
     """how the classes of `speed_classes`, `link_classes`, `download_seconds` and `upload_seconds` take their
     clients: `shares`, each class exactly its share of the C clients (largest remainder); `probability`, each
-    client's class drawn with the shares (summing to 1) as probabilities, as simulators draw profiles"""
+    client's class drawn with the shares (summing to 1) as probabilities"""
     bandwidth_median: float | None = setting(Group.WORLD, None, lowest=POSITIVE, at_most=1e9, at_least=1e-6)
     """the clients' downlink in Mbit/s, median over clients: each dispatch downloads the global model and
     uploads the client's, the model's bytes over the client's link (null: transfers take no time); at least 1e-6
@@ -249,8 +255,8 @@ class TrainConfig:
     """σ of that transfer jitter (0: none)"""
     transfer_draws: str = setting(Group.WORLD, "per_client", TRANSFER_DRAWS)
     """where a class gives a range (`link_classes`, `download_seconds`, `upload_seconds`): `per_client`, a
-    value drawn once per client; `per_dispatch`, each dispatch draws its own uniformly within its client's
-    class's range, from a stream of its own per (client, dispatch); not with `server_bandwidth`"""
+    value drawn once per client; `per_dispatch`, each dispatch draws its own within its client's class's
+    range; not with `server_bandwidth`"""
     bandwidth_sigma: float = setting(Group.WORLD, 0.5, lowest=NON_NEGATIVE, at_most=10.0)
     """σ of the lognormal spread of the clients' bandwidths around that median, drawn once per run from their
     own stream (**project's choice**)"""
@@ -298,10 +304,9 @@ class TrainConfig:
     """per dispatch, the chance its result never arrives (its work lost at its would-be arrival), drawn per
     (client, dispatch) from its own stream (**project's choice**)"""
     client_freed: str = setting(Group.WORLD, "at_arrival", CLIENT_FREEDOM, read_by=ASYNCHRONOUS)
-    """when a dispatched client may be drawn again: `at_arrival`, once its update has arrived (or its
-    dispatch ended otherwise); `after_training`, once its local training ends, its upload still on the way
-    (NVFlare's FedRevive scheduler). A slot of M frees only when the dispatch ends; synchronous rounds draw
-    without replacement, so only the asynchronous algorithms read it"""
+    """when a dispatched client may be drawn again: `at_arrival`, once its dispatch ended; `after_training`,
+    once its local training ends, its upload still on the way (NVFlare's FedRevive scheduler). A slot of M
+    frees only when the dispatch ends"""
     redistribution_threshold: int = setting(Group.SERVER, 1, lowest=POSITIVE, at_most=MANY, read_by=ASYNCHRONOUS)
     """O: the server dispatches once O of its M slots are open, filling all from one version (1: each
     slot refilled as it opens, Algorithm 1; M: a synchronous schedule; NVFlare's FedRevive (K, B, O)); at
@@ -347,7 +352,7 @@ class TrainConfig:
     """`vectorised`: the clients in flight train as one batch (torch.func); `plain`: one after another (the
     reference); `graphed`: each step a CUDA graph replay (no FedProx); `auto`: graphed on CUDA (vectorised for
     FedProx and `afl_as_coded`), plain on the CPU (docs/performance.md "Speed"); `none`: a timing-only run,
-    every dispatch as a trained run's, no training (docs/world.md "The clients' world")"""
+    no training (docs/world.md)"""
     precision: str = setting(Group.MACHINE, "fp32", PRECISIONS)
     """speed knob: `fp32` (IEEE everywhere, TF32 switched off), `tf32` (CUDA matmuls and convolutions in
     TensorFloat-32; refused on the CPU), `bf16` (autocast: activations in bfloat16, parameters, Adam state and
@@ -763,6 +768,9 @@ TRAINING_ONLY = (
     "port_staleness_weight",
     "port_staleness_bound",
     "asofed_beta",
+    "fedac_lr",
+    "fedac_beta1",
+    "fedac_beta2",
     "server_lr",
     "compass_alpha",
     "server_optimizer",

@@ -83,6 +83,10 @@ class Dispatcher:
             self.events.at(Event(state.compass.groups[opened].deadline, Kind.DEADLINE, (opened,)))
         if self.context.strategy.clients_load_global_model and not job.lost:
             state.start_models.setdefault(job.version, state.global_model)
+        if not job.lost and job.version not in state.sent_memories:
+            sent = self.context.strategy.dispatch_snapshot(state.server_memory)
+            if sent:
+                state.sent_memories[job.version] = sent
         self.state.outstanding[job.key] = job
         self.check.on_dispatch(job, len(state.outstanding), self.context.world.is_online(client, state.now))
         if state.link is not None and self.context.system.server is not None:

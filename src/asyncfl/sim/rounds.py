@@ -28,7 +28,7 @@ def folded_round(
     set aside since the last aggregation included) and the aggregation's coefficients."""
     jobs, results = [job for job, _ in buffer], [result for _, result in buffer]
     old, starts = state.global_model, [start_of(context, state, job) for job in jobs]
-    updates = server_updates(context, state.version, jobs, results, starts)
+    updates = server_updates(context, state, jobs, results, starts)
     # the strategy's memory across rounds (CA2FL's cache, FedStaleWeight's staleness), read and renewed
     new, coefficients, state.server_memory = context.strategy.aggregate_with_memory(
         old, updates, state.server_memory, len(context.sizes)
@@ -154,9 +154,11 @@ def local_result(context: RunContext, state: SimulationState, job: Job, buffered
 
 
 def server_updates(
-    context: RunContext, version: int, jobs: list[Job], results: list[LocalResult], starts: list[ModelState]
+    context: RunContext, state: SimulationState, jobs: list[Job], results: list[LocalResult], starts: list[ModelState]
 ) -> list[Update]:
-    """The arrived updates as the strategy combines them, each with its size and staleness weight s(τ)."""
+    """The arrived updates as the strategy combines them, each with its size and staleness weight s(τ),
+    its learning rates and what of the memory its version was sent with."""
+    version = state.version
     return [
         Update(
             result.state,
@@ -165,6 +167,8 @@ def server_updates(
             context.strategy.staleness_weight(job.versions_behind(version)),
             job.versions_behind(version),
             job.client,
+            job.lrs,
+            state.sent_memories.get(job.version, {}),
         )
         for job, result, start in zip(jobs, results, starts, strict=True)
     ]

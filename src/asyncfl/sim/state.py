@@ -90,6 +90,9 @@ class SimulationState:
     # client's last update, FedStaleWeight's staleness history); checkpointed where it holds any, so other
     # runs' checkpoints are what they were
     server_memory: dict[str, Any] = field(default_factory=dict)
+    # what of the memory each version in flight was sent with (`Strategy.dispatch_snapshot`), pruned with
+    # the start models; checkpointed only where set
+    sent_memories: dict[int, dict[str, Any]] = field(default_factory=dict)
     # FedCompass's scheduler, and the arrived updates its groups hold until they are aggregated (None and
     # empty for the other algorithms: checkpointed only where set, so other runs' checkpoints are what they were)
     compass: CompassSchedule | None = None
@@ -119,6 +122,7 @@ class SimulationState:
             job.version for job, _ in self.waiting_updates.values()
         }
         self.start_models = {version: start for version, start in self.start_models.items() if version in live}
+        self.sent_memories = {version: sent for version, sent in self.sent_memories.items() if version in live}
 
     @classmethod
     def fresh(
@@ -160,6 +164,7 @@ class SimulationState:
             }
             | ({"link": dataclasses.asdict(self.link)} if self.link is not None else {})
             | ({"server_moments": self.server_moments} if self.server_moments else {})
+            | ({"sent_memories": self.sent_memories} if self.sent_memories else {})
             | ({"server_memory": self.server_memory} if self.server_memory else {})
             | (
                 {"compass": dataclasses.asdict(self.compass), "waiting_updates": self.waiting_payload()}
@@ -192,6 +197,7 @@ class SimulationState:
                 link=LinkBookings(**checkpoint["link"]) if "link" in checkpoint else None,
                 server_moments=checkpoint.get("server_moments", {}),
                 server_memory=memory_of(checkpoint),
+                sent_memories=dict(checkpoint.get("sent_memories", {})),
                 compass=CompassSchedule.from_payload(checkpoint["compass"]) if "compass" in checkpoint else None,
                 waiting_updates=waiting_of(checkpoint.get("waiting_updates", [])),
             )

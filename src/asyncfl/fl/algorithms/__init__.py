@@ -12,6 +12,7 @@ from asyncfl.fl.algorithms.afl_as_coded import AFLAsCoded
 from asyncfl.fl.algorithms.asofed import ASOFed
 from asyncfl.fl.algorithms.asyncfeded import AsyncFedED
 from asyncfl.fl.algorithms.ca2fl import CA2FL
+from asyncfl.fl.algorithms.fedac import FedAC
 from asyncfl.fl.algorithms.fedasync import FedAsync
 from asyncfl.fl.algorithms.fedbuff import FedBuff
 from asyncfl.fl.algorithms.fedcompass import FedCompass
@@ -43,6 +44,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "ace": ACE,
     "port": PORT,
     "asofed": ASOFed,
+    "fedac": FedAC,
 }
 
 
