@@ -13,6 +13,7 @@ Seeds are fixed (`derandomize`): CI replays the same examples. A longer search r
 import copy
 import csv
 import dataclasses
+import json
 import math
 import os
 import re
@@ -25,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asyncfl import api
+from asyncfl.planning.families import declared_family, family_option
 from asyncfl.planning.layout import EVALUATIONS, RUN_OUTPUTS
 from asyncfl.planning.plan import plan_workflow
 from asyncfl.planning.run_cost import read_cost_table
@@ -182,6 +184,34 @@ def test_a_generated_experiment_key_is_refused_naming_it_or_reaches_its_runs(edi
     if key.startswith("train."):  # it reached a run that reads it (under the budget, eval_every as its updates)
         setting, expected = ("eval_every_updates", value * 5) if key == "train.eval_every" else (key[6:], value)
         assert any(run.settings.get(setting) == expected for run in runs), edit
+
+
+# A straggler sweep's declared family: the quick sweep's own names, others, and what no key takes
+FAMILY_ITEM = st.one_of(st.sampled_from(["sigma0", "heavy_tail", "slow40", "afl", "afl-m7", "sync", "sync-partial",
+                                         "fedbuff", "targets", "budgets"]), HOSTILE)  # fmt: skip
+FAMILY = st.one_of(
+    HOSTILE,
+    st.dictionaries(st.sampled_from(["severities", "names", "spans", "rows"]),
+                    st.one_of(HOSTILE, st.lists(FAMILY_ITEM, max_size=9)), max_size=3),
+)  # fmt: skip
+
+
+@given(FAMILY)
+@examples(150)
+def test_a_generated_verdict_family_is_refused_naming_it_or_holds_the_sweeps_comparisons(value):
+    config = copy.deepcopy(QUICK)
+    experiment = config["experiments"]["digits_stragglers"]
+    experiment["verdict_family"] = value
+    try:
+        check_schema(config)
+        check_workflow_config(config)
+    except InputError as error:
+        message = str(error)
+        assert message.count("\n") == 0 and "experiments.digits_stragglers.verdict_family" in message, message
+        return
+    (option,) = family_option(experiment)
+    family = declared_family(json.loads(option.removeprefix("--family=")), "--family", ["sigma0"], None, 2, 1)
+    assert family.comparisons() >= 2 * 3 * 4  # the sweep's own: 2 rows × 3 asynchronous × 4 synchronous names
 
 
 @given(

@@ -10,6 +10,7 @@ import pytest
 
 from asyncfl.analysis.stragglers import claim_table, draw_straggler_claim, trajectory
 from asyncfl.cli import main
+from asyncfl.planning.families import Family
 from asyncfl.planning.layout import SEVERITY_RUN_FOLDER
 from asyncfl.settings.errors import InputError
 
@@ -265,10 +266,9 @@ def test_impossible_other_budgets_are_refused_before_anything_is_written(grid_sw
 def test_a_timing_only_run_is_refused_not_judged_as_staying_above_every_target(tmp_path):
     """Its accuracy is empty on the time grid: read as "never below the target", it once stayed above every
     target from its first evaluation (time_to_stay 1 s, issue 94)."""
-    grid = pd.DataFrame({"virtual_time": [1.0, 2.0], "test_accuracy": [math.nan, math.nan]})
     record = {"config": {"trainer": "none", "eval_every_seconds": 1.0}}
     with pytest.raises(InputError, match="is a timing-only run \\(trainer: none\\): it has no test accuracy"):
-        trajectory(tmp_path, record, grid)
+        trajectory(tmp_path, record)
 
 
 def test_a_margin_reaches_the_verdicts_table_and_one_as_long_as_a_budget_is_refused(sweep, tmp_path):
@@ -284,3 +284,60 @@ def test_a_margin_reaches_the_verdicts_table_and_one_as_long_as_a_budget_is_refu
                            rf"\({shortest:g} s\)") as error:  # fmt: skip
             draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "no", "x", (), [6.0], margin)
         assert "\n" not in str(error.value) and not (tmp_path / "no").exists()
+
+
+def test_the_kept_minimum_re_judges_the_sweep_to_the_same_bytes_and_an_edit_to_it_is_refused(grid_sweep, tmp_path):
+    """A referee who kept each run's run.json and evaluations.csv alone (no metrics.csv, events.csv nor
+    partition statistics) gets, from the command line, the verdict and claim tables and figures that
+    every file gave; an evaluations.csv edited after the run is refused by its run.json's hash."""
+    root, runs, stats = grid_sweep
+    severities = json.dumps(SEVERITIES)
+    common = ["stragglers", "--severities", severities, "--target-accuracy", "0.3", "--other-targets", "0.15",
+              "--virtual-time", str(BUDGET), "--equivalence-margin", "3"]  # fmt: skip
+    full = ["--runs", *map(str, runs), "--partition-stats", str(stats), "--out", str(tmp_path / "full")]
+    assert main([*common, *full]) == 0
+    kept = []
+    for run in runs:
+        copy = tmp_path / "kept" / run.relative_to(root)
+        copy.mkdir(parents=True)
+        for name in ("run.json", "evaluations.csv"):
+            (copy / name).write_bytes((run / name).read_bytes())
+        kept.append(copy)
+    assert main([*common, "--runs", *map(str, kept), "--out", str(tmp_path / "kept_out")]) == 0
+    written = sorted(path.name for path in (tmp_path / "full").iterdir())
+    assert written == sorted(path.name for path in (tmp_path / "kept_out").iterdir())
+    for name in written:
+        assert (tmp_path / "full" / name).read_bytes() == (tmp_path / "kept_out" / name).read_bytes(), name
+    edited = kept[0] / "evaluations.csv"
+    edited.write_text(edited.read_text().replace("0.", "0.9", 1))
+    with pytest.raises(InputError, match="evaluations.csv is not the file its run wrote") as error:
+        claim_table(kept, [], SEVERITIES, 0.3, BUDGET)
+    assert "\n" not in str(error.value)
+    edited.write_bytes((runs[0] / "evaluations.csv").read_bytes())
+    (kept[1] / "evaluations.csv").unlink()
+    with pytest.raises(InputError, match="evaluations.csv is missing beside its run.json"):
+        claim_table(kept, [], SEVERITIES, 0.3, BUDGET)
+
+
+def test_a_declared_family_adjusts_one_rows_runs_over_every_row_and_refuses_runs_outside_it(sweep, tmp_path):
+    """One severity's runs given with the family the sweep declared (both severities): its comparisons are
+    adjusted as two of four, family_unrun 2, where without the declaration they are a family of two; a
+    family that leaves out a run name given is refused in one line before anything is written."""
+    root, runs, stats = sweep
+    even = [run for run in runs if "/even/" in run.as_posix()]
+    one_row = json.dumps({"even": SEVERITIES["even"]})
+    common = ["stragglers", "--runs", *map(str, even), "--partition-stats", str(stats), "--severities", one_row,
+              "--target-accuracy", "0.5", "--virtual-time", str(BUDGET)]  # fmt: skip
+    family = {"severities": list(SEVERITIES), "names": list(ALGORITHMS)}
+    assert main([*common, "--family", json.dumps(family), "--out", str(tmp_path / "declared")]) == 0
+    assert main([*common, "--out", str(tmp_path / "at_hand")]) == 0
+    declared = pd.read_csv(tmp_path / "declared" / "straggler_verdicts.csv")
+    at_hand = pd.read_csv(tmp_path / "at_hand" / "straggler_verdicts.csv")
+    assert set(at_hand.family_size) == {2} and "family_unrun" not in at_hand
+    assert set(declared.family_size) == {4} and set(declared.family_unrun) == {2}
+    pd.testing.assert_frame_equal(declared.drop(columns=["p_holm", "family_size", "family_unrun", "verdict"]),
+                                  at_hand.drop(columns=["p_holm", "family_size", "verdict"]))  # fmt: skip
+    with pytest.raises(InputError, match="--family does not hold the sweep's run name 'sync-over'") as error:
+        draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "no", "x",
+                             family=Family(tuple(SEVERITIES), ("afl", "sync")))  # fmt: skip
+    assert "\n" not in str(error.value) and not (tmp_path / "no").exists()

@@ -24,11 +24,13 @@ from asyncfl.analysis.verdicts import (
     logrank_p,
     median_time,
     paired_test,
+    readjusted,
     restricted_mean_time,
     seed_set_verdicts,
     verdict_lines,
     verdict_table,
 )
+from asyncfl.planning.families import Family
 
 
 def test_staying_above_the_target_starts_after_the_last_dip_below_it():
@@ -251,3 +253,49 @@ def test_with_a_margin_a_cell_neither_faster_nor_slower_is_equivalent_or_undecid
     assert "equivalent within ±5 s" in verdict_lines(with_margin.reset_index())[0]
     without = verdict_table(table, 120.0)
     assert set(without.verdict) == {TIED, FASTER} and "p_equivalence" not in without
+
+
+def test_holm_over_a_declared_family_counts_its_unrun_comparisons_at_p_one_by_hand():
+    """Two p-values at hand of a family of four declared: 0.01 × 4 = 0.04, then max(0.04, 0.04 × 3) = 0.12,
+    as Holm over all four with the two unrun at p = 1 gives."""
+    assert list(holm(np.array([0.04, 0.01]), family_size=4)) == pytest.approx([0.12, 0.04])
+    assert list(holm(np.array([0.04, 0.01, 1.0, 1.0]))[:2]) == pytest.approx([0.12, 0.04])
+
+
+def two_severities(gap: float) -> pd.DataFrame:
+    """AFL `gap` s before sync at severity s, level at t, six seeds with spread."""
+    rows = [(severity, "afl", seed, 10.0 + seed) for severity in ("s", "t") for seed in range(6)]
+    rows += [("s", "sync", seed, 10.0 + gap + seed + 0.4 * (seed % 2)) for seed in range(6)]
+    rows += [("t", "sync", seed, 10.0 + seed + 0.4 * (seed % 2) - 0.2) for seed in range(6)]
+    return pd.DataFrame(rows, columns=["severity", "algorithm", "seed", "time_to_stay"])
+
+
+def test_a_declared_family_adjusts_the_runs_at_hand_over_its_size_and_says_what_was_not_run():
+    """One severity of a family declared over three (a referee's one-row cut): its comparison is adjusted
+    as one of three, whatever runs are at hand, and family_unrun says two were not run; the same
+    comparison without a declaration is a family of one."""
+    table = two_severities(3.0)
+    one_row = table[table.severity == "s"]
+    family = Family(("s", "t", "u"), ("afl", "sync"))
+    declared = verdict_table(one_row, 40.0, family=family)
+    alone = verdict_table(one_row, 40.0)
+    assert list(alone.family_size) == [1] and "family_unrun" not in alone
+    assert list(declared.family_size) == [3] and list(declared.family_unrun) == [2]
+    assert list(declared.p_holm) == pytest.approx([min(1.0, 3 * p) for p in alone.p_value])
+    everything = verdict_table(table, 40.0, family=family)
+    assert list(everything.family_unrun) == [1, 1]
+
+
+def test_a_family_spanning_the_targets_adjusts_over_every_targets_comparisons():
+    """Two targets read, a family spanning them: the four comparisons (2 severities × 2 targets) are one
+    family of 4, as Holm over their four p-values gives; unspanned, each target's two are one."""
+    family = Family(("s", "t"), ("afl", "sync"), spans=("targets",))
+    tables = [verdict_table(two_severities(gap), 40.0, family=family).assign(target=target, budget=40.0,
+              seed_set="all") for target, gap in ((0.7, 3.0), (0.8, 1.0))]  # fmt: skip
+    per_target = pd.concat(tables, ignore_index=True)
+    assert set(per_target.family_size) == {2}
+    spanning = readjusted(per_target, family, None, targets=2, budgets=1)
+    assert set(spanning.family_size) == {4} and set(spanning.family_unrun) == {0}
+    for metric, rows in spanning.groupby("metric"):
+        assert list(rows.p_holm) == pytest.approx(list(holm(rows.p_value.to_numpy()))), metric
+    assert (spanning.p_holm >= per_target.p_holm).all() and (spanning.p_holm > per_target.p_holm).any()

@@ -1,12 +1,15 @@
 """The workflow's parse-time checks: each mistake fails with the key named, before any job runs."""
 
 import copy
+import json
+import math
 from pathlib import Path
 
 import pytest
 import yaml
 
 from asyncfl.planning.experiments import VARIANT, WORKFLOW_OWNED, experiment_traces, run_settings
+from asyncfl.planning.families import family_option
 from asyncfl.planning.layout import run_name
 from asyncfl.planning.plan import plan_workflow
 from asyncfl.planning.workflow_config import (
@@ -221,6 +224,34 @@ def sweep_edited(edit) -> dict:
         (lambda e: e.update(equivalence_margin=-1), "equivalence_margin: -1 is not a time in"),
         (lambda e: e.update(equivalence_margin="5"), "equivalence_margin: '5' is not a time in"),
         (lambda e: e.update(equivalence_margin=True), "equivalence_margin: True is not a time in"),
+        (lambda e: e.update(verdict_family={}), r"verdict_family must be a mapping of severities, names and spans"),
+        (lambda e: e.update(verdict_family=[]), r"verdict_family must be a mapping"),
+        (lambda e: e.update(verdict_family={"rows": ["sigma0"]}), r"verdict_family must be a mapping .*'rows'"),
+        (lambda e: e.update(verdict_family={"severities": "sigma0"}), r"verdict_family.severities must be a list"),
+        (lambda e: e.update(verdict_family={"severities": [math.nan]}), r"verdict_family.severities must be a list"),
+        (lambda e: e.update(verdict_family={"severities": [""]}), r"verdict_family.severities must be a list"),
+        (
+            lambda e: e.update(verdict_family={"severities": ["sigma0"]}),
+            r"verdict_family does not hold the sweep's "
+            r"severity 'heavy_tail': a family declares every comparison the sweep makes; add 'heavy_tail'",
+        ),
+        (
+            lambda e: e.update(verdict_family={"names": ["afl", "sync"]}),
+            r"verdict_family does not hold the sweep's "
+            r"run name 'afl-m7'",
+        ),
+        (
+            lambda e: e.update(verdict_family={"names": ["afl", "afl-m7", "fedasync", "fedbuff"]}),
+            r"verdict_family.names hold no asynchronous and synchronous name to compare",
+        ),
+        (lambda e: e.update(verdict_family={"names": ["../x", "afl"]}), r"verdict_family.names: '../x' is not a run"),
+        (lambda e: e.update(verdict_family={"severities": ["sigma0", "sigma0"]}), r"names 'sigma0' twice"),
+        (lambda e: e.update(verdict_family={"spans": ["seeds"]}), r"verdict_family.spans: 'seeds' is not one of"),
+        (
+            lambda e: e.update(verdict_family={"spans": ["budgets"]}),
+            r"verdict_family.spans: budgets changes nothing "
+            r"where the sweep reads one budget",
+        ),
     ],
 )
 def test_sweep_mistakes_name_the_key(edit, message):
@@ -235,6 +266,22 @@ def test_a_target_or_a_budget_without_severities_is_refused():
         check_workflow_config(edited(lambda e, c: e.update(other_budgets=[5])))
     with pytest.raises(InputError, match="digits_mlp.equivalence_margin applies to experiments with severities"):
         check_workflow_config(edited(lambda e, c: e.update(equivalence_margin=5)))
+    with pytest.raises(InputError, match="digits_mlp.verdict_family applies to experiments with severities"):
+        check_workflow_config(edited(lambda e, c: e.update(verdict_family={"spans": ["targets"]})))
+
+
+def test_a_declared_family_reaches_the_verdicts_job_with_the_sweeps_own_names_filled_in():
+    """`verdict_family` as the workflow passes it to `asyncfl stragglers`: the severities and names it
+    leaves out are the experiment's, the rows it adds (a referee's cut config) kept."""
+    sweep = sweep_edited(lambda e: e.update(verdict_family={"severities": ["sigma0", "heavy_tail", "slow40"],
+                                                            "spans": ["targets"]}))  # fmt: skip
+    check_workflow_config(sweep)
+    experiment = sweep["experiments"]["digits_stragglers"]
+    (option,) = family_option(experiment)
+    assert json.loads(option.removeprefix("--family=")) == {
+        "severities": ["sigma0", "heavy_tail", "slow40"], "names": experiment["algorithms"], "spans": ["targets"]
+    }  # fmt: skip
+    assert family_option(QUICK["experiments"]["digits_stragglers"]) == []
 
 
 def test_a_run_of_a_sweep_has_its_severitys_and_its_variants_settings():

@@ -1,3 +1,5 @@
+from asyncfl.planning.families import family_option
+
 # The figures each rule draws (asyncfl.settings.catalogue)
 FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)
 TIMING_FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J, timing_only=True)
@@ -123,12 +125,14 @@ rule straggler_claim:
             for margin in [experiment(wildcards).get("equivalence_margin")]
             if margin is not None
         ],
+        family=lambda wildcards: family_option(experiment(wildcards)),
     shell:
         ASYNCFL
         + " stragglers --runs {params.runs:q} --severities {params.severities:q} --partition-stats {input.stats:q}"
         " --target-accuracy {params.target:q} --other-targets {params.other_targets:q}"
         " --replication-seeds {params.replication_seeds:q}"
         " --virtual-time {params.budget:q} --other-budgets {params.other_budgets:q} {params.equivalence:q}"
+        " {params.family:q}"
         " --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
 
 

@@ -57,7 +57,7 @@ def matched_cells(verdicts: pd.DataFrame, in_flight: dict[str, int]) -> pd.DataF
     }  # fmt: skip
     numbers = ["seeds", "difference", "ci_low", "ci_high", "p_holm", "family_size", "reference_reached",
                "other_reached", "verdict"]  # fmt: skip
-    numbers += [column for column in ("p_equivalence_holm", "equivalence_margin") if column in first]  # a margin's
+    numbers += [column for column in ("p_equivalence_holm", "equivalence_margin", "family_unrun") if column in first]
     rows = []
     for family in asynchronous_families(in_flight):
         matching = {in_flight[name]: name for name in in_flight if base_algorithm(name) == family}
@@ -116,6 +116,9 @@ def draw_advantage(axes: np.ndarray, cells: pd.DataFrame, severities: list[str],
         paired = f", {seeds[0]:.0f} paired seeds" if len(seeds) == 1 else ""
         family_size = panel.family_size.dropna().unique()
         over = f" over {family_size[0]:.0f}" if len(family_size) == 1 else ""
+        unrun = panel.family_unrun.dropna().unique() if "family_unrun" in panel else []
+        if len(unrun) == 1 and over:  # a declared family: on a line of its own (a one-panel map is narrow)
+            over = f"\nover{over.removeprefix(' over')} declared, {unrun[0]:.0f} not run (each at p = 1)"
         margins = panel.equivalence_margin.dropna().unique() if "equivalence_margin" in panel else []
         band = f"\nequivalent: within ±{margins[0]:g} s (TOST, green)" if len(margins) == 1 else ""
         ax.set_title(

@@ -60,12 +60,13 @@ class Runs(NamedTuple):
         return self.dispatches[self.dispatches.lost == ""]
 
 
-def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
-    """The given run folders' logs and records, after checking each CSV against its run.json, and the
-    run.json against what the folder stands for and against the partitions given (`partitions`:
-    statistics by their .npz's SHA-256) (docs/outputs.md "Outputs"). A folder given twice
-    (overlapping globs) counts once; two folders holding one run are refused."""
-    metrics, events = [], []
+def checked_records(runs: list[Path], partitions: dict[str, dict] | None,
+                    files: tuple[str, ...] = RUN_LOGS) -> dict[tuple[str, int, int], tuple[Path, dict]]:  # fmt: skip
+    """Each given run folder's run.json by (algorithm, J, seed), after checking each of `files` against it,
+    and the run.json against what the folder stands for, against the other runs' world and, unless
+    `partitions` is None (a judge that reads no partition), against the partitions given (statistics by
+    their .npz's SHA-256) (docs/outputs.md "Outputs"). A folder given twice (overlapping globs) counts
+    once; two folders holding one run are refused."""
     records: dict[tuple[str, int, int], tuple[Path, dict]] = {}
     seen: dict[tuple[str, int, int], Path] = {}  # each run's folder by what it is
     for run in runs:
@@ -75,10 +76,10 @@ def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
             raise InputError(f"{run} is not a run folder (expected …/ALGORITHM/JN/seedS, as asyncfl train writes)")
         if folder in seen.values():
             continue
-        record = verify_run_files(run, RUN_LOGS)
+        record = verify_run_files(run, files)
         key = (match["algorithm"], int(match["J"]), int(match["seed"]))
         check_run_identity(run, record, algorithm=base_algorithm(key[0]), clients_per_round=key[1], seed=key[2])
-        if record.get("partition_sha256") not in partitions:
+        if partitions is not None and record.get("partition_sha256") not in partitions:
             raise InputError(
                 f"{run} was trained on a partition none of --partition-stats describes (its run.json's "
                 "partition_sha256); give the statistics FILE.json of every partition the runs used"
@@ -89,6 +90,16 @@ def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
         if records:  # every earlier run was checked against the first
             check_one_world(run, record, *next(iter(records.values())))
         records[key] = (Path(run), record)
+    if not records:
+        raise InputError("no run folders given; pass them as --runs results/EXPERIMENT/runs/*/J*/seed*")
+    return records
+
+
+def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
+    """The given run folders' logs and records, each checked (`checked_records`)."""
+    records = checked_records(runs, partitions)
+    metrics, events = [], []
+    for key, (run, record) in records.items():
         tags = {"algorithm": key[0], "J": key[1], "seed": key[2], "lr_clock": record.get("lr_clock", "round")}
         run_events = pd.read_csv(Path(run) / EVENTS)
         run_events["lost"] = run_events.lost.fillna("") if "lost" in run_events else ""
@@ -98,8 +109,6 @@ def load_runs(runs: list[Path], partitions: dict[str, dict]) -> Runs:
         run_metrics["updates"] = run_metrics["round"].map(aggregated.groupby("round").size().cumsum())
         metrics.append(run_metrics.assign(**tags))
         events.append(run_events.assign(**tags))
-    if not metrics:
-        raise InputError("no run folders given; pass them as --runs results/EXPERIMENT/runs/*/J*/seed*")
     return Runs(pd.concat(metrics, ignore_index=True), pd.concat(events, ignore_index=True), records)
 
 

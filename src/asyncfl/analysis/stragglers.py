@@ -22,16 +22,17 @@ import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
 from asyncfl.analysis.advantage import asynchronous_families, draw_advantage, matched_cells  # noqa: E402
-from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
+from asyncfl.analysis.figures import checked_records, drawn_figure, load_partitions, write_figures  # noqa: E402
 from asyncfl.analysis.run_styles import display_name, run_names, run_styles  # noqa: E402
 from asyncfl.analysis.straggler_curves import draw_curves  # noqa: E402
 from asyncfl.analysis.verdict_curve import curve_budgets, draw_verdict_curve, verdict_curve  # noqa: E402
 from asyncfl.analysis.verdict_summary import draw_verdict_summary, summary_rows
-from asyncfl.analysis.verdicts import seed_set_verdicts, verdict_lines  # noqa: E402
+from asyncfl.analysis.verdicts import readjusted, seed_set_verdicts, verdict_lines  # noqa: E402
 from asyncfl.files import written_together  # noqa: E402
 from asyncfl.fl.algorithms import make_strategy  # noqa: E402
 from asyncfl.planning.experiments import check_targets, first_repeated  # noqa: E402
-from asyncfl.planning.layout import EVALUATIONS, STRAGGLER_VERDICTS  # noqa: E402
+from asyncfl.planning.families import Family  # noqa: E402
+from asyncfl.planning.layout import EVALUATIONS, METRICS, STRAGGLER_VERDICTS  # noqa: E402
 from asyncfl.runs.record import verify_run_files  # noqa: E402
 from asyncfl.settings.catalogue import catalogued  # noqa: E402
 from asyncfl.settings.config import applies, make_config  # noqa: E402
@@ -42,6 +43,7 @@ from asyncfl.settings.names import TIMING_ONLY  # noqa: E402
 # for, so that its panels keep their size however many asynchronous run names a sweep compares
 VERDICT_LINES_FITTED = 12
 LINE_INCHES = 0.14  # an x-small line of the legend's title
+MAP_MIN_HEIGHT = 3.8  # inches: the map's colour bar label fits beside one row of one severity
 
 
 def severity_of(run: Path) -> str:
@@ -81,10 +83,11 @@ def time_grid(folder: Path, record: dict) -> pd.DataFrame | None:
     return pd.read_csv(Path(folder) / EVALUATIONS)
 
 
-def trajectory(folder: Path, record: dict, metrics: pd.DataFrame) -> pd.DataFrame:
+def trajectory(folder: Path, record: dict) -> pd.DataFrame:
     """A run's test accuracy over virtual time, with the client work spent by then: its time grid
-    where it evaluated on one, else its evaluations at aggregations in metrics.csv (no work column
-    there: NaN). A timing-only run, which scores no model, is refused: it has no accuracy to judge."""
+    (evaluations.csv, checked against run.json) where it evaluated on one, else its evaluations at
+    aggregations in metrics.csv (checked likewise; no work column there: NaN). A timing-only run, which
+    scores no model, is refused: it has no accuracy to judge."""
     if record["config"].get("trainer") == TIMING_ONLY:
         raise InputError(
             f"{folder} is a timing-only run (trainer: none): it has no test accuracy to judge; give trained runs"
@@ -93,6 +96,8 @@ def trajectory(folder: Path, record: dict, metrics: pd.DataFrame) -> pd.DataFram
     if grid is not None:
         shown = grid[["virtual_time", "test_accuracy", "busy_seconds"]]
         return shown.assign(resolution=record["config"]["eval_every_seconds"])
+    verify_run_files(folder, (METRICS,))
+    metrics = pd.read_csv(Path(folder) / METRICS)
     evaluated = metrics.dropna(subset=["test_accuracy"])[["virtual_time", "test_accuracy"]]
     return evaluated.assign(busy_seconds=math.nan, resolution=math.nan)
 
@@ -102,19 +107,21 @@ def claim_trajectories(runs: Sequence[Path], partition_stats: list[Path], severi
     """Every run's `trajectory` up to `budget`, tagged with its severity, run name (an algorithm or a
     variant) and seed, after checking that the runs are one complete sweep to one budget, each in its
     severity's folder, all evaluated at one resolution. `severities`: each severity's settings, by
-    name, in the figure's order."""
-    _, partitions = load_partitions(partition_stats)
+    name, in the figure's order. A run is judged from its run.json and the file its accuracies are in
+    (evaluations.csv on a time grid): the kept minimum re-judges, without `partition_stats` (empty: the
+    runs' partitions are not checked against statistics)."""
+    partitions = load_partitions(partition_stats)[1] if partition_stats else None
     parts = []
     present: dict[str, set[tuple[str, int]]] = {}
     for severity, settings in severities.items():
         group = [run for run in runs if severity_of(run) == severity]
         if not group:
             raise InputError(f"no run of severity {severity!r} among --runs; give every severity's runs")
-        loaded = load_runs(group, partitions)
-        if not any(name == "afl" for name, _, _ in loaded.records):
+        records = checked_records(group, partitions, files=())
+        if not any(name == "afl" for name, _, _ in records):
             raise InputError(f"no AFL run of severity {severity!r} among --runs; the claim is about AFL: add one")
-        present[severity] = {(name, seed) for name, _, seed in loaded.records}
-        for (name, _, seed), (folder, record) in loaded.records.items():
+        present[severity] = {(name, seed) for name, _, seed in records}
+        for (name, _, seed), (folder, record) in records.items():
             check_severity(folder, record, severity, settings)
             recorded = record["config"].get("max_virtual_time")
             if recorded != budget:
@@ -122,8 +129,7 @@ def claim_trajectories(runs: Sequence[Path], partition_stats: list[Path], severi
                     f"{folder} ran to a virtual-time budget of {recorded}, not --virtual-time {budget}: the claim "
                     "compares runs at one budget; give runs of one experiment"
                 )
-            metrics = loaded.metrics[(loaded.metrics.algorithm == name) & (loaded.metrics.seed == seed)]
-            run = trajectory(folder, record, metrics)
+            run = trajectory(folder, record)
             in_flight = make_strategy(make_config(record["config"])).initial_clients
             shown = run[run.virtual_time <= budget]
             if shown.empty:
@@ -209,12 +215,12 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
 
 
-def draw_claim(
-    axes: Sequence[Axes], means: pd.DataFrame, severities: list[str], target: float, budget: float, verdicts: list[str]
-) -> None:
+def draw_claim(axes: Sequence[Axes], means: pd.DataFrame, severities: list[str], target: float, budget: float,
+               verdicts: list[str], family: str = "the target's comparisons") -> None:  # fmt: skip
     """Left: time to stay above the target by severity, the verdicts' metric (mean ± 1 sd of the seeds that
     stayed; × on the budget line where none did; "k/n" above the panel, over its point, where only k of n
-    did: in the margin, so no label sits on a marker). Right: accuracy at the budget (mean ± 1 sd)."""
+    did: in the margin, so no label sits on a marker). Right: accuracy at the budget (mean ± 1 sd).
+    `family`: what the verdicts' p-values were adjusted over, in words."""
     names = run_names(means)
     styles = run_styles(names)
     width = 0.8 / max(len(names), 1)
@@ -251,9 +257,15 @@ def draw_claim(
         frameon=False,
         title="Each asynchronous run's restricted mean time to stay above the target minus each synchronous run's, "
         "paired t 95 % CI over paired seeds\n(a run that never stayed above it counts as T); verdicts Holm-adjusted "
-        "over the target's comparisons:\n" + "\n".join(verdicts),
+        f"over {family}:\n" + "\n".join(verdicts),
         title_fontsize="x-small",
     )
+
+
+def declared_words(verdicts: pd.DataFrame) -> str:
+    """A declared family in the claim figure's words: its size and the comparisons the runs lacked."""
+    size, unrun = int(verdicts.family_size.max()), int(verdicts.family_unrun.max())
+    return f"the declared family of {size} comparisons ({unrun} not run, each at p = 1)"
 
 
 def check_margin(margin: float | None, shortest: float) -> None:
@@ -309,17 +321,16 @@ def cut_at(trajectories: pd.DataFrame, budget: float) -> pd.DataFrame:
 
 
 def budget_verdicts(trajectories: pd.DataFrame, settings: dict[str, dict], targets: list[float], budget: float,
-                    replication_seeds: Sequence[int], brief: bool = False, margin: float | None = None
-                    ) -> pd.DataFrame:  # fmt: skip
+                    replication_seeds: Sequence[int], brief: bool = False, margin: float | None = None,
+                    family: Family | None = None) -> pd.DataFrame:  # fmt: skip
     """Every paired comparison of the runs cut at `budget`, at each of `targets` (`seed_set_verdicts`;
-    `brief`: the primary time's alone; `margin`: the equivalence margin, s)."""
+    `brief`: the primary time's alone; `margin`: the equivalence margin, s; `family`: the declared one)."""
     shown = cut_at(trajectories, budget)
+    tables = [table_of(shown, settings, each) for each in targets]
     return pd.concat(
         [
-            seed_set_verdicts(table_of(shown, settings, each), budget, replication_seeds, brief, margin).assign(
-                target=each
-            )
-            for each in targets
+            seed_set_verdicts(table, budget, replication_seeds, brief, margin, family).assign(target=each)
+            for each, table in zip(targets, tables, strict=True)
         ],
         ignore_index=True,
     )
@@ -328,7 +339,8 @@ def budget_verdicts(trajectories: pd.DataFrame, settings: dict[str, dict], targe
 def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings: dict[str, dict],
                          targets: list[float], budget: float, out: Path, title: str,
                          replication_seeds: Sequence[int] = (), other_budgets: Sequence[float] = (),
-                         equivalence_margin: float | None = None) -> list[Path]:  # fmt: skip
+                         equivalence_margin: float | None = None, family: Family | None = None
+                         ) -> list[Path]:  # fmt: skip
     """The sweep's figures as PNG and PDF, `straggler_claim`, `straggler_curves`, `async_advantage` and
     `verdict_over_budget` (its numbers as verdict_over_budget.csv: the first target's comparisons with the
     runs cut at T/4 … T), the claim's numbers, one row per run, as straggler_claim.csv, and every paired
@@ -338,7 +350,8 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     read with the runs cut at each of those shorter virtual times (a `budget` column says which; the
     figures stay at T): a verdict that holds at T and at T/2 does not hang on where the budget fell. With
     `equivalence_margin` m (s), a comparison neither faster nor slower is equivalent within ±m by two
-    one-sided tests, or undecided (`verdicts.equivalence_p`)."""
+    one-sided tests, or undecided (`verdicts.equivalence_p`). With a declared `family`, the p-values are
+    adjusted over it, a comparison it declares that the runs lack counted at p = 1 (`families.Family`)."""
     check_targets("asyncfl stragglers", targets, ("--target-accuracy", "--other-targets"))  # before anything is read
     check_budgets(budget, other_budgets)
     check_margin(equivalence_margin, min((budget, *other_budgets)))
@@ -348,32 +361,36 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     table = table_of(trajectories, settings, target)
     means, severities = summary(table), list(settings)
     check_replication_seeds(replication_seeds, set(table.seed))
+    if family is not None:
+        family.check_holds(severities, run_names(table), "--family")
+    budgets = (budget, *other_budgets)
     at_budgets = [
-        budget_verdicts(trajectories, settings, targets, each, replication_seeds, margin=equivalence_margin).assign(
-            budget=each
-        )
-        for each in (budget, *other_budgets)
-    ]
+        budget_verdicts(trajectories, settings, targets, each, replication_seeds, margin=equivalence_margin,
+                        family=family).assign(budget=each)
+        for each in budgets
+    ]  # fmt: skip
     verdicts = pd.concat(at_budgets, ignore_index=True)
+    if family is not None and family.spans:
+        verdicts = readjusted(verdicts, family, equivalence_margin, len(targets), len(budgets))
+    at_t = verdicts[verdicts.budget == budget].drop(columns="budget").reset_index(drop=True)
     leading = ["target", "budget", "seed_set"] if other_budgets else ["target", "seed_set"]
     verdicts = verdicts[[*leading, *(c for c in verdicts.columns if c not in (*leading, "budget"))]]
     claim, curves = catalogued("straggler_claim"), catalogued("straggler_curves")
     stem = Path(out) / claim.name
     in_flight = {name: table_in_flight(trajectories, name) for name in run_names(table)}
-    at_t = at_budgets[0].drop(columns="budget")
     lines = verdict_lines(at_t[at_t.target == target], in_flight)
+    adjusted_over = "the target's comparisons" if family is None else declared_words(at_t)
     curves = dataclasses.replace(curves, panels=len(severities))
     cells = matched_cells(at_t, in_flight)
     advantage = catalogued("async_advantage")
     rows = len(asynchronous_families(in_flight))
-    advantage = dataclasses.replace(
-        advantage, panels=len(targets), rows=rows, height=(advantage.height + 0.5 * len(severities)) * rows
-    )
+    map_height = max((advantage.height + 0.5 * len(severities)) * rows, MAP_MIN_HEIGHT)
+    advantage = dataclasses.replace(advantage, panels=len(targets), rows=rows, height=map_height)
     height = claim.height + LINE_INCHES * max(sum(line.count("\n") + 1 for line in lines) - VERDICT_LINES_FITTED, 0)
     first_evaluation = float(trajectories.groupby(["severity", "algorithm", "seed"]).virtual_time.min().max())
     curve = verdict_curve(
         lambda each: budget_verdicts(
-            trajectories, settings, [target], each, replication_seeds, brief=True, margin=equivalence_margin
+            trajectories, settings, [target], each, replication_seeds, True, equivalence_margin, family
         ),
         curve_budgets(budget, first_evaluation),
     )
@@ -382,8 +399,8 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     glance = dataclasses.replace(glance, panels=len(severities), height=glance.height + 0.2 * len(in_flight))
     at_a_glance = summary_rows(at_t, target, in_flight)
     drawn = [
-        drawn_figure(lambda axes: draw_claim(axes, means, severities, target, budget, lines), claim, height,
-                     f"{title}: {claim.title}", stem),
+        drawn_figure(lambda axes: draw_claim(axes, means, severities, target, budget, lines, adjusted_over), claim,
+                     height, f"{title}: {claim.title}", stem),
         drawn_figure(lambda axes: draw_curves(axes, trajectories, severities, target, budget), curves, curves.height,
                      f"{title}: {curves.title}", Path(out) / curves.name),
         drawn_figure(lambda axes: draw_advantage(axes, cells, severities, in_flight), advantage, advantage.height,

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
@@ -43,15 +44,16 @@ def summary_rows(verdicts: pd.DataFrame, target: float, in_flight: dict[str, int
     return pd.concat(picked, ignore_index=True) if picked else rows.assign(against=[])
 
 
-def draw_verdict_summary(axes: np.ndarray, rows: pd.DataFrame, severities: list[str], target: float) -> None:
-    """One panel per severity: a row per asynchronous run name, its difference from plain sync (circle)
-    and from the best synchronous answer (square) with their 95 % intervals, coloured by verdict, the
-    equivalence band shaded where one is declared."""
+def draw_verdict_summary(axes: np.ndarray | Axes, rows: pd.DataFrame, severities: list[str], target: float) -> None:
+    """One panel per severity (`axes`: one Axes for a sweep of one): a row per asynchronous run name, its
+    difference from plain sync (circle) and from the best synchronous answer (square) with their 95 %
+    intervals, coloured by verdict, the equivalence band shaded where one is declared."""
+    panels = list(np.asarray(axes).flat)
     margins = rows.equivalence_margin.dropna().unique() if "equivalence_margin" in rows else []
     band = float(margins[0]) if len(margins) == 1 else None
     ends = np.abs(rows[["difference", "ci_low", "ci_high"]].to_numpy(dtype=float))
     span = float(ends[np.isfinite(ends)].max(initial=0.0)) or 1.0  # no interval (too few seeds): a second
-    for ax, severity in zip(axes.flat, severities, strict=True):
+    for ax, severity in zip(panels, severities, strict=True):
         at = rows[rows.severity == severity]
         names = list(dict.fromkeys(at.reference))
         if band is not None:
@@ -70,7 +72,7 @@ def draw_verdict_summary(axes: np.ndarray, rows: pd.DataFrame, severities: list[
         ax.set_title(f"{severity}: ○ − plain sync, □ − best sync ({best})", fontsize="small")
         ax.set_xlabel(f"difference in restricted mean {METRIC_WORDS[METRICS[0]]} {target:.0%} (s)", fontsize="x-small")
         ax.tick_params(labelsize="x-small")
-    legend_marks(axes.flat[0], band)
+    legend_marks(panels[0], band)
 
 
 def legend_marks(ax: Any, margin: float | None) -> None:

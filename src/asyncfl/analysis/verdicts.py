@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from asyncfl.planning.families import SPANS, Family
 from asyncfl.settings.names import ASYNCHRONOUS, base_algorithm
 
 CONFIDENCE = 0.95
@@ -107,13 +108,16 @@ def equivalence_p(differences: np.ndarray, margin: float) -> float:
     return float(max(above_lower, below_upper))
 
 
-def holm(p_values: np.ndarray) -> np.ndarray:
+def holm(p_values: np.ndarray, family_size: int | None = None) -> np.ndarray:
     """Holm's step-down adjustment of a family's p-values (NaN: not tested, left NaN): the error of
-    the whole family stays at the level, whatever the dependence between its tests."""
+    the whole family stays at the level, whatever the dependence between its tests. `family_size`: the
+    declared family's size where some of its tests were not run, each counted at p = 1 (it ranks last,
+    so the tests at hand are adjusted as members of the whole family)."""
     adjusted = np.full(len(p_values), math.nan)
     tested = np.flatnonzero(~np.isnan(p_values))
     order = tested[np.argsort(p_values[tested], kind="stable")]
-    steps = (len(order) - np.arange(len(order))) * p_values[order]
+    size = len(order) if family_size is None else family_size
+    steps = (size - np.arange(len(order))) * p_values[order]
     adjusted[order] = np.minimum(np.maximum.accumulate(steps), 1.0)
     return adjusted
 
@@ -131,7 +135,8 @@ def decided(difference: float, p_adjusted: float, seeds: int, p_equivalence: flo
     return EQUIVALENT if p_equivalence < 1 - CONFIDENCE else UNDECIDED
 
 
-def verdict_table(table: pd.DataFrame, budget: float, brief: bool = False, margin: float | None = None) -> pd.DataFrame:
+def verdict_table(table: pd.DataFrame, budget: float, brief: bool = False, margin: float | None = None,
+                  family: Family | None = None) -> pd.DataFrame:  # fmt: skip
     """Per severity, metric (`METRICS`), reference (each asynchronous run name: AFL, FedAsync, FedBuff and
     their variants) and other (each synchronous run name):
     the seeds paired, the restricted mean times, the seeds that reached the target, the Kaplan–Meier
@@ -141,7 +146,8 @@ def verdict_table(table: pd.DataFrame, budget: float, brief: bool = False, margi
     verdict (`table`: `claim_table`'s rows, of one target). `brief`: the primary time's comparisons alone,
     without the medians, accuracies, work and log-rank beside them (the budget curve's 16 readings).
     `margin`: the equivalence margin m in seconds, whose TOST p-values ("p_equivalence", Holm-adjusted
-    over the same family) decide a comparison neither faster nor slower: equivalent or undecided."""
+    over the same family) decide a comparison neither faster nor slower: equivalent or undecided.
+    `family`: the declared family, whose size (one target's and budget's) the p-values are adjusted over."""
     references = [name for name in table.algorithm.unique() if base_algorithm(name) in ASYNCHRONOUS]
     rows = []
     metrics = [metric for metric in METRICS[: 1 if brief else None] if metric in table]
@@ -180,7 +186,8 @@ def verdict_table(table: pd.DataFrame, budget: float, brief: bool = False, margi
                     row["p_equivalence"] = equivalence_p(differences, margin) if len(differences) > 1 else math.nan
                 rows.append(row)
     columns = [*rows[0]] if rows and brief else [*VERDICT_COLUMNS, *(["p_equivalence"] if margin is not None else [])]
-    return with_verdicts(pd.DataFrame(rows, columns=columns), margin)
+    declared = None if family is None else family.comparisons()
+    return with_verdicts(pd.DataFrame(rows, columns=columns), margin, family_size=declared)
 
 
 # The table's columns, in order, before the adjusted p, the family's size and the verdict
@@ -231,15 +238,16 @@ def seed_set_verdicts(
     replication_seeds: Sequence[int] = (),
     brief: bool = False,
     margin: float | None = None,
+    family: Family | None = None,
 ) -> pd.DataFrame:
     """`verdict_table` over all the seeds (`seed_set` "all"), or, with `replication_seeds`, over the other
     seeds ("discovery") and over those ("replication") apart: a verdict is replicated where both sets give
     it, which a fresh set of seeds would have to (half of a published map's verdicts did not)."""
     if not replication_seeds:
-        return verdict_table(table, budget, brief, margin).assign(seed_set=ALL)
+        return verdict_table(table, budget, brief, margin, family).assign(seed_set=ALL)
     replication = table.seed.isin(replication_seeds)
     sets = ((DISCOVERY, table[~replication]), (REPLICATION, table[replication]))
-    tables = [verdict_table(rows, budget, brief, margin).assign(seed_set=name) for name, rows in sets]
+    tables = [verdict_table(rows, budget, brief, margin, family).assign(seed_set=name) for name, rows in sets]
     return pd.concat(tables, ignore_index=True)
 
 
@@ -261,20 +269,31 @@ def mean_of(values: pd.DataFrame | None, seeds: list, name: str) -> float:
     return math.nan if values is None else float(values.loc[seeds, name].mean())
 
 
-def with_verdicts(rows: pd.DataFrame, margin: float | None = None) -> pd.DataFrame:
-    """The table with each metric's family, every comparison the sweep configures, Holm-adjusted
-    ("p_holm"; a comparison with too few seeds counted at p = 1: in the family, never deciding), the
-    family's size ("family_size") and every row's verdict; with an equivalence `margin`, the TOST
-    p-values adjusted over the same family ("p_equivalence_holm") and the margin beside them."""
-    equivalence = margin is not None
+# The columns `with_verdicts` adds (those of an equivalence margin and of a declared family only with them)
+ADJUSTED = ("p_holm", "p_equivalence_holm", "equivalence_margin", "family_size", "family_unrun", "verdict")
+
+
+def with_verdicts(rows: pd.DataFrame, margin: float | None = None, keys: Sequence[str] = ("metric",),
+                  family_size: int | None = None) -> pd.DataFrame:  # fmt: skip
+    """The table with each family's p-values (rows alike in `keys`: every comparison of one metric the
+    sweep configures) Holm-adjusted ("p_holm"; a comparison with too few seeds counted at p = 1: in the
+    family, never deciding), the family's size ("family_size") and every row's verdict; with an
+    equivalence `margin`, the TOST p-values adjusted over the same family ("p_equivalence_holm") and the
+    margin beside them; with a declared `family_size`, the adjustment is over it, and "family_unrun" says
+    how many of its comparisons the runs at hand lack (each counted at p = 1)."""
+    equivalence, declared = margin is not None, family_size is not None
+    rows = rows.drop(columns=[column for column in ADJUSTED if column in rows])
     if rows.empty:
         extra: dict[str, list] = {"p_equivalence_holm": [], "equivalence_margin": []} if equivalence else {}
-        return rows.assign(p_holm=[], **extra, family_size=[], verdict=[])
-    rows["p_holm"] = family_adjusted(rows, "p_value")
+        return rows.assign(p_holm=[], **extra, family_size=[], **({"family_unrun": []} if declared else {}), verdict=[])
+    rows["p_holm"] = family_adjusted(rows, "p_value", keys, family_size)
     if equivalence:
-        rows["p_equivalence_holm"] = family_adjusted(rows, "p_equivalence")
+        rows["p_equivalence_holm"] = family_adjusted(rows, "p_equivalence", keys, family_size)
         rows["equivalence_margin"] = margin
-    rows["family_size"] = rows.groupby("metric").metric.transform("size")
+    at_hand = rows.groupby(list(keys)).metric.transform("size")
+    rows["family_size"] = at_hand if family_size is None else family_size
+    if declared:
+        rows["family_unrun"] = family_size - at_hand
     rows["verdict"] = [
         decided(row.difference, row.p_holm, row.seeds, row.p_equivalence_holm if equivalence else None)
         for row in rows.itertuples()
@@ -282,11 +301,26 @@ def with_verdicts(rows: pd.DataFrame, margin: float | None = None) -> pd.DataFra
     return rows
 
 
-def family_adjusted(rows: pd.DataFrame, column: str) -> pd.Series:
-    """`column`'s p-values Holm-adjusted over each metric's family, a comparison with too few seeds (or
-    none to test) counted at p = 1: in the family, never deciding."""
+def family_adjusted(rows: pd.DataFrame, column: str, keys: Sequence[str] = ("metric",),
+                    family_size: int | None = None) -> pd.Series:  # fmt: skip
+    """`column`'s p-values Holm-adjusted over each family (rows alike in `keys`), a comparison with too
+    few seeds (or none to test) counted at p = 1: in the family, never deciding; over `family_size`
+    where one is declared."""
     p = rows[column].where(rows.seeds >= MIN_SEEDS, 1.0).fillna(1.0)
-    return p.groupby(rows.metric).transform(lambda family: pd.Series(holm(family.to_numpy()), family.index))
+    return p.groupby([rows[key] for key in keys]).transform(
+        lambda family: pd.Series(holm(family.to_numpy(), family_size), family.index)
+    )
+
+
+def readjusted(verdicts: pd.DataFrame, family: Family, margin: float | None, targets: int, budgets: int
+               ) -> pd.DataFrame:  # fmt: skip
+    """`verdicts` (every target's and budget's, each adjusted over one target's and budget's family)
+    adjusted again over the families that span the targets and budgets `family.spans` names."""
+    keys = ["metric", "seed_set", *(column for span, column in zip(SPANS, ("target", "budget"), strict=True)
+                                    if span not in family.spans)]  # fmt: skip
+    size = family.comparisons() * (targets if "targets" in family.spans else 1)
+    size *= budgets if "budgets" in family.spans else 1
+    return with_verdicts(verdicts, margin, keys, size)
 
 
 def verdict_lines(verdicts: pd.DataFrame, in_flight: dict[str, int] | None = None) -> list[str]:

@@ -53,21 +53,32 @@ def sweep_command(
     summary: str,
     description: str,
     helps: tuple[str, str],
+    judged_without_partitions: bool = False,
 ) -> argparse.ArgumentParser:
     """A command that reads a sweep's runs at one budget, with what such commands share: the runs, their
     partitions, the target accuracy (`helps`: what the runs are, which split the target is read on),
-    the budget, the title and the output folder."""
+    the budget, the title and the output folder (`judged_without_partitions`: --partition-stats optional)."""
     parser = commands.add_parser(name, help=summary, description=description)
-    sweep_arguments(parser, helps)
+    sweep_arguments(parser, helps, judged_without_partitions=judged_without_partitions)
     return parser
 
 
-def sweep_arguments(parser: argparse.ArgumentParser, helps: tuple[str, str], runs: bool = True) -> None:
+def sweep_arguments(parser: argparse.ArgumentParser, helps: tuple[str, str], runs: bool = True,
+                    judged_without_partitions: bool = False) -> None:  # fmt: skip
     """The arguments of a command that reads a sweep's runs (`runs`: given as --runs; `asyncfl tune`
-    trains its own)."""
+    trains its own; `judged_without_partitions`: a command that can decide from the runs' records alone,
+    --partition-stats optional)."""
     if runs:
         parser.add_argument("--runs", type=Path, nargs="+", required=True, help=helps[0])
-    parser.add_argument("--partition-stats", type=Path, nargs="+", required=True, help="FILE.json of each partition")
+    partitions = "FILE.json of each partition"
+    if judged_without_partitions:
+        partitions += (
+            " (optional: without them the runs are judged from their run.json and evaluations.csv alone, "
+            'docs/outputs.md "Re-judging from what is kept")'
+        )
+    parser.add_argument(
+        "--partition-stats", type=Path, nargs="+", default=[], required=not judged_without_partitions, help=partitions
+    )
     parser.add_argument("--target-accuracy", type=FRACTION, required=True, help=helps[1])
     parser.add_argument("--virtual-time", type=POSITIVE, required=True, help="the runs' virtual-time budget T (s)")
     parser.add_argument("--title", default="", help="experiment name shown in the title")
@@ -106,8 +117,13 @@ def cmd_figures(args: argparse.Namespace) -> None:
 def cmd_stragglers(args: argparse.Namespace) -> None:
     """Draw the figures and tables of a severity sweep from its runs' CSVs."""
     from asyncfl.analysis.stragglers import draw_straggler_claim
+    from asyncfl.planning.families import declared_family
 
     targets = [args.target_accuracy, *args.other_targets]
+    family = None
+    if args.family is not None:
+        readings = (len(targets), 1 + len(args.other_budgets))
+        family = declared_family(args.family, "--family", list(args.severities), None, *readings)
     written = draw_straggler_claim(
         args.runs,
         args.partition_stats,
@@ -119,6 +135,7 @@ def cmd_stragglers(args: argparse.Namespace) -> None:
         args.replication_seeds,
         args.other_budgets,
         args.equivalence_margin,
+        family,
     )
     print(f"{len(written)} files → {args.out}")
 
@@ -181,6 +198,7 @@ def add_stragglers(commands: Commands) -> None:
         "the straggler_claim figure of a severity sweep (PNG, PDF and its table as CSV)",
         "Runs are …/SEVERITY/ALGORITHM/JN/seedS, as the workflow lays out an experiment with severities:.",
         ("run folders (…/SEVERITY/…)", "test accuracy to reach, in (0, 1]"),
+        judged_without_partitions=True,
     )
     stragglers.add_argument(
         "--severities",
@@ -215,6 +233,14 @@ def add_stragglers(commands: Commands) -> None:
         default=None,
         help="m (virtual s): a comparison neither faster nor slower is equivalent within ±m (two one-sided tests) "
         "or undecided; without it, 'no significant difference'",
+    )
+    stragglers.add_argument(
+        "--family",
+        type=json_mapping,
+        default=None,
+        help='JSON object: the Holm family declared, {"severities": [...], "names": [...], "spans": ["targets", '
+        '"budgets"]}; a comparison it holds that the runs lack counts at p = 1 (docs/theory.md "Stragglers"); '
+        "without it, each target's and budget's comparisons at hand",
     )
     stragglers.set_defaults(run=cmd_stragglers)
 

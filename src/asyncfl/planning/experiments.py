@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from asyncfl.planning.families import declared_family
 from asyncfl.settings.config import (
     CLIENTS_WORLD,
     DEFAULTS,
@@ -204,7 +205,7 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     if severities is not None and "pack_runs" in experiment:
         raise InputError(f"{key}.pack_runs: a severity sweep already trains one job per severity; remove it")
     if severities is None:
-        for owned in ("target_accuracy", "other_targets", "other_budgets", "equivalence_margin"):
+        for owned in ("target_accuracy", "other_targets", "other_budgets", "equivalence_margin", "verdict_family"):
             if owned in experiment:
                 raise InputError(f"{key}.{owned} applies to experiments with severities: only; remove it")
         return
@@ -244,6 +245,10 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
             "shortest budget the verdicts are read at (every difference lies within a margin that long): give a "
             "shorter one"
         )
+    if "verdict_family" in experiment:
+        readings = (1 + len(experiment.get("other_targets", [])), 1 + len(others))
+        family = experiment["verdict_family"]
+        declared_family(family, f"{key}.verdict_family", list(severities), experiment["algorithms"], *readings)
     grids = [(block, settings["eval_every_seconds"]) for block, settings in settings_blocks(key, experiment)
              if isinstance(settings.get("eval_every_seconds"), int | float)]  # fmt: skip
     if grids and others and min(others) < max(every for _, every in grids):
