@@ -8,7 +8,9 @@ PARTITION_COMMAND = (
 
 
 # Partitions first (priority): every training job waits on one, and the straggler sweep's chain
-# (tuning, selection, severities, claim) is the pipeline's longest: it should not start last.
+# (tuning, selection, severities, claim) is the pipeline's longest: it should not start last. Local
+# rules: a partition reads the training labels alone, under a CPU-second, where a cluster job would
+# wait in the queue before every training job could start (docs/cluster.md "Your cluster").
 rule partition:
     input:
         prepared_marker("{dataset}"),
@@ -18,6 +20,7 @@ rule partition:
     log:
         "logs/partition/{dataset}_alpha{alpha}_C{clients}_seed{seed}.log",
     priority: 3
+    localrule: True
     conda:
         torch_env
     resources:
@@ -39,6 +42,7 @@ rule partition_validated:
     log:
         "logs/partition/{dataset}_alpha{alpha}_C{clients}_seed{seed}_val{validation}.log",
     priority: 3
+    localrule: True
     conda:
         torch_env
     resources:
