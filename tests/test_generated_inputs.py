@@ -143,6 +143,7 @@ EXPERIMENT_KEYS = {
     "budget": st.fixed_dictionaries({"updates": st.integers(1, 200)}),
     "model": st.sampled_from(["mlp", "cnn", "resnet20"]),
     "equivalence_margin": st.floats(0.1, 100),
+    "power": st.floats(0.5, 0.99),
 }
 
 

@@ -271,12 +271,15 @@ def dry_run_job(tmp_path, config: dict, rule: str) -> str:
     return job
 
 
-def test_replication_seeds_and_a_margin_reach_the_verdicts_and_train_with_the_others(tmp_path):
+def test_replication_seeds_a_margin_a_family_and_a_power_reach_the_verdicts_and_train_with_the_others(tmp_path):
     config = yaml.safe_load((QUICK_CONFIG).read_text())
     sweep = config["experiments"]["digits_stragglers"]
     sweep["replication_seeds"], sweep["equivalence_margin"] = [3, 4], 5
+    sweep["power"], sweep["verdict_family"] = 0.8, {"severities": ["sigma0", "heavy_tail", "slow40"]}
     claim = dry_run_job(tmp_path, config, "straggler_claim")
-    assert "--replication-seeds 3 4 --virtual-time" in claim and " --equivalence-margin=5 --title" in claim
+    assert "--replication-seeds 3 4 --virtual-time" in claim
+    family = '{"severities": ["sigma0", "heavy_tail", "slow40"], "names": ["afl", "afl-m7"'
+    assert f" --equivalence-margin=5 '--family={family}" in claim and "]}' --power=0.8 --title" in claim
     assert all(f"/seed{seed}/" in claim for seed in sweep["seeds"])  # every seed's runs are read, 3 and 4 too
 
 

@@ -329,13 +329,16 @@ def test_a_declared_family_adjusts_one_rows_runs_over_every_row_and_refuses_runs
     common = ["stragglers", "--runs", *map(str, even), "--partition-stats", str(stats), "--severities", one_row,
               "--target-accuracy", "0.5", "--virtual-time", str(BUDGET)]  # fmt: skip
     family = {"severities": list(SEVERITIES), "names": list(ALGORITHMS)}
-    assert main([*common, "--family", json.dumps(family), "--out", str(tmp_path / "declared")]) == 0
+    declared_with_power = ["--family", json.dumps(family), "--power", "0.8", "--out", str(tmp_path / "declared")]
+    assert main([*common, *declared_with_power]) == 0
     assert main([*common, "--out", str(tmp_path / "at_hand")]) == 0
     declared = pd.read_csv(tmp_path / "declared" / "straggler_verdicts.csv")
     at_hand = pd.read_csv(tmp_path / "at_hand" / "straggler_verdicts.csv")
     assert set(at_hand.family_size) == {2} and "family_unrun" not in at_hand
     assert set(declared.family_size) == {4} and set(declared.family_unrun) == {2}
-    pd.testing.assert_frame_equal(declared.drop(columns=["p_holm", "family_size", "family_unrun", "verdict"]),
+    assert "detectable_difference" in declared and "detectable_difference" not in at_hand  # NaN: one seed
+    adjusted = ["p_holm", "family_size", "family_unrun", "verdict", "detectable_difference"]
+    pd.testing.assert_frame_equal(declared.drop(columns=adjusted),
                                   at_hand.drop(columns=["p_holm", "family_size", "verdict"]))  # fmt: skip
     with pytest.raises(InputError, match="--family does not hold the sweep's run name 'sync-over'") as error:
         draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "no", "x",

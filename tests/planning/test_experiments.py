@@ -224,6 +224,11 @@ def sweep_edited(edit) -> dict:
         (lambda e: e.update(equivalence_margin=-1), "equivalence_margin: -1 is not a time in"),
         (lambda e: e.update(equivalence_margin="5"), "equivalence_margin: '5' is not a time in"),
         (lambda e: e.update(equivalence_margin=True), "equivalence_margin: True is not a time in"),
+        (lambda e: e.update(power=0.4), r"power: 0.4 is not a power in \[0.5, 1\)"),
+        (lambda e: e.update(power=1), r"power: 1 is not a power in \[0.5, 1\)"),
+        (lambda e: e.update(power=math.nan), r"power: nan is not a power"),
+        (lambda e: e.update(power=True), r"power: True is not a power"),
+        (lambda e: e.update(power="0.8"), r"power: '0.8' is not a power"),
         (lambda e: e.update(verdict_family={}), r"verdict_family must be a mapping of severities, names and spans"),
         (lambda e: e.update(verdict_family=[]), r"verdict_family must be a mapping"),
         (lambda e: e.update(verdict_family={"rows": ["sigma0"]}), r"verdict_family must be a mapping .*'rows'"),
@@ -266,6 +271,8 @@ def test_a_target_or_a_budget_without_severities_is_refused():
         check_workflow_config(edited(lambda e, c: e.update(other_budgets=[5])))
     with pytest.raises(InputError, match="digits_mlp.equivalence_margin applies to experiments with severities"):
         check_workflow_config(edited(lambda e, c: e.update(equivalence_margin=5)))
+    with pytest.raises(InputError, match="digits_mlp.power applies to experiments with severities"):
+        check_workflow_config(edited(lambda e, c: e.update(power=0.8)))
     with pytest.raises(InputError, match="digits_mlp.verdict_family applies to experiments with severities"):
         check_workflow_config(edited(lambda e, c: e.update(verdict_family={"spans": ["targets"]})))
 

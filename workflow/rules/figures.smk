@@ -1,4 +1,4 @@
-from asyncfl.planning.families import family_option
+from asyncfl.planning.experiments import verdict_options
 
 # The figures each rule draws (asyncfl.settings.catalogue)
 FIGURES = scope_figures(Scope.EXPERIMENT, REFERENCE_J)
@@ -119,20 +119,14 @@ rule straggler_claim:
         ),
         budget=lambda wildcards: experiment(wildcards)["budget"]["virtual_time"],
         other_budgets=lambda wildcards: experiment(wildcards).get("other_budgets", []),
-        # the equivalence margin's option where the experiment declares one, nothing otherwise
-        equivalence=lambda wildcards: [
-            f"--equivalence-margin={margin}"
-            for margin in [experiment(wildcards).get("equivalence_margin")]
-            if margin is not None
-        ],
-        family=lambda wildcards: family_option(experiment(wildcards)),
+        # what the experiment declares about its verdicts: margin, family, power (each where it does)
+        declared=lambda wildcards: verdict_options(experiment(wildcards)),
     shell:
         ASYNCFL
         + " stragglers --runs {params.runs:q} --severities {params.severities:q} --partition-stats {input.stats:q}"
         " --target-accuracy {params.target:q} --other-targets {params.other_targets:q}"
         " --replication-seeds {params.replication_seeds:q}"
-        " --virtual-time {params.budget:q} --other-budgets {params.other_budgets:q} {params.equivalence:q}"
-        " {params.family:q}"
+        " --virtual-time {params.budget:q} --other-budgets {params.other_budgets:q} {params.declared:q}"
         " --title={wildcards.experiment:q} --out {params.out:q} > {log:q} 2>&1"
 
 

@@ -27,7 +27,7 @@ from asyncfl.analysis.run_styles import display_name, run_names, run_styles  # n
 from asyncfl.analysis.straggler_curves import draw_curves  # noqa: E402
 from asyncfl.analysis.verdict_curve import curve_budgets, draw_verdict_curve, verdict_curve  # noqa: E402
 from asyncfl.analysis.verdict_summary import draw_verdict_summary, summary_rows
-from asyncfl.analysis.verdicts import readjusted, seed_set_verdicts, verdict_lines  # noqa: E402
+from asyncfl.analysis.verdicts import readjusted, seed_set_verdicts, verdict_lines, with_detectable  # noqa: E402
 from asyncfl.files import written_together  # noqa: E402
 from asyncfl.fl.algorithms import make_strategy  # noqa: E402
 from asyncfl.planning.experiments import check_targets, first_repeated  # noqa: E402
@@ -339,8 +339,8 @@ def budget_verdicts(trajectories: pd.DataFrame, settings: dict[str, dict], targe
 def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings: dict[str, dict],
                          targets: list[float], budget: float, out: Path, title: str,
                          replication_seeds: Sequence[int] = (), other_budgets: Sequence[float] = (),
-                         equivalence_margin: float | None = None, family: Family | None = None
-                         ) -> list[Path]:  # fmt: skip
+                         equivalence_margin: float | None = None, family: Family | None = None,
+                         power: float | None = None) -> list[Path]:  # fmt: skip
     """The sweep's figures as PNG and PDF, `straggler_claim`, `straggler_curves`, `async_advantage` and
     `verdict_over_budget` (its numbers as verdict_over_budget.csv: the first target's comparisons with the
     runs cut at T/4 … T), the claim's numbers, one row per run, as straggler_claim.csv, and every paired
@@ -351,7 +351,8 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     figures stay at T): a verdict that holds at T and at T/2 does not hang on where the budget fell. With
     `equivalence_margin` m (s), a comparison neither faster nor slower is equivalent within ±m by two
     one-sided tests, or undecided (`verdicts.equivalence_p`). With a declared `family`, the p-values are
-    adjusted over it, a comparison it declares that the runs lack counted at p = 1 (`families.Family`)."""
+    adjusted over it, a comparison it declares that the runs lack counted at p = 1 (`families.Family`).
+    With `power`, each comparison's detectable difference at that power (`verdicts.with_detectable`)."""
     check_targets("asyncfl stragglers", targets, ("--target-accuracy", "--other-targets"))  # before anything is read
     check_budgets(budget, other_budgets)
     check_margin(equivalence_margin, min((budget, *other_budgets)))
@@ -372,6 +373,8 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     verdicts = pd.concat(at_budgets, ignore_index=True)
     if family is not None and family.spans:
         verdicts = readjusted(verdicts, family, equivalence_margin, len(targets), len(budgets))
+    if power is not None:
+        verdicts = with_detectable(verdicts, power)
     at_t = verdicts[verdicts.budget == budget].drop(columns="budget").reset_index(drop=True)
     leading = ["target", "budget", "seed_set"] if other_budgets else ["target", "seed_set"]
     verdicts = verdicts[[*leading, *(c for c in verdicts.columns if c not in (*leading, "budget"))]]

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import optimize, stats
 
 from asyncfl.planning.families import SPANS, Family
 from asyncfl.settings.names import ASYNCHRONOUS, base_algorithm
@@ -106,6 +106,31 @@ def equivalence_p(differences: np.ndarray, margin: float) -> float:
     above_lower = stats.ttest_1samp(differences, -margin, alternative="greater").pvalue
     below_upper = stats.ttest_1samp(differences, margin, alternative="less").pvalue
     return float(max(above_lower, below_upper))
+
+
+def detectable_difference(spread: float, seeds: int, family_size: int, power: float) -> float:
+    """The smallest true mean paired difference (s, either sign) that the paired t-test at its family's
+    level detects with probability `power`, for paired differences of standard deviation `spread` over
+    `seeds` seeds: the level is 0.05 / `family_size`, Holm's first step (Bonferroni's, so the figure is an
+    upper bound for Holm's later steps), and the power the noncentral t's, exactly. 0 where the
+    differences have no spread; NaN with too few seeds to decide."""
+    if seeds < MIN_SEEDS or not math.isfinite(spread):
+        return math.nan
+    if spread == 0:
+        return 0.0
+    freedom = seeds - 1
+    critical = stats.t.ppf(1 - (1 - CONFIDENCE) / (2 * family_size), freedom)
+
+    def short_of_power(shift: float) -> float:
+        noncentrality = shift * math.sqrt(seeds) / spread
+        wrong_side = stats.nct.cdf(-critical, freedom, noncentrality)  # NaN where it underflows: 0
+        detected = stats.nct.sf(critical, freedom, noncentrality) + np.nan_to_num(wrong_side)
+        return float(detected) - power
+
+    upper = spread
+    while short_of_power(upper) < 0:
+        upper *= 2
+    return float(optimize.brentq(short_of_power, 0.0, upper, xtol=1e-9 * spread))
 
 
 def holm(p_values: np.ndarray, family_size: int | None = None) -> np.ndarray:
@@ -321,6 +346,20 @@ def readjusted(verdicts: pd.DataFrame, family: Family, margin: float | None, tar
     size = family.comparisons() * (targets if "targets" in family.spans else 1)
     size *= budgets if "budgets" in family.spans else 1
     return with_verdicts(verdicts, margin, keys, size)
+
+
+def with_detectable(verdicts: pd.DataFrame, power: float) -> pd.DataFrame:
+    """The verdicts with each comparison's "detectable_difference" (`detectable_difference` at `power`):
+    the spread of its paired differences read back from its interval (half-width t·sd/√n), at its seeds
+    and its family's size, so a "no significant difference" says how large a difference it could miss."""
+    half_width = (verdicts.ci_high - verdicts.ci_low) / 2
+    quantile = stats.t.ppf((1 + CONFIDENCE) / 2, np.maximum(verdicts.seeds - 1, 1))
+    spread = half_width * np.sqrt(verdicts.seeds) / quantile
+    detectable = [
+        detectable_difference(float(sd), int(row.seeds), int(row.family_size), power)
+        for sd, row in zip(spread, verdicts.itertuples(), strict=True)
+    ]
+    return verdicts.assign(detectable_difference=detectable)
 
 
 def verdict_lines(verdicts: pd.DataFrame, in_flight: dict[str, int] | None = None) -> list[str]:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from asyncfl.cli.arguments import FRACTION, POSITIVE, Commands, add_dataset_arguments, at_least, json_mapping
+from asyncfl.cli.arguments import FRACTION, POSITIVE, POWER, Commands, add_dataset_arguments, at_least, json_mapping
 from asyncfl.planning.experiments import first_repeated
 from asyncfl.planning.tuning import TUNING_METRICS
 from asyncfl.settings.catalogue import CATALOGUE, Scope
@@ -136,6 +136,7 @@ def cmd_stragglers(args: argparse.Namespace) -> None:
         args.other_budgets,
         args.equivalence_margin,
         family,
+        args.power,
     )
     print(f"{len(written)} files → {args.out}")
 
@@ -241,6 +242,13 @@ def add_stragglers(commands: Commands) -> None:
         help='JSON object: the Holm family declared, {"severities": [...], "names": [...], "spans": ["targets", '
         '"budgets"]}; a comparison it holds that the runs lack counts at p = 1 (docs/theory.md "Stragglers"); '
         "without it, each target's and budget's comparisons at hand",
+    )
+    stragglers.add_argument(
+        "--power",
+        type=POWER,
+        default=None,
+        help="P in [0.5, 1): each comparison's detectable_difference, the smallest true mean difference its "
+        'paired t at the family\'s level detects with probability P (docs/theory.md "Stragglers")',
     )
     stragglers.set_defaults(run=cmd_stragglers)
 

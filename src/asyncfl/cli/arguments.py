@@ -58,6 +58,7 @@ def bounded(rule: str, holds: Callable[[float], bool]) -> Callable[[str], float]
 
 FRACTION = bounded("a number in (0, 1]", lambda value: 0 < value <= 1)
 POSITIVE = bounded("a finite number > 0", lambda value: math.isfinite(value) and value > 0)
+POWER = bounded("a power in [0.5, 1)", lambda value: 0.5 <= value < 1)
 
 
 def machine_cpus() -> int:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from asyncfl.planning.families import declared_family
+from asyncfl.planning.families import declared_family, family_option
 from asyncfl.settings.config import (
     CLIENTS_WORLD,
     DEFAULTS,
@@ -205,7 +205,8 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
     if severities is not None and "pack_runs" in experiment:
         raise InputError(f"{key}.pack_runs: a severity sweep already trains one job per severity; remove it")
     if severities is None:
-        for owned in ("target_accuracy", "other_targets", "other_budgets", "equivalence_margin", "verdict_family"):
+        for owned in ("target_accuracy", "other_targets", "other_budgets", "equivalence_margin", "verdict_family",
+                      "power"):  # fmt: skip
             if owned in experiment:
                 raise InputError(f"{key}.{owned} applies to experiments with severities: only; remove it")
         return
@@ -244,6 +245,12 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
             f"{key}.equivalence_margin: {margin!r} is not a time in (0, {shortest:g}) s, below the "
             "shortest budget the verdicts are read at (every difference lies within a margin that long): give a "
             "shorter one"
+        )
+    power = experiment.get("power")
+    if power is not None and (isinstance(power, bool) or not (isinstance(power, int | float) and 0.5 <= power < 1)):
+        raise InputError(
+            f"{key}.power: {power!r} is not a power in [0.5, 1) (the chance of detecting the difference each "
+            "comparison reports as detectable; 0.8 is usual)"
         )
     if "verdict_family" in experiment:
         readings = (1 + len(experiment.get("other_targets", [])), 1 + len(others))
@@ -396,3 +403,14 @@ def decimal_text(value: float) -> str:
     """A number in plain decimals, as file names and the alpha wildcard spell it (1e-06 → 0.000001;
     0.5 and 1.0 and 2 as Python writes them)."""
     return str(value) if isinstance(value, int) else np.format_float_positional(value, trim="0")
+
+
+def verdict_options(experiment: dict[str, Any]) -> list[str]:
+    """`asyncfl stragglers`' options for what a checked severity sweep declares about its verdicts (its
+    equivalence margin, Holm family and power), each only where it declares it."""
+    margin, power = experiment.get("equivalence_margin"), experiment.get("power")
+    return [
+        *([f"--equivalence-margin={margin}"] if margin is not None else []),
+        *family_option(experiment),
+        *([f"--power={power}"] if power is not None else []),
+    ]
