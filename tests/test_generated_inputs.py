@@ -144,6 +144,7 @@ EXPERIMENT_KEYS = {
     "model": st.sampled_from(["mlp", "cnn", "resnet20"]),
     "equivalence_margin": st.floats(0.1, 100),
     "power": st.floats(0.5, 0.99),
+    "replication": st.sampled_from(["apart", "pooled"]),
 }
 
 

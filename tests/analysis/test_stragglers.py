@@ -242,6 +242,13 @@ def test_verdicts_at_a_shorter_budget_are_those_of_runs_trained_to_it(grid_sweep
     assert (cut.reference_accuracy != at_t.reference_accuracy).any()  # the cut changed what was read
 
 
+def test_pooled_seed_sets_without_replication_seeds_are_refused_before_anything_is_written(sweep, tmp_path):
+    _, runs, stats = sweep
+    with pytest.raises(InputError, match="--pooled pools the discovery and replication seed sets; name") as error:
+        draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "out", "x", pooled=True)
+    assert "\n" not in str(error.value) and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     ("budgets", "message"),
     [

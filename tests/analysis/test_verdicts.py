@@ -15,6 +15,7 @@ from asyncfl.analysis.verdicts import (
     EQUIVALENT,
     FASTER,
     MIN_SEEDS,
+    SIGN_DIFFERS,
     TIED,
     TOO_FEW,
     UNDECIDED,
@@ -25,7 +26,9 @@ from asyncfl.analysis.verdicts import (
     logrank_p,
     median_time,
     paired_test,
+    primary_set,
     readjusted,
+    replication_of,
     restricted_mean_time,
     seed_set_verdicts,
     verdict_lines,
@@ -224,6 +227,30 @@ def test_replication_seeds_are_judged_apart_and_the_lines_say_whether_they_agree
     alone = seed_set_verdicts(table, 30.0)
     assert set(alone.seed_set) == {"all"} and set(alone.seeds) == {12}
     assert "replicated" not in verdict_lines(alone)[0]
+
+
+def test_pooled_seed_sets_decide_on_every_seed_and_check_each_sets_sign():
+    """Pooled, the twelve seeds decide (one family of all the seeds), the sets beside them: against plain
+    sync AFL is faster on all and on both sets' signs (replicated); against the deadline faster on all,
+    but the discovery set's mean difference is positive (SIGN_DIFFERS); the lines and the primary set
+    are the pooled ones."""
+    rows = []
+    for seed in range(12):
+        noise = 0.5 * (-1) ** seed
+        deadline = 9.5 + noise if seed < 6 else 16.0 + noise  # discovery: AFL 0.5 s slower; replication: 6 faster
+        rows += [("s", "afl", seed, 10.0), ("s", "sync", seed, 14.0 + noise), ("s", "sync-deadline", seed, deadline)]
+    table = pd.DataFrame(rows, columns=["severity", "algorithm", "seed", "time_to_stay"])
+    verdicts = seed_set_verdicts(table, 30.0, range(6, 12), pooled=True)
+    assert list(dict.fromkeys(verdicts.seed_set)) == ["all", "discovery", "replication"]
+    pooled = primary_set(verdicts).set_index("other")
+    assert set(pooled.seeds) == {12} and pooled.loc["sync-deadline", "verdict"] == FASTER
+    checks = replication_of(verdicts)
+    assert checks[("s", "time_to_stay", "afl", "sync")] == FASTER
+    assert checks[("s", "time_to_stay", "afl", "sync-deadline")] == SIGN_DIFFERS
+    (line,) = verdict_lines(verdicts)
+    words = " ".join(line.split())
+    assert "12 seeds" in words and "faster, replicated" in words
+    assert f"faster, not replicated ({SIGN_DIFFERS})" in words
 
 
 def test_the_equivalence_p_is_the_larger_of_two_one_sided_t_tests_by_hand():

@@ -224,6 +224,15 @@ def sweep_edited(edit) -> dict:
         (lambda e: e.update(equivalence_margin=-1), "equivalence_margin: -1 is not a time in"),
         (lambda e: e.update(equivalence_margin="5"), "equivalence_margin: '5' is not a time in"),
         (lambda e: e.update(equivalence_margin=True), "equivalence_margin: True is not a time in"),
+        (lambda e: e.update(replication="pooled"), r"replication says how to read the replication seeds; name them"),
+        (
+            lambda e: e.update(replication_seeds=[6, 7], replication="both"),
+            r"replication: 'both' is not apart .* or pooled",
+        ),
+        (
+            lambda e: e.update(replication_seeds=[6, 7], replication=["pooled"]),
+            r"replication: \['pooled'\] is not apart",
+        ),
         (lambda e: e.update(power=0.4), r"power: 0.4 is not a power in \[0.5, 1\)"),
         (lambda e: e.update(power=1), r"power: 1 is not a power in \[0.5, 1\)"),
         (lambda e: e.update(power=math.nan), r"power: nan is not a power"),

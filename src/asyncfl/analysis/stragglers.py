@@ -322,14 +322,15 @@ def cut_at(trajectories: pd.DataFrame, budget: float) -> pd.DataFrame:
 
 def budget_verdicts(trajectories: pd.DataFrame, settings: dict[str, dict], targets: list[float], budget: float,
                     replication_seeds: Sequence[int], brief: bool = False, margin: float | None = None,
-                    family: Family | None = None) -> pd.DataFrame:  # fmt: skip
+                    family: Family | None = None, pooled: bool = False) -> pd.DataFrame:  # fmt: skip
     """Every paired comparison of the runs cut at `budget`, at each of `targets` (`seed_set_verdicts`;
-    `brief`: the primary time's alone; `margin`: the equivalence margin, s; `family`: the declared one)."""
+    `brief`: the primary time's alone; `margin`: the equivalence margin, s; `family`: the declared one;
+    `pooled`: the seed sets pooled)."""
     shown = cut_at(trajectories, budget)
     tables = [table_of(shown, settings, each) for each in targets]
     return pd.concat(
         [
-            seed_set_verdicts(table, budget, replication_seeds, brief, margin, family).assign(target=each)
+            seed_set_verdicts(table, budget, replication_seeds, brief, margin, family, pooled).assign(target=each)
             for each, table in zip(targets, tables, strict=True)
         ],
         ignore_index=True,
@@ -340,7 +341,7 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
                          targets: list[float], budget: float, out: Path, title: str,
                          replication_seeds: Sequence[int] = (), other_budgets: Sequence[float] = (),
                          equivalence_margin: float | None = None, family: Family | None = None,
-                         power: float | None = None) -> list[Path]:  # fmt: skip
+                         power: float | None = None, pooled: bool = False) -> list[Path]:  # fmt: skip
     """The sweep's figures as PNG and PDF, `straggler_claim`, `straggler_curves`, `async_advantage` and
     `verdict_over_budget` (its numbers as verdict_over_budget.csv: the first target's comparisons with the
     runs cut at T/4 … T), the claim's numbers, one row per run, as straggler_claim.csv, and every paired
@@ -352,7 +353,8 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     `equivalence_margin` m (s), a comparison neither faster nor slower is equivalent within ±m by two
     one-sided tests, or undecided (`verdicts.equivalence_p`). With a declared `family`, the p-values are
     adjusted over it, a comparison it declares that the runs lack counted at p = 1 (`families.Family`).
-    With `power`, each comparison's detectable difference at that power (`verdicts.with_detectable`)."""
+    With `power`, each comparison's detectable difference at that power (`verdicts.with_detectable`).
+    `pooled`: the verdicts decided on every seed, the two sets beside them as a check of their sign."""
     check_targets("asyncfl stragglers", targets, ("--target-accuracy", "--other-targets"))  # before anything is read
     check_budgets(budget, other_budgets)
     check_margin(equivalence_margin, min((budget, *other_budgets)))
@@ -362,12 +364,14 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     table = table_of(trajectories, settings, target)
     means, severities = summary(table), list(settings)
     check_replication_seeds(replication_seeds, set(table.seed))
+    if pooled and not replication_seeds:
+        raise InputError("--pooled pools the discovery and replication seed sets; name the replication seeds")
     if family is not None:
         family.check_holds(severities, run_names(table), "--family")
     budgets = (budget, *other_budgets)
     at_budgets = [
         budget_verdicts(trajectories, settings, targets, each, replication_seeds, margin=equivalence_margin,
-                        family=family).assign(budget=each)
+                        family=family, pooled=pooled).assign(budget=each)
         for each in budgets
     ]  # fmt: skip
     verdicts = pd.concat(at_budgets, ignore_index=True)
@@ -393,7 +397,7 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     first_evaluation = float(trajectories.groupby(["severity", "algorithm", "seed"]).virtual_time.min().max())
     curve = verdict_curve(
         lambda each: budget_verdicts(
-            trajectories, settings, [target], each, replication_seeds, True, equivalence_margin, family
+            trajectories, settings, [target], each, replication_seeds, True, equivalence_margin, family, pooled
         ),
         curve_budgets(budget, first_evaluation),
     )

@@ -18,7 +18,7 @@ import pandas as pd
 
 from asyncfl.analysis.panels import ALGORITHM_COLOURS
 from asyncfl.analysis.run_styles import display_name
-from asyncfl.analysis.verdicts import FASTER, METRICS, SLOWER
+from asyncfl.analysis.verdicts import ALL, FASTER, METRICS, SLOWER, primary_set
 from asyncfl.settings.names import base_algorithm
 
 CURVE_POINTS = 16  # budgets from T/4 to T, evenly spaced: what the curve is read at
@@ -34,13 +34,16 @@ def curve_budgets(budget: float, first_evaluation: float) -> np.ndarray:
 
 def verdict_curve(verdicts_at: Callable[[float], pd.DataFrame], budgets: np.ndarray) -> pd.DataFrame:
     """The primary metric's comparisons at each budget (`verdicts_at(budget)`: `seed_set_verdicts`'
-    table of the runs cut there, at one target), with each comparison's `holds_from`."""
+    table of the runs cut there, at one target), with each comparison's `holds_from` (read on the seeds
+    that decide: all of them where the sets are pooled, `verdicts.primary_set`, and the replication's too
+    where they are apart)."""
     curve = pd.concat([verdicts_at(float(each)).assign(budget=float(each)) for each in budgets], ignore_index=True)
     curve = curve[curve.metric == METRICS[0]].drop(columns="metric")
     columns = ["budget", "seed_set", *COMPARISON, "seeds", "reference_reached", "other_reached", "difference",
                "ci_low", "ci_high", "p_holm", "family_size", "verdict"]  # fmt: skip
     curve = curve[columns].reset_index(drop=True)
-    held = {key: holds_from(rows) for key, rows in curve.groupby(COMPARISON, sort=False)}
+    deciding = primary_set(curve) if (curve.seed_set == ALL).any() else curve
+    held = {key: holds_from(rows) for key, rows in deciding.groupby(COMPARISON, sort=False)}
     curve["holds_from"] = [held[key] for key in zip(*(curve[column] for column in COMPARISON), strict=True)]
     return curve
 

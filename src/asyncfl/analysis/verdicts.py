@@ -264,29 +264,54 @@ def seed_set_verdicts(
     brief: bool = False,
     margin: float | None = None,
     family: Family | None = None,
+    pooled: bool = False,
 ) -> pd.DataFrame:
     """`verdict_table` over all the seeds (`seed_set` "all"), or, with `replication_seeds`, over the other
     seeds ("discovery") and over those ("replication") apart: a verdict is replicated where both sets give
-    it, which a fresh set of seeds would have to (half of a published map's verdicts did not)."""
+    it, which a fresh set of seeds would have to (half of a published map's verdicts did not). `pooled`:
+    the verdict is decided on all the seeds, twice the power, and the two sets beside it are its check
+    (`replication_of`)."""
     if not replication_seeds:
         return verdict_table(table, budget, brief, margin, family).assign(seed_set=ALL)
     replication = table.seed.isin(replication_seeds)
-    sets = ((DISCOVERY, table[~replication]), (REPLICATION, table[replication]))
+    sets = [(DISCOVERY, table[~replication]), (REPLICATION, table[replication])]
+    sets = [(ALL, table), *sets] if pooled else sets
     tables = [verdict_table(rows, budget, brief, margin, family).assign(seed_set=name) for name, rows in sets]
     return pd.concat(tables, ignore_index=True)
 
 
+# A pooled verdict of faster or slower whose two seed sets' mean differences do not both share its sign
+SIGN_DIFFERS = "the seed sets differ in sign"
+
+
 def replication_of(verdicts: pd.DataFrame) -> dict[tuple, str]:
-    """The replication set's verdict by (severity, metric, reference, other); empty without one."""
-    if "seed_set" not in verdicts:
+    """By (severity, metric, reference, other), what the replication says: apart, the replication set's
+    verdict; pooled (a seed set "all" beside the two), the pooled verdict where both sets' mean
+    differences share its sign (or it decides nothing), else SIGN_DIFFERS. Empty without a replication."""
+    if "seed_set" not in verdicts or not (verdicts.seed_set == REPLICATION).any():
         return {}
-    again = verdicts[verdicts.seed_set == REPLICATION]
-    return {(row.severity, row.metric, row.reference, row.other): row.verdict for row in again.itertuples()}
+    key = ["severity", "metric", "reference", "other"]
+    if not (verdicts.seed_set == ALL).any():
+        again = verdicts[verdicts.seed_set == REPLICATION]
+        return {(row.severity, row.metric, row.reference, row.other): row.verdict for row in again.itertuples()}
+    signs = verdicts[verdicts.seed_set != ALL].groupby(key, sort=False).difference.agg(lambda d: set(np.sign(d)))
+    checks = {}
+    for row in verdicts[verdicts.seed_set == ALL].itertuples():
+        comparison = (row.severity, row.metric, row.reference, row.other)
+        decided_sign = -1.0 if row.verdict == FASTER else 1.0
+        agreed = row.verdict not in (FASTER, SLOWER) or signs[comparison] == {decided_sign}
+        checks[comparison] = row.verdict if agreed else SIGN_DIFFERS
+    return checks
 
 
 def primary_set(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """The verdicts the legend and the map state: all seeds', or the discovery set's where one is named."""
-    return verdicts if "seed_set" not in verdicts else verdicts[verdicts.seed_set != REPLICATION]
+    """The verdicts the legend and the map state: all seeds' (where the sets are pooled, or none is
+    named), or the discovery set's where the sets are apart."""
+    if "seed_set" not in verdicts:
+        return verdicts
+    if (verdicts.seed_set == ALL).any():
+        return verdicts[verdicts.seed_set == ALL]
+    return verdicts[verdicts.seed_set != REPLICATION]
 
 
 def mean_of(values: pd.DataFrame | None, seeds: list, name: str) -> float:

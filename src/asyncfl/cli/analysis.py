@@ -137,6 +137,7 @@ def cmd_stragglers(args: argparse.Namespace) -> None:
         args.equivalence_margin,
         family,
         args.power,
+        args.pooled,
     )
     print(f"{len(written)} files → {args.out}")
 
@@ -249,6 +250,12 @@ def add_stragglers(commands: Commands) -> None:
         default=None,
         help="P in [0.5, 1): each comparison's detectable_difference, the smallest true mean difference its "
         'paired t at the family\'s level detects with probability P (docs/theory.md "Stragglers")',
+    )
+    stragglers.add_argument(
+        "--pooled",
+        action="store_true",
+        help="decide each verdict on every seed; the discovery and replication sets (--replication-seeds) beside "
+        'it check its sign (docs/theory.md "Stragglers")',
     )
     stragglers.set_defaults(run=cmd_stragglers)
 

@@ -206,7 +206,7 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
         raise InputError(f"{key}.pack_runs: a severity sweep already trains one job per severity; remove it")
     if severities is None:
         for owned in ("target_accuracy", "other_targets", "other_budgets", "equivalence_margin", "verdict_family",
-                      "power"):  # fmt: skip
+                      "power", "replication"):  # fmt: skip
             if owned in experiment:
                 raise InputError(f"{key}.{owned} applies to experiments with severities: only; remove it")
         return
@@ -252,6 +252,13 @@ def check_severities(key: str, experiment: dict[str, Any], reference_j: int) -> 
             f"{key}.power: {power!r} is not a power in [0.5, 1) (the chance of detecting the difference each "
             "comparison reports as detectable; 0.8 is usual)"
         )
+    if experiment.get("replication", "apart") not in ("apart", "pooled"):
+        raise InputError(
+            f"{key}.replication: {repr(experiment['replication'])[:80]} is not apart (each seed set its own verdict) "
+            "or pooled (decided on every seed, the sets its check)"
+        )
+    if experiment.get("replication") is not None and not experiment.get("replication_seeds"):
+        raise InputError(f"{key}.replication says how to read the replication seeds; name them (replication_seeds)")
     if "verdict_family" in experiment:
         readings = (1 + len(experiment.get("other_targets", [])), 1 + len(others))
         family = experiment["verdict_family"]
@@ -407,10 +414,11 @@ def decimal_text(value: float) -> str:
 
 def verdict_options(experiment: dict[str, Any]) -> list[str]:
     """`asyncfl stragglers`' options for what a checked severity sweep declares about its verdicts (its
-    equivalence margin, Holm family and power), each only where it declares it."""
+    equivalence margin, Holm family, power and pooled seed sets), each only where it declares it."""
     margin, power = experiment.get("equivalence_margin"), experiment.get("power")
     return [
         *([f"--equivalence-margin={margin}"] if margin is not None else []),
         *family_option(experiment),
         *([f"--power={power}"] if power is not None else []),
+        *(["--pooled"] if experiment.get("replication") == "pooled" else []),
     ]
