@@ -199,7 +199,7 @@ FAMILY = st.one_of(
 
 
 @given(FAMILY)
-@examples(150)
+@examples(80)
 def test_a_generated_verdict_family_is_refused_naming_it_or_holds_the_sweeps_comparisons(value):
     config = copy.deepcopy(QUICK)
     experiment = config["experiments"]["digits_stragglers"]
