@@ -133,6 +133,7 @@ def test_a_shift_of_the_detectable_difference_is_detected_as_often_as_the_power_
     halved = stats.ttest_1samp(rng.normal(shift / 2, spread, size=(4000, seeds)), 0.0, axis=1).pvalue
     assert (halved < 0.05 / family).mean() < 0.3
     intervals = [paired_test(sample) for sample in samples[:200]]
-    rows = pd.DataFrame(intervals, columns=["ci_low", "ci_high", "p_value"]).assign(seeds=seeds, family_size=family)
+    rows = pd.DataFrame(intervals, columns=["ci_low", "ci_high", "p_value"])
+    rows = rows.assign(seeds=seeds, family_size=family, budget=math.inf)
     read_back = with_detectable(rows, 0.8).detectable_difference
     assert abs(read_back.median() / shift - 1) < 0.1

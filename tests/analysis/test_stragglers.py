@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -19,11 +20,14 @@ SEVERITIES = {"even": {"speed_sigma": 0.0}, "tail": {"speed_sigma": 0.0, "slow_f
 ALGORITHMS = {"afl": {}, "sync": {}, "sync-over": {"over_selection": 0.5}}
 
 
-def train_sweep(root: Path, evaluation: dict, budget: float = BUDGET) -> tuple[Path, list[Path], Path]:
+def train_sweep(
+    root: Path, evaluation: dict, budget: float = BUDGET, alpha: float = 0.5
+) -> tuple[Path, list[Path], Path]:
     """Two severities × AFL, sync and a sync variant × one seed, trained by `asyncfl train-many` (the MLP:
-    a CNN's sample costs about 4× on a CPU, and these tests need runs, not a model)."""
+    a CNN's sample costs about 4× on a CPU, and these tests need runs, not a model) on a partition of
+    Dirichlet `alpha`."""
     partition = root / "part.npz"
-    argv = ["partition", "--dataset", "digits", "--clients", "8", "--alpha", "0.5", "--seed", "0",
+    argv = ["partition", "--dataset", "digits", "--clients", "8", "--alpha", str(alpha), "--seed", "0",
             "--out", str(partition)]  # fmt: skip
     assert main(argv) == 0
     plan, runs = [], []
@@ -351,3 +355,27 @@ def test_a_declared_family_adjusts_one_rows_runs_over_every_row_and_refuses_runs
         draw_straggler_claim(runs, [stats], SEVERITIES, [0.5], BUDGET, tmp_path / "no", "x",
                              family=Family(tuple(SEVERITIES), ("afl", "sync")))  # fmt: skip
     assert "\n" not in str(error.value) and not (tmp_path / "no").exists()
+
+
+def test_a_variant_run_in_its_plain_names_folder_or_a_run_of_another_partition_is_refused(grid_sweep, tmp_path):
+    """run.json names the algorithm, not the variant: a sync-over run copied into sync's folder at one
+    severity once failed with a traceback (or, in every such folder, was paired as sync silently). A run
+    trained on another partition than its seed's is refused though no partition statistics are given."""
+    root, runs, _ = grid_sweep
+
+    def copied(replace: str, by: Path) -> list[Path]:
+        folder = tmp_path / replace.strip("/").replace("/", "_")
+        copies = [folder / run.relative_to(root) for run in runs]
+        for run, copy in zip(runs, copies, strict=True):
+            shutil.copytree(by if f"/{replace}/" in run.as_posix() else run, copy)
+        return copies
+
+    over = next(run for run in runs if "/even/sync-over/" in run.as_posix())
+    with pytest.raises(InputError, match=r"both sync runs, differ in over_selection \(0.0 against 0.5\)") as error:
+        claim_table(copied("even/sync", over), [], SEVERITIES, 0.3, BUDGET)
+    assert "\n" not in str(error.value)
+    other = train_sweep(tmp_path / "alpha5", {"eval_every": 100_000, "eval_every_seconds": 0.5}, alpha=5.0)
+    afl = next(run for run in other[1] if "/even/afl/" in run.as_posix())
+    with pytest.raises(InputError, match="was trained on another partition than .* of the same seed 0") as error:
+        claim_table(copied("even/afl", afl), [], SEVERITIES, 0.3, BUDGET)
+    assert "\n" not in str(error.value)

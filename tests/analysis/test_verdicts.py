@@ -332,13 +332,14 @@ def test_a_family_spanning_the_targets_adjusts_over_every_targets_comparisons():
 
 def test_the_detectable_difference_by_hand_and_read_back_from_an_interval():
     """At 200 seeds the noncentral t is the normal: (z_0.975 + z_0.8)·sd/√n = 1.98 s for sd 10 (the
-    exact t a little more); a family of 4 tests at 0.0125; no spread detects any shift; too few seeds,
-    none. The spread read back from a comparison's interval is its differences' sd."""
+    exact t a little more); a family of 4 tests at 0.0125; with too few seeds, without spread or past the
+    budget, none. The spread read back from a comparison's interval is its differences' sd."""
     assert detectable_difference(10.0, 200, 1, 0.8) == pytest.approx(1.981, abs=0.02)
     assert detectable_difference(10.0, 10, 4, 0.8) > detectable_difference(10.0, 10, 1, 0.8)
-    assert detectable_difference(0.0, 10, 1, 0.8) == 0.0 and math.isnan(detectable_difference(10.0, 4, 1, 0.8))
+    assert math.isnan(detectable_difference(0.0, 10, 1, 0.8)) and math.isnan(detectable_difference(10.0, 4, 1, 0.8))
+    assert math.isnan(detectable_difference(10.0, 10, 112, 0.8, ceiling=12.0))  # past the budget: none within it
     differences = np.array([3.0, -1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
     low, high, p = paired_test(differences)
-    row = pd.DataFrame({"ci_low": [low], "ci_high": [high], "seeds": [8], "family_size": [3]})
+    row = pd.DataFrame({"ci_low": [low], "ci_high": [high], "seeds": [8], "family_size": [3], "budget": [60.0]})
     expected = detectable_difference(float(differences.std(ddof=1)), 8, 3, 0.9)
     assert with_detectable(row, 0.9).detectable_difference.iloc[0] == pytest.approx(expected, rel=1e-9)

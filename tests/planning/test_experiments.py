@@ -259,6 +259,12 @@ def sweep_edited(edit) -> dict:
             r"verdict_family.names hold no asynchronous and synchronous name to compare",
         ),
         (lambda e: e.update(verdict_family={"names": ["../x", "afl"]}), r"verdict_family.names: '../x' is not a run"),
+        (lambda e: e.update(verdict_family={"severities": []}), r"verdict_family.severities is empty: list the"),
+        (lambda e: e.update(verdict_family={"names": ["afl", "afl-m7", "sync-"]}), r"names: 'sync-' is not a run"),
+        (
+            lambda e: e.update(verdict_family={"severities": ["sigma0", "heavy_tail", "../x"]}),
+            r"verdict_family.severities: '../x' is not a severity's name",
+        ),
         (lambda e: e.update(verdict_family={"severities": ["sigma0", "sigma0"]}), r"names 'sigma0' twice"),
         (lambda e: e.update(verdict_family={"spans": ["seeds"]}), r"verdict_family.spans: 'seeds' is not one of"),
         (

@@ -62,6 +62,42 @@ def check_severity(folder: Path, record: dict, severity: str, settings: dict) ->
             )
 
 
+def check_one_run_name(runs: list[tuple[str, int, Path, dict]], varying: set[str]) -> None:
+    """The runs of one run name differ in the `varying` settings alone (the seed, the severities') and in
+    what a tuning chose for them (run.json's `tuned`, per severity where the sweep tunes each): run.json
+    names the algorithm, not the variant, so a variant's run in its plain name's folder (sync-over in
+    sync/) or a run of other settings would be paired as that name's. `runs`: (name, seed, folder, run.json)."""
+    first: dict[str, tuple[Path, dict]] = {}
+    for name, _, folder, record in runs:
+        other, theirs = first.setdefault(name, (folder, record))
+        ignored = varying | set(record.get("tuned") or {}) | set(theirs.get("tuned") or {})
+        mine, their = (
+            {key: value for key, value in each["config"].items() if key not in ignored} for each in (record, theirs)
+        )
+        differ = sorted(key for key in mine.keys() | their.keys() if mine.get(key) != their.get(key))
+        if differ:
+            key = differ[0]
+            raise InputError(
+                f"{folder} and {other}, both {name} runs, differ in {key} ({mine.get(key)!r} against "
+                f"{their.get(key)!r}): a run of another name or settings in {name}'s folder? Put it back"
+            )
+
+
+def check_one_partition_a_seed(runs: list[tuple[str, int, Path, dict]]) -> None:
+    """The runs of one seed share its partition (its .npz's SHA-256 in run.json), whatever their severity
+    and name, as a sweep trains them: a run of another partition would be paired as the seed's, and the
+    kept minimum has no partition statistics to catch it. `runs`: (name, seed, folder, run.json)."""
+    seen: dict[int, tuple[Path, str]] = {}
+    for _, seed, folder, record in runs:
+        partition = record.get("partition_sha256", "")
+        other, theirs = seen.setdefault(seed, (folder, partition))
+        if partition != theirs:
+            raise InputError(
+                f"{folder} was trained on another partition than {other}, of the same seed {seed} (run.json's "
+                "partition_sha256): a sweep's runs of one seed share one; train it on the seed's partition"
+            )
+
+
 def check_complete(runs_by_severity: dict[str, set[tuple[str, int]]]) -> None:
     """Every severity has the same runs (algorithms and variants × seeds): a comparison with a run missing
     at one severity would be read as the others'."""
@@ -111,6 +147,7 @@ def claim_trajectories(runs: Sequence[Path], partition_stats: list[Path], severi
     (evaluations.csv on a time grid): the kept minimum re-judges, without `partition_stats` (empty: the
     runs' partitions are not checked against statistics)."""
     partitions = load_partitions(partition_stats)[1] if partition_stats else None
+    loaded: list[tuple[str, int, Path, dict]] = []  # every run: its name, seed, folder and run.json
     parts = []
     present: dict[str, set[tuple[str, int]]] = {}
     for severity, settings in severities.items():
@@ -121,6 +158,7 @@ def claim_trajectories(runs: Sequence[Path], partition_stats: list[Path], severi
         if not any(name == "afl" for name, _, _ in records):
             raise InputError(f"no AFL run of severity {severity!r} among --runs; the claim is about AFL: add one")
         present[severity] = {(name, seed) for name, _, seed in records}
+        loaded += [(name, seed, folder, record) for (name, _, seed), (folder, record) in records.items()]
         for (name, _, seed), (folder, record) in records.items():
             check_severity(folder, record, severity, settings)
             recorded = record["config"].get("max_virtual_time")
@@ -149,6 +187,8 @@ def claim_trajectories(runs: Sequence[Path], partition_stats: list[Path], severi
             "the runs were evaluated at different resolutions (eval_every_seconds differs, or is set for only "
             "some): a time to the target must be read on one grid; give runs of one experiment"
         )
+    check_one_run_name(loaded, {"seed", *(key for settings in severities.values() for key in settings)})
+    check_one_partition_a_seed(loaded)
     return trajectories
 
 

@@ -108,16 +108,16 @@ def equivalence_p(differences: np.ndarray, margin: float) -> float:
     return float(max(above_lower, below_upper))
 
 
-def detectable_difference(spread: float, seeds: int, family_size: int, power: float) -> float:
+def detectable_difference(spread: float, seeds: int, family_size: int, power: float,
+                          ceiling: float = math.inf) -> float:  # fmt: skip
     """The smallest true mean paired difference (s, either sign) that the paired t-test at its family's
     level detects with probability `power`, for paired differences of standard deviation `spread` over
     `seeds` seeds: the level is 0.05 / `family_size`, Holm's first step (Bonferroni's, so the figure is an
-    upper bound for Holm's later steps), and the power the noncentral t's, exactly. 0 where the
-    differences have no spread; NaN with too few seeds to decide."""
-    if seeds < MIN_SEEDS or not math.isfinite(spread):
+    upper bound for Holm's later steps), and the power the noncentral t's, exactly. NaN with too few seeds
+    to decide, without spread (no t to read a power from: every run censored at T, say), or past
+    `ceiling` (the budget: no difference of restricted mean times can exceed it)."""
+    if seeds < MIN_SEEDS or not math.isfinite(spread) or spread == 0:
         return math.nan
-    if spread == 0:
-        return 0.0
     freedom = seeds - 1
     critical = stats.t.ppf(1 - (1 - CONFIDENCE) / (2 * family_size), freedom)
 
@@ -130,7 +130,8 @@ def detectable_difference(spread: float, seeds: int, family_size: int, power: fl
     upper = spread
     while short_of_power(upper) < 0:
         upper *= 2
-    return float(optimize.brentq(short_of_power, 0.0, upper, xtol=1e-9 * spread))
+    detectable = float(optimize.brentq(short_of_power, 0.0, upper, xtol=1e-9 * spread))
+    return detectable if detectable <= ceiling else math.nan
 
 
 def holm(p_values: np.ndarray, family_size: int | None = None) -> np.ndarray:
@@ -376,12 +377,13 @@ def readjusted(verdicts: pd.DataFrame, family: Family, margin: float | None, tar
 def with_detectable(verdicts: pd.DataFrame, power: float) -> pd.DataFrame:
     """The verdicts with each comparison's "detectable_difference" (`detectable_difference` at `power`):
     the spread of its paired differences read back from its interval (half-width t·sd/√n), at its seeds
-    and its family's size, so a "no significant difference" says how large a difference it could miss."""
+    and its family's size, so a "no significant difference" says how large a difference it could miss;
+    NaN past its row's budget (none within it is detectable)."""
     half_width = (verdicts.ci_high - verdicts.ci_low) / 2
     quantile = stats.t.ppf((1 + CONFIDENCE) / 2, np.maximum(verdicts.seeds - 1, 1))
     spread = half_width * np.sqrt(verdicts.seeds) / quantile
     detectable = [
-        detectable_difference(float(sd), int(row.seeds), int(row.family_size), power)
+        detectable_difference(float(sd), int(row.seeds), int(row.family_size), power, float(row.budget))
         for sd, row in zip(spread, verdicts.itertuples(), strict=True)
     ]
     return verdicts.assign(detectable_difference=detectable)

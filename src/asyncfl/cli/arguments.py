@@ -7,7 +7,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from asyncfl.settings.names import DATASETS
 from asyncfl.settings.numbers import parse_number
@@ -17,9 +17,17 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def json_mapping(text: str) -> dict:
-    """argparse type: a JSON object."""
+    """argparse type: a JSON object, each key once at every level (a repeated key would silently keep the last)."""
+
+    def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        repeated = next((key for key in keys if keys.count(key) > 1), None)
+        if repeated is not None:
+            raise argparse.ArgumentTypeError(f"gives {repeated[:80]!r} twice; give each key once")
+        return dict(pairs)
+
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=once)
     except json.JSONDecodeError as error:
         raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
     if not isinstance(value, dict):

@@ -32,7 +32,9 @@ from asyncfl.settings.names import (
     ALGORITHM_NAME,
     ALGORITHMS,
     DATASETS,
+    MAX_NAME,
     MODELS,
+    NAME,
     TIMING_ONLY,
     VARIANT_SUFFIX,
     base_algorithm,
@@ -55,8 +57,6 @@ def check_choice(key: str, value: Any, choices: dict[str, str]) -> None:
         raise InputError(f"{key}: unknown name {value!r}; choose one of {', '.join(choices)}")
 
 
-NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-MAX_NAME = 64  # characters of an experiment's name: it becomes a folder and part of file names
 MAX_ALPHA_TEXT = 32  # characters of α written out in a partition's file name (1e-6 … 1e6 fit)
 
 

@@ -3,13 +3,24 @@ comparisons of a severity sweep one family holds, checked as the config and the 
 Kept free of heavy imports: the workflow's planner checks it."""
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from asyncfl.settings.errors import InputError
-from asyncfl.settings.names import ALGORITHMS, ASYNCHRONOUS, base_algorithm
+from asyncfl.settings.names import (
+    ALGORITHM_NAME,
+    ALGORITHMS,
+    ASYNCHRONOUS,
+    MAX_NAME,
+    NAME,
+    VARIANT_SUFFIX,
+    base_algorithm,
+)
 
+# A run name: an algorithm, or a variant of one (ALGORITHM-VARIANT, as an experiment's variants are named)
+RUN_NAME = re.compile(rf"{ALGORITHM_NAME}(-{VARIANT_SUFFIX})?")
 # What one declared family may span besides its severities × run names: every target read, every budget read
 SPANS = ("targets", "budgets")
 
@@ -64,6 +75,8 @@ def declared_family(value: Any, option: str, severities: Sequence[str], names: S
         listed = value.get(key, list(default))
         if not isinstance(listed, list) or not all(isinstance(each, str) and each for each in listed):
             raise InputError(f"{where(key)} must be a list of names, got {str(listed)[:80]!r}")
+        if key != "spans" and not listed:
+            raise InputError(f"{where(key)} is empty: list the {key} whose comparisons the family holds")
         if len(set(listed)) != len(listed):
             twice = next(each for each in listed if listed.count(each) > 1)
             raise InputError(f"{where(key)} names {twice[:80]!r} twice; name each once")
@@ -76,12 +89,7 @@ def declared_family(value: Any, option: str, severities: Sequence[str], names: S
                 f"{where('spans')}: {span} changes nothing where the sweep reads one {span[:-1]}; drop it, or read "
                 f"other {span}"
             )
-    unknown = [name for name in declared["names"] if base_algorithm(name) not in ALGORITHMS]
-    if unknown:
-        raise InputError(
-            f"{where('names')}: {unknown[0][:80]!r} is not a run name (an algorithm, or ALGORITHM-VARIANT); "
-            "name the sweep's run names"
-        )
+    check_names(declared["severities"], declared["names"], where)
     family = Family(declared["severities"], declared["names"], declared["spans"])
     if not family.comparisons():
         raise InputError(f"{where('names')} hold no asynchronous and synchronous name to compare; name both kinds")
@@ -97,3 +105,20 @@ def family_option(experiment: dict[str, Any]) -> list[str]:
         return []
     filled = {"severities": list(experiment["severities"]), "names": experiment["algorithms"], **declared}
     return ["--family=" + json.dumps(filled)]
+
+
+def check_names(severities: Sequence[str], names: Sequence[str], where: Callable[[str], str]) -> None:
+    """A family's severities and run names as the sweep's own are checked: a typo is refused, never counted
+    as a comparison not run (`where`: a list's key as the user wrote it)."""
+    for severity in severities:
+        if not NAME.fullmatch(severity) or len(severity) > MAX_NAME:
+            raise InputError(
+                f"{where('severities')}: {severity[:80]!r} is not a severity's name (a folder: letters, digits, _ "
+                f"or -, at most {MAX_NAME})"
+            )
+    for name in names:
+        if not RUN_NAME.fullmatch(name) or base_algorithm(name) not in ALGORITHMS or len(name) > MAX_NAME:
+            raise InputError(
+                f"{where('names')}: {name[:80]!r} is not a run name (an algorithm, or ALGORITHM-VARIANT); "
+                "name the sweep's run names"
+            )

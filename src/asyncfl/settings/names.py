@@ -21,6 +21,9 @@ DEFAULT_STALENESS_OF = {algorithm.key: algorithm.default_staleness for algorithm
 # A variant of an algorithm is a run name `ALGORITHM-SUFFIX` with its own settings (an experiment's
 # `variants:`, e.g. sync-deadline): the algorithm is what its name says before the dash.
 VARIANT_SUFFIX = "[a-z0-9_]+"
+# An experiment's or a severity's name: a folder, part of file names and a command-line value
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+MAX_NAME = 64
 # An algorithm's config name: a lower-case letter, then letters, digits and underscores (`ca2fl`), as
 # run folders (`layout.RUN_DIR`) and variants (`experiments.VARIANT`) spell it; checked here for each one
 ALGORITHM_NAME = "[a-z][a-z0-9_]*"
