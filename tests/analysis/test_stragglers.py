@@ -109,6 +109,9 @@ def test_runs_of_another_budget_or_severity_are_refused(sweep):
     without_afl = [run for run in runs if run.parents[1].name != "afl"]
     with pytest.raises(InputError, match="no AFL run of severity 'even' among --runs"):
         claim_table(without_afl, [stats], SEVERITIES, 0.5, BUDGET)
+    misspelt = {**SEVERITIES, "tail": {**SEVERITIES["tail"], "slow_fractoin": 0.3}}
+    with pytest.raises(InputError, match="--severities tail: 'slow_fractoin' is not a run setting"):
+        claim_table(runs, [stats], misspelt, 0.5, BUDGET)
 
 
 def test_swapped_severity_folders_are_refused(sweep):

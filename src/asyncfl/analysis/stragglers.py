@@ -35,7 +35,7 @@ from asyncfl.planning.families import Family  # noqa: E402
 from asyncfl.planning.layout import EVALUATIONS, METRICS, STRAGGLER_VERDICTS  # noqa: E402
 from asyncfl.runs.record import verify_run_files  # noqa: E402
 from asyncfl.settings.catalogue import catalogued  # noqa: E402
-from asyncfl.settings.config import applies, make_config  # noqa: E402
+from asyncfl.settings.config import DEFAULTS, applies, make_config  # noqa: E402
 from asyncfl.settings.errors import InputError  # noqa: E402
 from asyncfl.settings.names import TIMING_ONLY  # noqa: E402
 
@@ -55,6 +55,8 @@ def check_severity(folder: Path, record: dict, severity: str, settings: dict) ->
     """A run in a severity's folder was trained with that severity's settings (those its algorithm reads):
     swapped folders would be drawn under each other's labels."""
     for key, value in settings.items():
+        if key not in DEFAULTS:
+            raise InputError(f"--severities {severity}: {key[:80]!r} is not a run setting (docs/settings.md)")
         if applies(key, record["config"]["algorithm"]) and record["config"].get(key) != value:
             raise InputError(
                 f"{folder} was trained with {key} = {record['config'].get(key)!r}, not severity {severity}'s "
@@ -395,7 +397,7 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     adjusted over it, a comparison it declares that the runs lack counted at p = 1 (`families.Family`).
     With `power`, each comparison's detectable difference at that power (`verdicts.with_detectable`).
     `pooled`: the verdicts decided on every seed, the two sets beside them as a check of their sign."""
-    check_targets("asyncfl stragglers", targets, ("--target-accuracy", "--other-targets"))  # before anything is read
+    check_targets("--other-targets", targets, ("--target-accuracy", "--other-targets"))  # before anything is read
     check_budgets(budget, other_budgets)
     check_margin(equivalence_margin, min((budget, *other_budgets)))
     sns.set_theme(context="paper", style="whitegrid", font_scale=0.9)
