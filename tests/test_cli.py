@@ -301,6 +301,10 @@ HOSTILE = {
         lambda t, r, p: train_argv(t, p, "--config", str(write(t, alias_bomb()))),
         "once its YAML aliases are expanded",
     ),
+    "train: a key given twice in a YAML mapping": (
+        lambda t, r, p: train_argv(t, p, "--config", str(write(t, b"gamma0: 0.01\nrounds: 2\ngamma0: 0.1\n"))),
+        "'gamma0' is given twice in one mapping (line 3)",
+    ),
     # Sets of files
     "archive: SHA256SUMS is a folder": (lambda t, r, p: archive_argv(t, r, blocked=True), "SHA256SUMS is a folder"),
     # Records that strict JSON refuses

@@ -398,3 +398,15 @@ def test_a_failed_workflows_summary_names_each_failed_job_once_with_its_logs_las
     assert "no log to read" in failure_summary([str(tmp_path / "nowhere.log")])
     (tmp_path / "quiet.log").write_text("RuleException:\nCalledProcessError in file data.smk, line 17:\n")
     assert "names no failed job (with -q" in failure_summary([str(tmp_path / "quiet.log")])
+
+
+def test_a_config_file_with_a_key_given_twice_is_refused_naming_the_file_and_the_line(tmp_path):
+    """Snakemake's YAML reading keeps the last of a key written twice (`power: 0.3` then `power: 0.8`
+    passed); the planner reads every config file as asyncfl does and refuses it."""
+    path = tmp_path / "twice.yaml"
+    path.write_text("experiments:\n  x:\n    power: 0.3\n    seeds: [0]\n    power: 0.8\n")
+    with pytest.raises(InputError, match=r"twice.yaml: 'power' is given twice in one mapping \(line 5\)"):
+        check_config_files([str(path)])
+    merged = tmp_path / "merged.yaml"  # a merge's keys are meant to be overridden: not a repetition
+    merged.write_text("base: &base {a: 1, b: 2}\nrun:\n  <<: *base\n  b: 3\n")
+    check_config_files([str(merged)])

@@ -13,11 +13,13 @@ from asyncfl.planning.experiments import check_choice, check_experiment
 from asyncfl.planning.tuning import check_tune
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import DATASETS
+from asyncfl.settings.yaml_files import read_yaml
 
 
 def check_config_files(paths: list[str]) -> None:
     """The config files are archived under config/BASENAME: two with one base name would collide
-    there, at the very end of the workflow; refused while it parses instead."""
+    there, at the very end of the workflow; refused while it parses instead. Each is also read as asyncfl
+    reads a YAML file (`read_yaml`): Snakemake's reading keeps the last of a key given twice, silently."""
     names: dict[str, str] = {}
     for path in paths:
         name = os.path.basename(path)
@@ -27,6 +29,8 @@ def check_config_files(paths: list[str]) -> None:
                 "keeps each config; rename one of them"
             )
         names[name] = path
+    for path in paths:
+        read_yaml(Path(path))
 
 
 # A config file's name as it names its outputs' folder: no leading dot (`..`, a hidden folder), no control

@@ -54,6 +54,24 @@ def expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
     return sizes[id(node)]
 
 
+def repeated_key(node: yaml.Node, seen: set[int]) -> yaml.ScalarNode | None:
+    """The second occurrence of the first key written twice in one mapping of the document, or None (a
+    merge's `<<` keys, which YAML means to be overridden, aside)."""
+    if id(node) in seen:
+        return None
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        keys: set[str] = set()
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                if key.value in keys:
+                    return key
+                keys.add(key.value)
+    children = [child for pair in node.value for child in pair] if isinstance(node, yaml.MappingNode) else []
+    children += node.value if isinstance(node, yaml.SequenceNode) else []
+    return next((found for child in children if (found := repeated_key(child, seen)) is not None), None)
+
+
 def read_yaml(path: Path) -> Any:
     """A YAML file's content, or one line naming the file and what is wrong with it. The file is
     read only if it is a regular file of at most a few MiB, and a document whose aliases expand to
@@ -66,6 +84,12 @@ def read_yaml(path: Path) -> Any:
             raise InputError(
                 f"{path} stands for more than {MAX_YAML_NODES} values once its YAML aliases are expanded; "
                 "write the settings out instead of nesting aliases"
+            )
+        repeated = repeated_key(node, set()) if node is not None else None
+        if repeated is not None:
+            raise InputError(
+                f"{path}: {repeated.value[:80]!r} is given twice in one mapping (line {repeated.start_mark.line + 1}), "
+                "and YAML would keep the last silently; give it once"
             )
         return with_numbers(yaml.safe_load(text))
     except UnicodeDecodeError as error:
