@@ -3,12 +3,22 @@ budget the verdict at T holds on every seed set."""
 
 import math
 
-import numpy as np
-import pandas as pd
-import pytest
+import matplotlib
 
-from asyncfl.analysis.verdict_curve import CURVE_POINTS, curve_budgets, holds_from, verdict_curve
-from asyncfl.analysis.verdicts import FASTER, SLOWER, TIED
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from asyncfl.analysis.verdict_curve import (  # noqa: E402
+    CURVE_POINTS,
+    curve_budgets,
+    draw_verdict_curve,
+    holds_from,
+    verdict_curve,
+)
+from asyncfl.analysis.verdicts import FASTER, SLOWER, TIED  # noqa: E402
 
 
 def rows(verdicts: dict[str, list[str]], budgets=(10.0, 20.0, 30.0, 40.0)) -> pd.DataFrame:
@@ -58,3 +68,28 @@ def test_the_curve_keeps_the_primary_time_and_reads_each_budget_once():
     curve = verdict_curve(verdicts_at, np.array([10.0, 20.0, 30.0, 40.0]))
     assert calls == [10.0, 20.0, 30.0, 40.0] and len(curve) == 4 and "metric" not in curve
     assert set(curve.holds_from) == {30.0} and list(curve.difference) == [-1.0, -2.0, -3.0, -4.0]
+
+
+def test_pooled_sets_hold_from_the_pooled_verdict_and_a_panel_without_plain_sync_says_so():
+    """Pooled: the sets beside the pooled seeds are checks, so `holds_from` reads the pooled verdicts
+    alone (a replication set n.s. at T does not undo it) and both sets are drawn dotted; a sweep
+    without plain sync draws a panel that says why it is empty (it was blank)."""
+
+    def verdicts_at(budget: float) -> pd.DataFrame:
+        base = dict(severity="s", reference="afl", other="sync", seeds=10, reference_reached=10, other_reached=3,
+                    difference=-3.0, ci_low=-4.0, ci_high=-2.0, p_holm=0.01, family_size=4,
+                    metric="time_to_stay")  # fmt: skip
+        verdicts = {"all": FASTER if budget >= 20 else TIED, "discovery": FASTER, "replication": TIED}
+        return pd.DataFrame([base | {"seed_set": seed_set, "verdict": v} for seed_set, v in verdicts.items()])
+
+    curve = verdict_curve(verdicts_at, np.array([10.0, 20.0, 30.0]))
+    assert set(curve.holds_from) == {20.0}
+    figure, axes = plt.subplots(1, 2)
+    draw_verdict_curve(axes, curve, ["s", "s"], {"afl": 5, "sync": 5})
+    styles = [line.get_linestyle() for line in axes[0].get_lines() if len(line.get_xdata()) == 3]
+    assert styles.count(":") == 2 and styles.count("-") == 1  # discovery and replication dotted, pooled solid
+    plt.close(figure)
+    figure, axes = plt.subplots(1, 2)
+    draw_verdict_curve(axes, curve.assign(other="sync-deadline"), ["s", "s"], {"afl": 5, "sync-deadline": 5})
+    assert "no plain sync run" in axes[1].texts[0].get_text() and axes[1].get_legend() is None
+    plt.close(figure)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from asyncfl.analysis.panels import ALGORITHM_COLOURS
 from asyncfl.analysis.run_styles import display_name
-from asyncfl.analysis.verdicts import ALL, FASTER, METRICS, SLOWER, primary_set
+from asyncfl.analysis.verdicts import ALL, DISCOVERY, FASTER, METRICS, REPLICATION, SLOWER, primary_set
 from asyncfl.settings.names import base_algorithm
 
 CURVE_POINTS = 16  # budgets from T/4 to T, evenly spaced: what the curve is read at
@@ -66,8 +66,11 @@ def holds_from(rows: pd.DataFrame) -> float:
 def draw_verdict_curve(axes: np.ndarray, curve: pd.DataFrame, severities: list[str], in_flight: dict[str, int]) -> None:
     """One panel per severity: each asynchronous run name minus the plain synchronous run of as many
     clients in flight, its difference over the budget with its 95 % interval (the discovery seeds, or all;
-    the replication seeds dashed), a dot where the budget's verdict decides, and from which budget it holds."""
+    the replication seeds dotted, and the discovery seeds too where the sets are pooled), a dot where the
+    budget's verdict decides, and from which budget it holds; a panel with nothing to draw says so."""
     plain = {in_flight[name]: name for name in in_flight if name == "sync"}
+    pooled = {ALL, REPLICATION} <= set(curve.seed_set)
+    checks = {DISCOVERY, REPLICATION} if pooled else {REPLICATION}  # dotted, no band: the other seeds' curves
     for ax, severity in zip(np.asarray(axes).flat, severities, strict=True):
         rows = curve[curve.severity == severity]
         for reference in dict.fromkeys(rows.reference):
@@ -81,7 +84,7 @@ def draw_verdict_curve(axes: np.ndarray, curve: pd.DataFrame, severities: list[s
                 line = pair[pair.seed_set == seed_set]
                 if line.empty:
                     continue
-                if seed_set == "replication":  # dotted, no band: the other seeds' curve beside it
+                if seed_set in checks:
                     ax.plot(line.budget, line.difference, ":", lw=1, color=colour)
                 else:
                     held = line.holds_from.iloc[0]
@@ -95,6 +98,10 @@ def draw_verdict_curve(axes: np.ndarray, curve: pd.DataFrame, severities: list[s
         ax.set_title(severity, fontsize="small")
         ax.set_xlabel("budget (virtual s)", fontsize="x-small")
         ax.tick_params(labelsize=5)
-        ax.legend(fontsize=4.5, loc="best")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=4.5, loc="best")
+        else:  # nothing to draw: say why, rather than leave the panel blank
+            ax.text(0.5, 0.5, "no plain sync run with an\nasynchronous name's clients in flight", ha="center",
+                    va="center", fontsize="x-small", color="grey", transform=ax.transAxes)  # fmt: skip
     first = np.asarray(axes).flat[0]
     first.set_ylabel("asynchronous − plain sync,\nrestricted mean time to stay (s)", fontsize="x-small")
