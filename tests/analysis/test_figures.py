@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from asyncfl.analysis.figures import draw_figures, load_partitions, load_runs
+from asyncfl.analysis.figures import draw_figures, heading, load_partitions, load_runs
 from asyncfl.analysis.gradient_panels import fitted_slope
 from asyncfl.analysis.panels import participation_table
 from asyncfl.runs.logs import EVENTS_COLUMNS, METRICS_COLUMNS
@@ -319,3 +319,9 @@ def test_every_run_name_of_a_sweep_has_a_colour_of_its_own():
     assert len(set(colours.values())) == len(colours) == 10
     assert all(colours[name] == ALGORITHM_COLOURS[name] for name in ("afl", "sync", "ca2fl", "fadas"))
     assert run_colours(names) == {name: colours[name] for name in names}  # a name's colour: the names before it
+
+
+def test_a_figure_without_an_experiment_title_starts_with_its_own():
+    """Without --title a figure's suptitle began ": …" (the hostile check of 2026-12-07)."""
+    assert heading("", "The claim at a glance") == "The claim at a glance"
+    assert heading("digits", "The claim at a glance") == "digits: The claim at a glance"

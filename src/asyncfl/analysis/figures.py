@@ -211,12 +211,12 @@ def draw_figures(
             raise InputError(f"no {algorithm} run with J = {reference_j} among --runs; add one to draw {emulation}")
     drawn = []
     for figure in figures:
-        heading = f"{title}: {figure.title}"
-        if len(heading) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * figure.panels:  # it would be cut at the edges
-            heading = f"{title}:\n{figure.title}"
+        suptitle = heading(title, figure.title)
+        if title and len(suptitle) > TITLE_CHARACTERS_PER_INCH * COLUMN_WIDTH * figure.panels:  # cut at the edges
+            suptitle = f"{title}:\n{figure.title}"
         height = figure.height + figure.height_per_client * stats["clients"]
         draw = partial(getattr(drawers, figure.key), drawing=drawing)  # the drawer named by the figure's key
-        drawn.append(drawn_figure(draw, figure, height, heading, Path(out) / figure.name))
+        drawn.append(drawn_figure(draw, figure, height, suptitle, Path(out) / figure.name))
     written = [path for each in drawn for path in each.paths()]
     with written_together(written) as temporaries:  # every figure drawn before any is written
         write_figures(drawn, temporaries)
@@ -236,6 +236,11 @@ class DrawnFigure(NamedTuple):
 
     def paths(self) -> list[Path]:
         return [self.stem.with_suffix(".png"), self.stem.with_suffix(".pdf")]
+
+
+def heading(title: str, figure_title: str) -> str:
+    """A figure's suptitle: the experiment's title, where one is given, before the figure's own."""
+    return f"{title}: {figure_title}" if title else figure_title
 
 
 def drawn_figure(draw: Callable[[Any], None], figure: Figure, height: float, title: str, stem: Path) -> DrawnFigure:
@@ -281,4 +286,4 @@ def draw_sampling_variance(table: pd.DataFrame, out: Path, title: str) -> DrawnF
         ax.legend(fontsize="x-small")
 
     figure = catalogued("sampling_variance")
-    return drawn_figure(draw, figure, figure.height, f"{title}: {figure.title}", Path(out) / figure.name)
+    return drawn_figure(draw, figure, figure.height, heading(title, figure.title), Path(out) / figure.name)

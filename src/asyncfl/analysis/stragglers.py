@@ -22,7 +22,13 @@ import seaborn as sns  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
 from asyncfl.analysis.advantage import asynchronous_families, draw_advantage, matched_cells  # noqa: E402
-from asyncfl.analysis.figures import checked_records, drawn_figure, load_partitions, write_figures  # noqa: E402
+from asyncfl.analysis.figures import (  # noqa: E402
+    checked_records,
+    drawn_figure,
+    heading,
+    load_partitions,
+    write_figures,
+)
 from asyncfl.analysis.run_styles import display_name, run_names, run_styles  # noqa: E402
 from asyncfl.analysis.straggler_curves import draw_curves  # noqa: E402
 from asyncfl.analysis.verdict_curve import curve_budgets, draw_verdict_curve, verdict_curve  # noqa: E402
@@ -449,15 +455,15 @@ def draw_straggler_claim(runs: list[Path], partition_stats: list[Path], settings
     at_a_glance = summary_rows(at_t, target, in_flight)
     drawn = [
         drawn_figure(lambda axes: draw_claim(axes, means, severities, target, budget, lines, adjusted_over), claim,
-                     height, f"{title}: {claim.title}", stem),
+                     height, heading(title, claim.title), stem),
         drawn_figure(lambda axes: draw_curves(axes, trajectories, severities, target, budget), curves, curves.height,
-                     f"{title}: {curves.title}", Path(out) / curves.name),
+                     heading(title, curves.title), Path(out) / curves.name),
         drawn_figure(lambda axes: draw_advantage(axes, cells, severities, in_flight), advantage, advantage.height,
-                     f"{title}: {advantage.title}", Path(out) / advantage.name),
+                     heading(title, advantage.title), Path(out) / advantage.name),
         drawn_figure(lambda axes: draw_verdict_curve(axes, curve, severities, in_flight), over_budget,
-                     over_budget.height, f"{title}: {over_budget.title}", Path(out) / over_budget.name),
+                     over_budget.height, heading(title, over_budget.title), Path(out) / over_budget.name),
         drawn_figure(lambda axes: draw_verdict_summary(axes, at_a_glance, severities, target), glance, glance.height,
-                     f"{title}: {glance.title}", Path(out) / glance.name),
+                     heading(title, glance.title), Path(out) / glance.name),
     ]  # fmt: skip
     frames = {
         stem.with_suffix(".csv"): table,

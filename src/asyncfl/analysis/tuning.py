@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from asyncfl.analysis.figures import drawn_figure, load_partitions, load_runs, write_figures  # noqa: E402
+from asyncfl.analysis.figures import drawn_figure, heading, load_partitions, load_runs, write_figures  # noqa: E402
 from asyncfl.analysis.run_styles import display_name, run_styles  # noqa: E402
 from asyncfl.analysis.stragglers import time_grid, time_to_stay  # noqa: E402
 from asyncfl.files import json_text, sha256, written_together  # noqa: E402
@@ -252,13 +252,13 @@ def write_choice(table: pd.DataFrame, grid: dict[str, list[dict]], target: float
     figure = dataclasses.replace(figure, panels=min(len(grid), PANELS_PER_ROW), rows=rows, height=2.4 * rows + 0.8)
     metric = table_metric(table)
     unvaried, idle = unvaried_settings(chosen, grid), without_effect(table, chosen, grid)
-    heading = tuning_heading(f"{title}: {figure.title}", metric, target, on_edge, unvaried, idle)
+    suptitle = tuning_heading(heading(title, figure.title), metric, target, on_edge, unvaried, idle)
     stem = Path(out) / figure.name
     drawn = drawn_figure(
         lambda axes: draw_tuning(axes, table, grid, chosen, target, budget, searched_points(search)),
         figure,
         figure.height,
-        heading + search_words(search),
+        suptitle + search_words(search),
         stem,
     )
     choice = {"chosen": chosen, "on_edge": on_edge, "target_accuracy": target, "budget": budget}
