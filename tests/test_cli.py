@@ -470,3 +470,18 @@ def test_train_help_lists_the_clients_world_with_its_defaults(capsys):
         default = TrainConfig.__dataclass_fields__[key].default
         shown = "null" if default is None else str(default).lower() if isinstance(default, bool) else str(default)
         assert f"{key}={shown}" in text, key
+
+
+@pytest.mark.parametrize("out", ["", "."])
+def test_the_current_folder_as_out_is_refused_and_nothing_there_is_written_or_removed(
+    capsys, tmp_path, monkeypatch, partition, out
+):
+    """The refusal once wrote its cause into ./failed.json (the repository's root, from the tests), and a
+    first attempt removed a ./failed.json of the user's before it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "failed.json").write_text("mine\n")
+    before = sorted(path.name for path in tmp_path.iterdir())
+    line = error_line(capsys, [*TRAIN, "--partition", str(partition), "--out", out])
+    assert "--out is empty or the current folder" in line
+    assert sorted(path.name for path in tmp_path.iterdir()) == before
+    assert (tmp_path / "failed.json").read_text() == "mine\n"

@@ -11,6 +11,7 @@ from asyncfl.cli.processes import process_shares, train_in_processes
 from asyncfl.planning.layout import run_name
 from asyncfl.planning.progress import clear_failure, record_failure, recorded_failure
 from asyncfl.planning.tuning import check_choice, read_chosen
+from asyncfl.runs.folder import check_out
 from asyncfl.settings.config import load_config, make_config, system_model_help, with_paths_from
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.integrity import MAX_RECORD_BYTES, read_input
@@ -32,6 +33,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         "local_epochs": args.local_epochs,
         "seed": args.seed,
     }
+    check_out(args.out)  # before its failure record is read, cleared or written: never the current folder's
     if args.attempt > 1 and (cause := recorded_failure(args.out)) is not None:
         raise InputError(
             f"not trained again on attempt {args.attempt}: an earlier attempt failed on its own ({cause}); a run "

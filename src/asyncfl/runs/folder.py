@@ -29,11 +29,17 @@ KEPT = ".finished"  # hard links to a finished run's files, which outlive a fail
 KEPT_FILES = (*RUN_OUTPUTS, TIMINGS, EVALUATIONS, RUN_RECORD)  # run.json last: it vouches for the rest
 
 
+def check_out(out: Path) -> None:
+    """A run folder is a folder of its own: never the current folder, which its outputs, its lock and its
+    failure record would share with whatever else is there."""
+    if str(out) in ("", "."):
+        raise InputError("--out is empty or the current folder; give a folder of its own for the run's outputs")
+
+
 @contextmanager
 def owned(out: Path) -> Iterator[None]:
     """Hold the folder for the block; a second owner fails at once with one line naming the first."""
-    if str(out) in ("", "."):
-        raise InputError("--out is empty or the current folder; give a folder of its own for the run's outputs")
+    check_out(out)
     if out.is_file():
         raise InputError(f"--out {out} is a file; give a folder for the run's outputs")
     out.mkdir(parents=True, exist_ok=True)
