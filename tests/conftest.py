@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -146,12 +147,20 @@ def quick_run_jobs(workdir: Path) -> Path:
     return workdir.with_name("quick-run-jobs.json")
 
 
+# Each test file's measured seconds (setup, call and teardown summed), from a run of `make test` with
+# ASYNCFL_STORE_DURATIONS=1: they order the files within a tier, longest first (a file not listed: last)
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`make test` runs each test file on one of four worker processes (pytest-xdist, `--dist loadfile
     --no-loadscope-reorder`: a file's module fixtures are made once). The files are handed out in this
     order: the three SLURM files first, since their tests mostly wait on the cluster while the other
-    workers use the CPU, then files of the slower tiers, so that the fast files fill the end."""
+    workers use the CPU, then files of the slower tiers, so that the fast files fill the end; within a
+    tier the longest files first (`FILE_SECONDS`: a minute-long file handed out last ran alone on one
+    core while the other workers had finished)."""
     tiers = ("slurm", "workflow", "subprocess")
+    seconds = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.exists() else {}
 
     def tier(item: pytest.Item) -> int:
         return next((rank for rank, name in enumerate(tiers) if item.get_closest_marker(name)), len(tiers))
@@ -159,7 +168,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rank: dict[Path, int] = {}
     for item in items:
         rank[item.path] = min(rank.get(item.path, len(tiers)), tier(item))
-    items.sort(key=lambda item: rank[item.path])
+    items.sort(key=lambda item: (rank[item.path], -seconds.get(item.path.relative_to(REPO).as_posix(), 0)))
+
+
+MEASURED: Counter[str] = Counter()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get("ASYNCFL_STORE_DURATIONS") == "1":
+        MEASURED[report.nodeid.split("::")[0]] += report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With ASYNCFL_STORE_DURATIONS=1, the session's seconds per file into `FILE_SECONDS` (in the main
+    process, which every worker's reports reach)."""
+    if MEASURED and not os.environ.get("PYTEST_XDIST_WORKER"):
+        FILE_SECONDS.write_text(json.dumps({name: round(MEASURED[name]) for name in sorted(MEASURED)}, indent=1) + "\n")
 
 
 def cluster_is_up() -> bool:
