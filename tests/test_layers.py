@@ -13,6 +13,9 @@ PACKAGE = REPO / "src" / "asyncfl"
 ORDER = ["settings", "planning", "files", "runs", "data", "models", "fl", "training", "sim", "launch", "analysis"]
 BESIDE = {"bench": "launch"}  # imports up to and including this layer
 TOP = {"cli", "api", "__main__", "__init__"}  # the front doors: the command line and Python
+# The one import against the order: the config joins the settings each algorithm's file declares and takes
+# its choices of s(τ) and learning-rate clocks from their implementations, all torch-free at import
+UPWARD = {"settings/config.py": {"asyncfl.fl", "asyncfl.fl.algorithms"}}
 
 
 def imported(path: Path) -> set[str]:
@@ -46,7 +49,9 @@ def violations(path: Path, layer: str) -> list[str]:
 def test_a_layer_imports_only_the_layers_before_it(path):
     layer = own_layer(path)
     if layer not in TOP:
-        assert not violations(path, layer), f"{path.relative_to(PACKAGE)} ({layer}) imports {violations(path, layer)}"
+        allowed = UPWARD.get(path.relative_to(PACKAGE).as_posix(), set())
+        broken = [line for line in violations(path, layer) if line.split()[0] not in allowed]
+        assert not broken, f"{path.relative_to(PACKAGE)} ({layer}) imports {broken}"
 
 
 def test_an_import_against_the_order_is_found(tmp_path):

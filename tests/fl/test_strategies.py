@@ -6,25 +6,54 @@ import pytest
 import torch
 
 from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aware_average
-from asyncfl.fl.algorithms import STRATEGIES, check_registry, make_strategy
+from asyncfl.fl.algorithms import declared_settings, make_strategy, strategy_class
 from asyncfl.fl.server_optimizer import ServerOptimizerParameters
-from asyncfl.fl.strategy import Update
-from asyncfl.settings.config import SETTING_READERS, TrainConfig, applies, make_config
+from asyncfl.fl.strategy import Strategy, Update
+from asyncfl.settings.config import (
+    DEFAULTS,
+    SETTING_READERS,
+    TRAINING_ONLY,
+    TrainConfig,
+    applies,
+    make_config,
+    with_declared_settings,
+)
 from asyncfl.settings.errors import InputError
-from asyncfl.settings.names import SERVER_OPTIMIZER_OF, UPDATES_PER_ROUND
+from asyncfl.settings.names import ALGORITHMS, SERVER_OPTIMIZER_OF, UPDATES_PER_ROUND
 
 
 def state(value: float) -> dict[str, torch.Tensor]:
     return {"w": torch.full((2,), value), "n": torch.tensor(int(value))}
 
 
-def test_a_registry_that_misses_an_algorithm_fails():
-    """The import-time guard: a strategy registered but not named (or the reverse) is an ImportError."""
-    check_registry(STRATEGIES)
-    with pytest.raises(ImportError, match="do not match names.ALGORITHMS"):
-        check_registry({name: cls for name, cls in STRATEGIES.items() if name != "fedbuff"})
-    with pytest.raises(ImportError, match="do not match names.ALGORITHMS"):
-        check_registry({**STRATEGIES, "fedprox": STRATEGIES["sync"]})
+def test_every_catalogue_line_finds_its_strategy_and_a_declared_setting_joins_the_config():
+    """An algorithm is its file and its catalogue line: the line's `strategy` names a `Strategy` in
+    `fl/algorithms/`, and a setting declared on the file's `Parameters` is a config key that algorithm
+    alone reads, refused for another, with the rule and default it was declared with."""
+    for algorithm in ALGORITHMS:
+        assert issubclass(strategy_class(algorithm), Strategy), algorithm
+    assert strategy_class("fadas") is strategy_class("fedbuff") and strategy_class("fedavgm") is strategy_class("sync")
+    declared = declared_settings()
+    assert {"staleness_window", "fedac_lr", "port_staleness_bound"} <= set(declared)
+    owner, item = declared["port_staleness_bound"]
+    assert owner.__module__ == "asyncfl.fl.algorithms.port" and SETTING_READERS["port_staleness_bound"] == ("port",)
+    assert DEFAULTS["port_staleness_bound"] == item.default == 10 and "port_staleness_bound" in TRAINING_ONLY
+    assert make_config({"algorithm": "port", "port_staleness_bound": 3}).port_staleness_bound == 3
+    with pytest.raises(InputError, match="port_staleness_bound does not apply to algorithm fedbuff"):
+        make_config({"algorithm": "fedbuff", "port_staleness_bound": 3})
+    with pytest.raises(InputError, match="port_staleness_bound must be a finite number > 0, got 0"):
+        make_config({"algorithm": "port", "port_staleness_bound": 0})
+
+
+def test_a_file_that_declares_a_setting_the_config_has_is_an_import_error():
+    """Two declarations of one key would leave one of them unread: refused while the config is made."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Shared:
+        fedac_lr: float = 1.0
+
+    with pytest.raises(ImportError, match="FedACParameters declares fedac_lr, a setting TrainConfig already has"):
+        with_declared_settings(Shared)
 
 
 @pytest.mark.parametrize(
@@ -120,7 +149,7 @@ def test_a_setting_the_algorithm_ignores_is_refused(algorithm, key, value):
 
 def test_every_algorithm_states_its_round_size_in_the_torch_free_table():
     """The workflow's budget checks and the engine read one table (`names.UPDATES_PER_ROUND`)."""
-    for algorithm in STRATEGIES:
+    for algorithm in ALGORITHMS:
         config = make_config({"algorithm": algorithm, "clients_per_round": 4})
         expected = {"J": 4, "K": 4, "1": 1}[UPDATES_PER_ROUND[algorithm]]
         assert make_strategy(config).arrivals_per_round == expected
@@ -133,8 +162,8 @@ def test_each_algorithm_reads_its_own_settings_by_name():
     does not read but stays at its default (the emulations inherit sync's rounds, straggler handling off),
     or of the server optimizer its name implies (FADAS's `delay_threshold`)."""
     defaults = TrainConfig()
-    for name, cls in STRATEGIES.items():
-        strategy = cls(make_config({"algorithm": name}))
+    for name in ALGORITHMS:
+        strategy = make_strategy(make_config({"algorithm": name}))
         parameters = getattr(strategy, "parameters", None)
         fields = {item.name for item in dataclasses.fields(parameters)} if parameters else set()
         unread = {key for key in fields if not applies(key, name)}
@@ -145,7 +174,7 @@ def test_each_algorithm_reads_its_own_settings_by_name():
         if name in ("afl", "fedasync", "fedbuff"):
             own |= {key for key, readers in SETTING_READERS.items() if key in ("concurrency", "max_staleness")}
         assert own <= fields, (name, own - fields)
-    fedbuff = STRATEGIES["fedbuff"](make_config({"algorithm": "fedbuff", "clients_per_round": 4, "server_lr": 2.0}))
+    fedbuff = make_strategy(make_config({"algorithm": "fedbuff", "clients_per_round": 4, "server_lr": 2.0}))
     assert (fedbuff.parameters.buffer_size, fedbuff.parameters.concurrency, fedbuff.parameters.server_lr) == (4, 4, 2.0)
 
 

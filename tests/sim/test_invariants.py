@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from asyncfl.fl.algorithms import AFL, FedBuff
+from asyncfl.fl.algorithms.afl import AFL
+from asyncfl.fl.algorithms.fedbuff import FedBuff
 from asyncfl.settings.config import make_config
 from asyncfl.sim import dispatcher, outcomes
 from asyncfl.sim.dispatcher import Dispatcher

@@ -4,19 +4,28 @@ arrivals make a round (K), how many clients start, how many are dispatched after
 arrived updates combine into the next global model, and what a client starts from and trains with
 (docs/design.md "Training"). Each algorithm is one file of `fl/algorithms/`, its own settings a small
 frozen dataclass beside it, read from the config by field name and checked by the rules of the config
-keys they come from.
+keys they come from; a setting only it reads is declared there (`setting(...)` and its docstring), and
+`TrainConfig` gains it as a key.
+
+Kept free of torch at import, as the algorithms' files are: the config, which the workflow reads while
+it plans, collects their settings from them.
 """
+
+from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from asyncfl.fl.learning_rate import Schedule
 from asyncfl.fl.staleness import StalenessFunction, staleness_function
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig, check_concurrency, check_setting, updates_per_round
+from asyncfl.settings.names import updates_per_round
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 # What a strategy's server keeps across rounds, by names of its own: tensors and plain data, which the
 # checkpoint holds as they are (empty for a strategy without one, and then absent from the checkpoint)
@@ -43,6 +52,8 @@ class Parameters:
     """An algorithm's own settings: each field is the config key of that name, checked by its rule."""
 
     def __post_init__(self) -> None:
+        from asyncfl.settings.config import check_setting  # the config imports this module while it is made
+
         for item in fields(self):
             check_setting(item.name, getattr(self, item.name), type(self).__name__)
 
@@ -69,6 +80,8 @@ class AsyncParameters(Parameters):
     stale_updates: str
 
     def check(self, clients: int, replacement: bool) -> None:
+        from asyncfl.settings.config import check_concurrency  # the config imports this module while it is made
+
         check_concurrency(self.concurrency, clients, replacement, "config")
 
     @classmethod

@@ -25,7 +25,6 @@ from asyncfl.settings.config import (
     check_concurrency,
     check_type,
     make_config,
-    updates_per_round,
 )
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import (
@@ -38,6 +37,7 @@ from asyncfl.settings.names import (
     TIMING_ONLY,
     VARIANT_SUFFIX,
     base_algorithm,
+    updates_per_round,
 )
 from asyncfl.settings.traces import read_trace
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from asyncfl.settings.config import TrainConfig, make_config, updates_per_round
+from asyncfl.settings.config import TrainConfig, make_config
 from asyncfl.settings.errors import InputError
-from asyncfl.settings.names import ASYNCHRONOUS, MODELS, TIMING_ONLY
+from asyncfl.settings.names import ASYNCHRONOUS, MODELS, TIMING_ONLY, updates_per_round
 
 # Training and test samples of each dataset as its loader serves them (digits: scikit-learn's 1,797 in
 # data/digits.py's fixed 80/20 split); tests/planning/test_run_cost.py checks them against the real loaders

@@ -1,12 +1,12 @@
 """The federated algorithms a run can name, one catalogue entry each (like `catalogue.py`'s figures):
 `names.py`'s tables (display names, round sizes, the asynchronous ones) derive from it, and the
-strategies' registry (`fl/algorithms`) is checked against it. Adding an algorithm: its entry here and
-its strategy (docs/development.md "Adding an algorithm").
+strategies are found by it (`fl/algorithms`). Adding an algorithm: its entry here and its file
+(docs/development.md "Adding an algorithm").
 
 Kept free of heavy imports: Snakemake reads it while it plans the DAG.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class Algorithm:
         default_staleness: the s(τ) a run of it gets when it names none, which its config then records:
             "constant" where its paper weights every update alike (CA2FL, FADAS); "polynomial",
             FedBuff's and FedAsync's (1 + τ)^−a, otherwise.
+        strategy: its implementation, "file:Class" in `fl/algorithms/` (an entry point's form); the
+            settings that file declares are the config keys only this algorithm reads.
     """
 
     key: str
@@ -35,38 +37,56 @@ class Algorithm:
     server_optimizer: str = "none"
     staleness_weighted: bool = True
     default_staleness: str = "polynomial"
+    strategy: str = field(kw_only=True)
 
 
 # In the order (and so the colour) every figure uses
 CATALOGUE = (
-    Algorithm("afl", "AFL", "J", asynchronous=True),
-    Algorithm("sync", "Sync FL (FedAvg)", "J"),
-    Algorithm("fedasync", "FedAsync", "1", asynchronous=True),
-    Algorithm("fedbuff", "FedBuff", "K", asynchronous=True),
-    Algorithm("afl_as_coded", "AFL as the paper's code runs it", "J"),
-    Algorithm("sync_as_coded", "Sync FL as the paper's code runs it", "J"),
-    Algorithm("fedavgm", "FedAvgM", "J", server_optimizer="sgd"),  # Hsu et al. 2019
-    Algorithm("fedadam", "FedAdam", "J", server_optimizer="adam"),  # Reddi et al. 2021
-    Algorithm("fedyogi", "FedYogi", "J", server_optimizer="yogi"),  # Reddi et al. 2021
+    Algorithm("afl", "AFL", "J", asynchronous=True, strategy="afl:AFL"),
+    Algorithm("sync", "Sync FL (FedAvg)", "J", strategy="sync:Sync"),
+    Algorithm("fedasync", "FedAsync", "1", asynchronous=True, strategy="fedasync:FedAsync"),
+    Algorithm("fedbuff", "FedBuff", "K", asynchronous=True, strategy="fedbuff:FedBuff"),
+    Algorithm("afl_as_coded", "AFL as the paper's code runs it", "J", strategy="afl_as_coded:AFLAsCoded"),
+    Algorithm("sync_as_coded", "Sync FL as the paper's code runs it", "J", strategy="sync_as_coded:SyncAsCoded"),
+    Algorithm("fedavgm", "FedAvgM", "J", server_optimizer="sgd", strategy="sync:Sync"),  # Hsu et al. 2019
+    Algorithm("fedadam", "FedAdam", "J", server_optimizer="adam", strategy="sync:Sync"),  # Reddi et al. 2021
+    Algorithm("fedyogi", "FedYogi", "J", server_optimizer="yogi", strategy="sync:Sync"),  # Reddi et al. 2021
     # FedBuff's buffer of K arrivals, then AMSGrad on their mean update (Wang et al. 2024)
-    Algorithm("fadas", "FADAS", "K", asynchronous=True, server_optimizer="amsgrad", default_staleness="constant"),
+    Algorithm(
+        "fadas",
+        "FADAS",
+        "K",
+        asynchronous=True,
+        server_optimizer="amsgrad",
+        default_staleness="constant",
+        strategy="fedbuff:FedBuff",
+    ),
     # FedBuff's buffer, each update calibrated by the server's cache of its client's last (Wang et al. 2024)
-    Algorithm("ca2fl", "CA2FL", "K", asynchronous=True, default_staleness="constant"),
+    Algorithm("ca2fl", "CA2FL", "K", asynchronous=True, default_staleness="constant", strategy="ca2fl:CA2FL"),
     # arrival groups whose clients train as many steps as bring them back together (Li et al. 2024); an
     # aggregation takes a group's arrivals and the late updates held since, or one first-heard client's
-    Algorithm("fedcompass", "FedCompass", "1", asynchronous=True),
+    Algorithm("fedcompass", "FedCompass", "1", asynchronous=True, strategy="fedcompass:FedCompass"),
     # FedBuff's buffer, each update weighted by its client's average observed staleness (Ma et al. 2024)
-    Algorithm("fedstaleweight", "FedStaleWeight", "K", asynchronous=True, staleness_weighted=False),
+    Algorithm(
+        "fedstaleweight",
+        "FedStaleWeight",
+        "K",
+        asynchronous=True,
+        staleness_weighted=False,
+        strategy="fedstaleweight:FedStaleWeight",
+    ),
     # every arrival a round, stepped by λ/(γ + ε), γ the global model's distance moved over the update's length
-    Algorithm("asyncfeded", "AsyncFedED", "1", asynchronous=True, staleness_weighted=False),  # Wang et al. 2022
+    Algorithm(
+        "asyncfeded", "AsyncFedED", "1", asynchronous=True, staleness_weighted=False, strategy="asyncfeded:AsyncFedED"
+    ),  # Wang et al. 2022
     # every K arrivals, a step on the mean of every client's latest update, absent ones too (Gu et al. 2021)
-    Algorithm("mifa", "MIFA", "K", asynchronous=True, staleness_weighted=False),
+    Algorithm("mifa", "MIFA", "K", asynchronous=True, staleness_weighted=False, strategy="mifa:MIFA"),
     # every arrival a round, a step on the mean of every client's latest update (Chang et al. 2025)
-    Algorithm("ace", "ACE", "1", asynchronous=True, staleness_weighted=False),
+    Algorithm("ace", "ACE", "1", asynchronous=True, staleness_weighted=False, strategy="ace:ACE"),
     # FedBuff's buffer, each client model weighted by its freshness and its agreement with the last step (Su & Li 2022)
-    Algorithm("port", "PORT", "K", asynchronous=True, staleness_weighted=False),
+    Algorithm("port", "PORT", "K", asynchronous=True, staleness_weighted=False, strategy="port:PORT"),
     # every arrival a round: its client's progress less its previous, plus their running average (Chen et al. 2020)
-    Algorithm("asofed", "ASO-Fed", "1", asynchronous=True, staleness_weighted=False),
+    Algorithm("asofed", "ASO-Fed", "1", asynchronous=True, staleness_weighted=False, strategy="asofed:ASOFed"),
     # FedBuff's buffer, updates corrected by control variates and weighted by agreement, an Adam-like step (AFL-Lib)
-    Algorithm("fedac", "FedAC", "K", asynchronous=True, staleness_weighted=False),
+    Algorithm("fedac", "FedAC", "K", asynchronous=True, staleness_weighted=False, strategy="fedac:FedAC"),
 )

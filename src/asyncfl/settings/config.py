@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from asyncfl.fl import learning_rate, staleness
 from asyncfl.settings.classes import parse_classes
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import (
@@ -31,17 +32,17 @@ from asyncfl.settings.names import (
     UPDATES_PER_ROUND,
 )
 from asyncfl.settings.populations import POPULATION_NAMES, PRESETS, PROFILES, with_presets
-from asyncfl.settings.rules import NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Group, setting
+from asyncfl.settings.rules import MANY, NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, Group, setting
 from asyncfl.settings.yaml_files import read_yaml
 
-STALENESS_FUNCTIONS = ("constant", "inverse", "polynomial", "hinge")
+STALENESS_FUNCTIONS = tuple(staleness.FUNCTIONS)  # the s(τ) the server implements
 # The algorithms whose round is K arrivals (FedBuff's buffer), K their `buffer_size`
 BUFFERED = tuple(algorithm for algorithm, size in UPDATES_PER_ROUND.items() if size == "K")
 # The asynchronous algorithms whose server may cap staleness (FedCompass schedules its late updates instead)
 CAPPED = tuple(algorithm for algorithm in ASYNCHRONOUS if algorithm != "fedcompass")
 DISTRIBUTIONS = ("lognormal", "constant")
 JITTER_DISTRIBUTIONS = ("lognormal", "exponential", "half_normal")
-LR_CLOCKS = ("round", "equivalent_round", "epoch")
+LR_CLOCKS = tuple(learning_rate.CLOCKS)  # what t of the learning rate counts
 AVAILABILITY_MODELS = ("always", "exponential", "lognormal", "diurnal", "trace")
 ARRIVAL_PROCESSES = ("closed", "poisson")
 CLASS_DRAWS = ("shares", "probability")
@@ -53,7 +54,6 @@ DURATIONS = ("paced", "measured")
 
 # Algorithms that read the learning-rate clock settings: AFL as coded has its own (t = epoch, d = 2 s)
 SCHEDULED = tuple(name for name in ALGORITHMS if name != "afl_as_coded")
-MANY = 1 << 24  # an upper bound for counts of clients and samples
 MAX_SEED = (1 << 63) - 1  # torch's and NumPy's generators both take it
 
 
@@ -63,7 +63,9 @@ class TrainConfig:
     them take their own group (`Strategy`, `ClientSystem`, `LocalSettings`). Each field's docstring
     (read as Pydantic's `use_attribute_docstrings` reads them: `settings_docs`) says what it means and
     marks the paper's values (Section V, Algorithm 1) and the project's choices where the paper gives
-    none or another; config/README.md's tables of settings are made from them."""
+    none or another; config/README.md's tables of settings are made from them. A setting only one
+    algorithm reads is declared in that algorithm's file, as a field of its `Parameters`, and joins these
+    (`with_declared_settings`)."""
 
     algorithm: str = setting(Group.RUN, "afl", tuple(ALGORITHMS))
     """the federated algorithm (`settings/algorithms.py`'s catalogue)"""
@@ -109,30 +111,8 @@ class TrainConfig:
     docs/design.md "Training" sets the two side by side)"""
     buffer_size: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=BUFFERED)
     """K, arrivals per aggregation (FedBuff's buffer); null: J (**project's choice**)"""
-    staleness_window: int = setting(Group.SERVER, 5, lowest=POSITIVE, at_most=MANY, read_by=("fedstaleweight",))
-    """W: FedStaleWeight averages a client's last W stalenesses (the authors' window)"""
     mixing: float = setting(Group.SERVER, 1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
     """β: θ ← (1−β)θ + β·aggregate (1: the aggregate replaces the model, **paper**)"""
-    fedasync_alpha: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL, read_by=("fedasync",))
-    """α: α_t = α·s(τ) (**project's choice**, from FedAsync's paper)"""
-    asyncfeded_lambda: float = setting(Group.SERVER, 0.1, lowest=POSITIVE, at_most=1e6, read_by=("asyncfeded",))
-    """λ of AsyncFedED's step λ/(γ + ε) (**project's choice**: FedOpt's; the paper tunes it)"""
-    asyncfeded_epsilon: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, at_most=1e6, read_by=("asyncfeded",))
-    """ε of AsyncFedED's step λ/(γ + ε), at most λ/ε (**project's choice**: FedOpt's)"""
-    port_similarity_weight: float = setting(Group.SERVER, 1.0, lowest=NON_NEGATIVE, at_most=1e6, read_by=("port",))
-    """w_sim of PORT's weight n·((cos + 1)/2·w_sim + B/(τ + B)·w_stale) (Plato's example)"""
-    port_staleness_weight: float = setting(Group.SERVER, 3.0, lowest=NON_NEGATIVE, at_most=1e6, read_by=("port",))
-    """w_stale of PORT's weight (Plato's example)"""
-    port_staleness_bound: int = setting(Group.SERVER, 10, lowest=POSITIVE, at_most=MANY, read_by=("port",))
-    """B of PORT's B/(τ + B) (Plato's)"""
-    asofed_beta: float = setting(Group.SERVER, 0.5, lowest=UNIT_INTERVAL, read_by=("asofed",))
-    """β of ASO-Fed's h ← β·h + (1 − β)·s_prev (AFL-Lib's)"""
-    fedac_lr: float = setting(Group.SERVER, 0.001, lowest=POSITIVE, at_most=1e6, read_by=("fedac",))
-    """η of FedAC's server step (AFL-Lib's)"""
-    fedac_beta1: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL, read_by=("fedac",))
-    """β1 of FedAC's first moment (AFL-Lib's)"""
-    fedac_beta2: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedac",))
-    """β2 of FedAC's second moment (AFL-Lib's)"""
     server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl", "ace"))
     """η_g, FedBuff's server step, CA2FL's and ACE's η (**project's choice**; FLGo's CA2FL default)"""
     compass_alpha: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
@@ -386,7 +366,34 @@ class TrainConfig:
         return self.server_optimizer_lr or SERVER_OPTIMIZER_LR[self.server_optimizer]
 
 
+def with_declared_settings(shared: type) -> type:
+    """`TrainConfig`: the settings of `shared` and those the algorithms' files declare, a setting only one
+    algorithm reads being declared on its `Parameters` (`fl.algorithms.declared_settings`), each read by
+    the algorithms of its file. One flat class, as run.json records it and YAML gives it."""
+    from asyncfl.fl.algorithms import STRATEGY_OF, declared_settings
+
+    added = []
+    for name, (owner, item) in declared_settings().items():
+        if name in {shared_item.name for shared_item in dataclasses.fields(shared)}:
+            raise ImportError(f"{owner.__name__} declares {name}, a setting TrainConfig already has")
+        file = owner.__module__.rsplit(".", 1)[1]
+        readers = tuple(key for key, strategy in STRATEGY_OF.items() if strategy.split(":")[0] == file)
+        field = dataclasses.field(
+            default=item.default, metadata={**item.metadata, "read_by": readers, "declared_by": owner}
+        )
+        added.append((name, typing.get_type_hints(owner)[name], field))
+    config = dataclasses.make_dataclass("TrainConfig", added, bases=(shared,), frozen=True)
+    config.__module__ = __name__  # where pickle finds it
+    return config
+
+
+SHARED_SETTINGS = TrainConfig  # the class body above
+if not typing.TYPE_CHECKING:  # for mypy, the shared settings' class: the declared ones are read by name
+    TrainConfig = with_declared_settings(SHARED_SETTINGS)
+
 DEFAULTS = {item.name: item.default for item in dataclasses.fields(TrainConfig)}  # each setting's default
+# The settings an algorithm's file declares (`with_declared_settings`)
+DECLARED_SETTINGS = tuple(item.name for item in dataclasses.fields(TrainConfig) if "declared_by" in item.metadata)
 
 
 def settings_of(group: Group) -> tuple[str, ...]:
@@ -760,18 +767,8 @@ TRAINING_ONLY = (
     "staleness_a",
     "staleness_b",
     "mixing",
-    "fedasync_alpha",
-    "asyncfeded_lambda",
-    "asyncfeded_epsilon",
-    "staleness_window",
-    "port_similarity_weight",
-    "port_staleness_weight",
-    "port_staleness_bound",
-    "asofed_beta",
-    "fedac_lr",
-    "fedac_beta1",
-    "fedac_beta2",
     "server_lr",
+    *DECLARED_SETTINGS,  # an algorithm's own: each a knob of its aggregation
     "compass_alpha",
     "server_optimizer",
     "server_optimizer_lr",
@@ -792,12 +789,6 @@ def applies(key: str, algorithm: str) -> bool:
     """Whether `algorithm` reads the setting `key` (most settings apply to every algorithm)."""
     read_by = SETTING_READERS.get(key, ())
     return not read_by or algorithm in read_by
-
-
-def updates_per_round(algorithm: str, clients_per_round: int, buffer_size: int | None) -> int:
-    """Client updates `algorithm` aggregates into one new global model (`names.UPDATES_PER_ROUND`)."""
-    sizes = {"J": clients_per_round, "K": buffer_size or clients_per_round, "1": 1}
-    return sizes[UPDATES_PER_ROUND[algorithm]]
 
 
 def load_config(path: Path | None, settings: dict[str, Any], overrides: dict[str, Any]) -> TrainConfig:

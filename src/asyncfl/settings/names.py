@@ -2,7 +2,7 @@
 and the workflow.
 
 Kept free of heavy imports: Snakemake reads it while it plans the DAG, before any torch is loaded.
-The implementations are found by these names: algorithms in `strategies.STRATEGIES`, datasets in
+The implementations are found by these names: algorithms by their catalogue lines (`fl.algorithms`), datasets in
 `datasets.load_dataset`, models in `models.MODELS`; each of those checks at import that it covers this table.
 """
 
@@ -18,6 +18,14 @@ UPDATES_PER_ROUND = {algorithm.key: algorithm.round_size for algorithm in CATALO
 # FedAvg (FedBuff for FADAS) with a server optimizer of its own: the one its name implies (`make_config` sets it)
 SERVER_OPTIMIZER_OF = {algorithm.key: algorithm.server_optimizer for algorithm in CATALOGUE}
 DEFAULT_STALENESS_OF = {algorithm.key: algorithm.default_staleness for algorithm in CATALOGUE}
+
+
+def updates_per_round(algorithm: str, clients_per_round: int, buffer_size: int | None) -> int:
+    """Client updates `algorithm` aggregates into one new global model (`UPDATES_PER_ROUND`)."""
+    sizes = {"J": clients_per_round, "K": buffer_size or clients_per_round, "1": 1}
+    return sizes[UPDATES_PER_ROUND[algorithm]]
+
+
 # A variant of an algorithm is a run name `ALGORITHM-SUFFIX` with its own settings (an experiment's
 # `variants:`, e.g. sync-deadline): the algorithm is what its name says before the dash.
 VARIANT_SUFFIX = "[a-z0-9_]+"

@@ -71,3 +71,4 @@ def setting(
 
 
 POSITIVE, NON_NEGATIVE, UNIT_INTERVAL = "> 0", "≥ 0", "(0, 1]"  # the ranges `setting` names as `lowest`
+MANY = 1 << 24  # an upper bound for counts of clients and samples

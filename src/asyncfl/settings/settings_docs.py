@@ -16,7 +16,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from asyncfl.settings.config import NEEDS, TrainConfig, shown_value
+from asyncfl.settings.config import NEEDS, SHARED_SETTINGS, TrainConfig, shown_value
 from asyncfl.settings.names import ALGORITHMS, ASYNCHRONOUS
 from asyncfl.settings.rules import Group
 
@@ -25,15 +25,25 @@ TABLE = re.compile(r"(<!-- settings: (?P<groups>[A-Z_, ]+) -->\n).*?(?=<!-- /set
 
 @cache
 def field_docs() -> dict[str, str]:
-    """Each field's docstring, the string literal right under it, as one line."""
-    (tree,) = ast.parse(inspect.getsource(TrainConfig)).body
-    assert isinstance(tree, ast.ClassDef)
-    return {
-        field.target.id: " ".join(str(after.value.value).split())
-        for field, after in itertools.pairwise(tree.body)
-        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
-        and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-    }  # fmt: skip
+    """Each field's docstring, the string literal right under it, as one line: the shared settings'
+    in `TrainConfig`'s class body, an algorithm's own in its `Parameters`' (`declared_by`)."""
+    owners = dict.fromkeys([SHARED_SETTINGS, *(item.metadata["declared_by"] for item in declared(TrainConfig))])
+    docs: dict[str, str] = {}
+    for owner in owners:
+        (tree,) = ast.parse(inspect.getsource(owner)).body
+        assert isinstance(tree, ast.ClassDef)
+        docs |= {
+            field.target.id: " ".join(str(after.value.value).split())
+            for field, after in itertools.pairwise(tree.body)
+            if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+            and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+        }  # fmt: skip
+    return docs
+
+
+def declared(config: type) -> list[dataclasses.Field]:
+    """The settings algorithms' files declare (`config.with_declared_settings`)."""
+    return [item for item in dataclasses.fields(config) if "declared_by" in item.metadata]
 
 
 def readers(read_by: tuple[str, ...]) -> str:

@@ -1,61 +1,61 @@
-"""The federated algorithms, one file each, by their config names (`settings/algorithms.py`'s catalogue).
+"""The federated algorithms, one file each, found by their catalogue lines (`settings/algorithms.py`):
+an algorithm's `strategy` names its file here and the `Strategy` in it.
 
-Adding an algorithm: one file here with its `Strategy` and its frozen `Parameters` (docs/development.md
-"Adding an algorithm"), its entry in STRATEGIES, and its entry in the catalogue. FedAvgM, FedAdam and
-FedYogi need no file: they are FedAvg (`Sync`) whose config their name gives a server optimizer; FADAS
-likewise is FedBuff with AMSGrad (and its delay-adaptive step, `delay_threshold`).
+Adding an algorithm: its file here, with its `Strategy` and its frozen `Parameters`, the settings only it
+reads declared on them, and its catalogue line (docs/development.md "Adding an algorithm"). FedAvgM,
+FedAdam and FedYogi need no file: they are FedAvg (`Sync`) whose config their name gives a server
+optimizer; FADAS likewise is FedBuff with AMSGrad (and its delay-adaptive step, `delay_threshold`).
+
+The files import torch where they compute, not at their top: the config, which the workflow reads while
+it plans, reads their settings from them (tests/test_lint.py checks that planning stays torch-free).
 """
 
-from asyncfl.fl.algorithms.ace import ACE
-from asyncfl.fl.algorithms.afl import AFL
-from asyncfl.fl.algorithms.afl_as_coded import AFLAsCoded
-from asyncfl.fl.algorithms.asofed import ASOFed
-from asyncfl.fl.algorithms.asyncfeded import AsyncFedED
-from asyncfl.fl.algorithms.ca2fl import CA2FL
-from asyncfl.fl.algorithms.fedac import FedAC
-from asyncfl.fl.algorithms.fedasync import FedAsync
-from asyncfl.fl.algorithms.fedbuff import FedBuff
-from asyncfl.fl.algorithms.fedcompass import FedCompass
-from asyncfl.fl.algorithms.fedstaleweight import FedStaleWeight
-from asyncfl.fl.algorithms.mifa import MIFA
-from asyncfl.fl.algorithms.port import PORT
-from asyncfl.fl.algorithms.sync import Sync
-from asyncfl.fl.algorithms.sync_as_coded import SyncAsCoded
-from asyncfl.fl.strategy import Strategy
-from asyncfl.settings.config import TrainConfig
-from asyncfl.settings.names import ALGORITHMS
+from __future__ import annotations
 
-STRATEGIES: dict[str, type[Strategy]] = {
-    "afl": AFL,
-    "sync": Sync,
-    "fedasync": FedAsync,
-    "fedbuff": FedBuff,
-    "afl_as_coded": AFLAsCoded,
-    "sync_as_coded": SyncAsCoded,
-    "fedavgm": Sync,
-    "fedadam": Sync,
-    "fedyogi": Sync,
-    "fadas": FedBuff,  # FedBuff's buffer, then the server's AMSGrad step (settings/algorithms.py)
-    "ca2fl": CA2FL,
-    "fedcompass": FedCompass,
-    "fedstaleweight": FedStaleWeight,
-    "asyncfeded": AsyncFedED,
-    "mifa": MIFA,
-    "ace": ACE,
-    "port": PORT,
-    "asofed": ASOFed,
-    "fedac": FedAC,
-}
+import importlib
+from dataclasses import Field, fields
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from asyncfl.settings.algorithms import CATALOGUE
+
+if TYPE_CHECKING:
+    from asyncfl.fl.strategy import Strategy
+    from asyncfl.settings.config import TrainConfig
+
+STRATEGY_OF = {algorithm.key: algorithm.strategy for algorithm in CATALOGUE}
+
+
+def strategy_file(algorithm: str) -> ModuleType:
+    """The module of `fl/algorithms/` that holds `algorithm`'s strategy."""
+    return importlib.import_module(f"{__name__}.{STRATEGY_OF[algorithm].split(':')[0]}")
+
+
+def strategy_class(algorithm: str) -> type[Strategy]:
+    """`algorithm`'s `Strategy`, as its catalogue line names it."""
+    strategy: type[Strategy] = getattr(strategy_file(algorithm), STRATEGY_OF[algorithm].split(":")[1])
+    return strategy
 
 
 def make_strategy(config: TrainConfig) -> Strategy:
-    return STRATEGIES[config.algorithm](config)
+    return strategy_class(config.algorithm)(config)
 
 
-def check_registry(strategies: dict[str, type[Strategy]]) -> None:
-    """The catalogue (`names.ALGORITHMS`) and the registry list the same algorithms (checked at import)."""
-    if set(strategies) != set(ALGORITHMS):
-        raise ImportError(f"strategies {sorted(strategies)} do not match names.ALGORITHMS {sorted(ALGORITHMS)}")
+def declared_settings() -> dict[str, tuple[type, Field]]:
+    """The settings the algorithms' files declare, each once: name → (its `Parameters` class, the
+    declaring `dataclasses.Field`), in the catalogue's order; a field declared with `setting(...)` on a
+    `Parameters` defined in an algorithm's file (its inherited fields, such as M and K, are the config's
+    own keys)."""
+    from asyncfl.fl.strategy import Parameters
 
-
-check_registry(STRATEGIES)
+    declared: dict[str, tuple[type, Field]] = {}
+    for algorithm in CATALOGUE:
+        module = strategy_file(algorithm.key)
+        for value in vars(module).values():
+            if not (isinstance(value, type) and issubclass(value, Parameters) and value.__module__ == module.__name__):
+                continue
+            own = value.__dict__.get("__annotations__", {})
+            for item in fields(value):
+                if item.name in own and "rule" in item.metadata:
+                    declared.setdefault(item.name, (value, item))
+    return declared

@@ -13,12 +13,17 @@ equal client work for every algorithm). Not built: ACED, the delay-aware variant
 any public code). s(τ) plays no part.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from asyncfl.fl.algorithms.mifa import step_on_latest
 from asyncfl.fl.strategy import AsyncParameters, RemembersAcrossRounds, ServerMemory, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)

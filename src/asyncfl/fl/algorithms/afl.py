@@ -1,11 +1,15 @@
 """AFL, the paper's algorithm (Algorithm 1, docs/design.md "Training")."""
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-from asyncfl.fl.aggregation import staleness_aware_average
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,8 @@ class AFL(AsyncStrategy):
         self.parameters: AFLParameters = AFLParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
+        from asyncfl.fl.aggregation import staleness_aware_average  # torch: loaded here, not with the config
+
         return staleness_aware_average(
             global_model,
             [u.state for u in updates],

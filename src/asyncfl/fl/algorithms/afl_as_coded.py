@@ -1,10 +1,15 @@
 """AFL as the paper's public reference code runs it: a clearly labelled emulation (docs/design.md
 "Training"), never the algorithm the paper describes."""
 
+from __future__ import annotations
+
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from asyncfl.fl.algorithms.sync import Sync
-from asyncfl.settings.config import TrainConfig
+
+if TYPE_CHECKING:
+    from asyncfl.settings.config import TrainConfig
 
 
 class AFLAsCoded(Sync):

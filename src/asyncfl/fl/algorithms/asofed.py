@@ -16,24 +16,29 @@ staleness-dependent step size (AFL-Lib has none). Integer entries take the large
 asyncfl algorithm. s(τ) plays no part.
 """
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-import numpy as np
-import torch
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from asyncfl.fl.strategy import AsyncParameters, RemembersAcrossRounds, ServerMemory, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.rules import UNIT_INTERVAL, Group, setting
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
 class ASOFedParameters(AsyncParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
-    asofed_beta: β, the weight of a client's running average h of its progress [0.5: AFL-Lib's].
     """
 
-    asofed_beta: float
+    asofed_beta: float = setting(Group.SERVER, 0.5, lowest=UNIT_INTERVAL)
+    """β of ASO-Fed's h ← β·h + (1 − β)·s_prev (AFL-Lib's)"""
 
 
 class ASOFed(RemembersAcrossRounds):
@@ -54,6 +59,8 @@ class ASOFed(RemembersAcrossRounds):
     ) -> tuple[ModelState, list[float], ServerMemory]:
         """The memory's "previous" and "average" hold each client's s_prev and h (absent: 0), "samples"
         n; the updates step one after another (there is one: every arrival is a round)."""
+        import torch  # loaded here, not with the config
+
         beta, samples = self.parameters.asofed_beta, memory["samples"]
         floating = [key for key, value in global_model.items() if value.is_floating_point()]
         previous, average = dict(memory.get("previous", {})), dict(memory.get("average", {}))
@@ -81,6 +88,8 @@ class ASOFed(RemembersAcrossRounds):
 
 def remembered(kept: ModelState | None, like: ModelState) -> ModelState:
     """A client's remembered state in float64, or zeros shaped as `like` before its first arrival."""
+    import torch  # loaded here, not with the config
+
     if kept is None:
         return {key: torch.zeros_like(value) for key, value in like.items()}
     return {key: kept[key].double() for key in like}

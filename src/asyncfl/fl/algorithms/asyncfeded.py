@@ -13,25 +13,30 @@ every asyncfl algorithm. Not built: the paper's adaptive local epochs (a client'
 ⌊κ·(γ̄ − γ)⌋): every dispatch trains the run's `local_epochs`. s(τ) plays no part (γ is the staleness).
 """
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from asyncfl.fl.aggregation import linear_combination
 from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.rules import POSITIVE, Group, setting
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
 class AsyncFedEDParameters(AsyncParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
-    asyncfeded_lambda: λ, the step of a fresh update times ε [0.1: FedOpt's; the paper tunes it].
-    asyncfeded_epsilon: ε, which bounds the step at λ/ε [1.0: FedOpt's].
     """
 
-    asyncfeded_lambda: float
-    asyncfeded_epsilon: float
+    asyncfeded_lambda: float = setting(Group.SERVER, 0.1, lowest=POSITIVE, at_most=1e6)
+    """λ of AsyncFedED's step λ/(γ + ε) (**project's choice**: FedOpt's; the paper tunes it)"""
+    asyncfeded_epsilon: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, at_most=1e6)
+    """ε of AsyncFedED's step λ/(γ + ε), at most λ/ε (**project's choice**: FedOpt's)"""
 
 
 class AsyncFedED(AsyncStrategy):
@@ -44,6 +49,8 @@ class AsyncFedED(AsyncStrategy):
         self.parameters: AsyncFedEDParameters = AsyncFedEDParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
+        from asyncfl.fl.aggregation import linear_combination  # torch: loaded here, not with the config
+
         (update,) = updates
         gamma = distance_ratio(global_model, update.start, update.state)
         step = self.parameters.asyncfeded_lambda / (gamma + self.parameters.asyncfeded_epsilon)

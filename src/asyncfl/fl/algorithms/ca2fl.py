@@ -15,12 +15,16 @@ never recording which clients its buffer holds, calibrates nothing (its v is the
 not the paper's box, so not emulated.
 """
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-from asyncfl.fl.aggregation import calibrated_update
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from asyncfl.fl.strategy import AsyncStrategy, BufferedParameters, ServerMemory, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class CA2FL(AsyncStrategy):
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
     ) -> tuple[ModelState, list[float], ServerMemory]:
         """The step on the calibrated update; the memory's "cache" holds h_c, by client."""
+        from asyncfl.fl.aggregation import calibrated_update  # torch: loaded here, not with the config
+
         arrivals = [(u.client, u.state, u.start, u.staleness_weight) for u in updates]
         new, coefficients, cache = calibrated_update(
             global_model, arrivals, memory.get("cache", {}), clients, self.parameters.server_lr

@@ -19,14 +19,20 @@ floating entry (batch-norm statistics too, as every asyncfl algorithm). Integer 
 largest count. s(τ) plays no part.
 """
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from asyncfl.fl.strategy import BufferedParameters, RemembersAcrossRounds, ServerMemory, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.rules import POSITIVE, UNIT_INTERVAL, Group, setting
+
+if TYPE_CHECKING:
+    import torch
+
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 EPSILON = 1e-8  # AFL-Lib's, in the weights' and the step's denominators
 LEAST_AGREEMENT = 0.1  # r_c's floor: an update against the global move still counts a little
@@ -37,14 +43,14 @@ class FedACParameters(BufferedParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
     buffer_size: K, arrivals per aggregation [J] (`BufferedParameters`; AFL-Lib's 5).
-    fedac_lr: η, the server's step [0.001: AFL-Lib's].
-    fedac_beta1: β1 of the server's first moment [0.6: AFL-Lib's].
-    fedac_beta2: β2 of its second moment [0.9: AFL-Lib's].
     """
 
-    fedac_lr: float
-    fedac_beta1: float
-    fedac_beta2: float
+    fedac_lr: float = setting(Group.SERVER, 0.001, lowest=POSITIVE, at_most=1e6)
+    """η of FedAC's server step (AFL-Lib's)"""
+    fedac_beta1: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL)
+    """β1 of FedAC's first moment (AFL-Lib's)"""
+    fedac_beta2: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL)
+    """β2 of FedAC's second moment (AFL-Lib's)"""
 
 
 class FedAC(RemembersAcrossRounds):
@@ -65,6 +71,8 @@ class FedAC(RemembersAcrossRounds):
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
     ) -> tuple[ModelState, list[float], ServerMemory]:
         """The memory's "control" is C, "controls" each client's C_c, "m" and "v" the moments (absent: 0)."""
+        import torch  # loaded here, not with the config
+
         floating = [key for key, value in global_model.items() if value.is_floating_point()]
         theta = {key: global_model[key].double() for key in floating}
         controls = dict(memory.get("controls", {}))
@@ -115,6 +123,8 @@ class FedAC(RemembersAcrossRounds):
 
 def remembered(kept: ModelState | None, like: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A remembered state in float64, or zeros shaped as `like` where there is none yet."""
+    import torch  # loaded here, not with the config
+
     if kept is None:
         return {key: torch.zeros_like(value) for key, value in like.items()}
     return {key: kept[key].double() for key in like}
@@ -131,5 +141,7 @@ def cosine(first: dict[str, torch.Tensor], second: dict[str, torch.Tensor]) -> f
 
 def largest_count(key: str, global_model: ModelState, updates: list[Update]) -> torch.Tensor:
     """An integer entry (a batch-norm count) after the step: the largest of the model's and the updates'."""
+    import torch  # loaded here, not with the config
+
     counts = [global_model[key], *(u.state[key] for u in updates), *(u.start[key] for u in updates)]
     return torch.stack(counts).amax(dim=0)

@@ -1,21 +1,26 @@
 """FedAsync (Xie et al. 2019): every arrival is a round."""
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-from asyncfl.fl.aggregation import fedasync_update
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.rules import UNIT_INTERVAL, Group, setting
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
 class FedAsyncParameters(AsyncParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
-    fedasync_alpha: α of α_t = α·s(τ), in (0, 1] [0.6: FedAsync's paper].
     """
 
-    fedasync_alpha: float
+    fedasync_alpha: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL)
+    """α: α_t = α·s(τ) (**project's choice**, from FedAsync's paper)"""
 
 
 class FedAsync(AsyncStrategy):
@@ -26,6 +31,8 @@ class FedAsync(AsyncStrategy):
         self.parameters: FedAsyncParameters = FedAsyncParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
+        from asyncfl.fl.aggregation import fedasync_update  # torch: loaded here, not with the config
+
         (update,) = updates
         new, alpha_t = fedasync_update(
             global_model, update.state, self.parameters.fedasync_alpha, update.staleness_weight

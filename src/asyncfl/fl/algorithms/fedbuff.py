@@ -1,11 +1,15 @@
 """FedBuff (Nguyen et al. 2022): buffered asynchronous aggregation."""
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-from asyncfl.fl.aggregation import fedbuff_update
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from asyncfl.fl.strategy import AsyncStrategy, BufferedParameters, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,8 @@ class FedBuff(AsyncStrategy):
         self.parameters: FedBuffParameters = FedBuffParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
+        from asyncfl.fl.aggregation import fedbuff_update  # torch: loaded here, not with the config
+
         return fedbuff_update(
             global_model,
             [u.state for u in updates],

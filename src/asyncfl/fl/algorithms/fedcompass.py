@@ -11,13 +11,17 @@ the weight 1/M (M clients in flight) where APPFL's is 1/N is the project's choic
 clients of each dispatch as every other asynchronous name does (docs/algorithms.md "FedCompass").
 """
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from asyncfl.fl.aggregation import compass_update
 from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class FedCompass(AsyncStrategy):
         self.parameters: FedCompassParameters = FedCompassParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
+        from asyncfl.fl.aggregation import compass_update  # torch: loaded here, not with the config
+
         step = self.parameters.compass_alpha / self.parameters.concurrency
         return compass_update(
             global_model,

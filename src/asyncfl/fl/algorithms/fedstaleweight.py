@@ -16,12 +16,17 @@ leaves entries named "bn" at the global model's). s(τ) plays no part: the avera
 weight (the staleness settings do not apply).
 """
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-from asyncfl.fl.aggregation import linear_combination
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from asyncfl.fl.strategy import BufferedParameters, RemembersAcrossRounds, ServerMemory, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.rules import MANY, POSITIVE, Group, setting
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -29,10 +34,10 @@ class FedStaleWeightParameters(BufferedParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
     buffer_size: K, arrivals per aggregation [J] (`BufferedParameters`).
-    staleness_window: W, the last stalenesses of a client its average is taken over [5: the authors'].
     """
 
-    staleness_window: int
+    staleness_window: int = setting(Group.SERVER, 5, lowest=POSITIVE, at_most=MANY)
+    """W: FedStaleWeight averages a client's last W stalenesses (the authors' window)"""
 
 
 class FedStaleWeight(RemembersAcrossRounds):
@@ -49,6 +54,8 @@ class FedStaleWeight(RemembersAcrossRounds):
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
     ) -> tuple[ModelState, list[float], ServerMemory]:
         """The memory's "staleness" holds each client's last W stalenesses, oldest first."""
+        from asyncfl.fl.aggregation import linear_combination  # torch: loaded here, not with the config
+
         history = recorded_staleness(
             memory.get("staleness", {}), [(u.client, u.staleness) for u in updates], self.parameters.staleness_window
         )

@@ -11,13 +11,16 @@ sum), in each entry's dtype, and it is part of the checkpoint. Integer entries t
 as in every asyncfl algorithm. s(τ) plays no part.
 """
 
-from dataclasses import dataclass
+from __future__ import annotations
 
-import torch
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from asyncfl.fl.strategy import BufferedParameters, RemembersAcrossRounds, ServerMemory, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ def step_on_latest(
 ) -> tuple[ModelState, list[float], ServerMemory]:
     """θ + step·Σ_c Δ_c / N over the memory's "latest" Δ_c of every client heard from, `updates` stored
     first (a client's later update replacing its earlier one), N = `clients`: MIFA's step (1) and ACE's (η)."""
+    import torch  # loaded here, not with the config
+
     floating = [key for key, value in global_model.items() if value.is_floating_point()]
     latest = dict(memory.get("latest", {}))
     for update in updates:

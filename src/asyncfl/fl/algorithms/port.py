@@ -13,13 +13,18 @@ uniformly. Not built: Plato's server waiting for clients more than B versions be
 for an early report (every dispatch trains the run's `local_epochs`). s(τ) plays no part.
 """
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from asyncfl.fl.aggregation import linear_combination
 from asyncfl.fl.strategy import BufferedParameters, RemembersAcrossRounds, ServerMemory, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
+from asyncfl.settings.rules import MANY, NON_NEGATIVE, POSITIVE, Group, setting
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -27,14 +32,14 @@ class PORTParameters(BufferedParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
     buffer_size: K, arrivals per aggregation [J] (`BufferedParameters`).
-    port_similarity_weight: w_sim, the weight of the agreement term [1: Plato's PORT example].
-    port_staleness_weight: w_stale, the weight of the freshness term B/(τ + B) [3: Plato's PORT example].
-    port_staleness_bound: B, the staleness at which the freshness term halves [10: Plato's].
     """
 
-    port_similarity_weight: float
-    port_staleness_weight: float
-    port_staleness_bound: int
+    port_similarity_weight: float = setting(Group.SERVER, 1.0, lowest=NON_NEGATIVE, at_most=1e6)
+    """w_sim of PORT's weight n·((cos + 1)/2·w_sim + B/(τ + B)·w_stale) (Plato's example)"""
+    port_staleness_weight: float = setting(Group.SERVER, 3.0, lowest=NON_NEGATIVE, at_most=1e6)
+    """w_stale of PORT's weight (Plato's example)"""
+    port_staleness_bound: int = setting(Group.SERVER, 10, lowest=POSITIVE, at_most=MANY)
+    """B of PORT's B/(τ + B) (Plato's)"""
 
 
 class PORT(RemembersAcrossRounds):
@@ -48,6 +53,8 @@ class PORT(RemembersAcrossRounds):
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
     ) -> tuple[ModelState, list[float], ServerMemory]:
         """The memory's "previous" is the global model before the last aggregation."""
+        from asyncfl.fl.aggregation import linear_combination  # torch: loaded here, not with the config
+
         previous = memory.get("previous")
         floating = [key for key, value in global_model.items() if value.is_floating_point()]
         # the global model's last step, the same for every update of the round: taken once

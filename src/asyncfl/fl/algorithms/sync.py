@@ -1,14 +1,18 @@
 """Synchronous FL (FedAvg), and as production systems run it: over-selection and a round deadline
 (docs/design.md "Stragglers")."""
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from asyncfl.fl.aggregation import staleness_aware_average
 from asyncfl.fl.strategy import Parameters, Strategy, Update
-from asyncfl.models import ModelState
-from asyncfl.settings.config import TrainConfig
 from asyncfl.settings.errors import InputError
+
+if TYPE_CHECKING:
+    from asyncfl.models import ModelState
+    from asyncfl.settings.config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -75,5 +79,7 @@ class Sync(Strategy):
             )
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
+        from asyncfl.fl.aggregation import staleness_aware_average  # torch: loaded here, not with the config
+
         sizes, weights = [u.size for u in updates], [u.staleness_weight for u in updates]
         return staleness_aware_average(global_model, [u.state for u in updates], sizes, weights, 1.0)

@@ -1,6 +1,8 @@
 """Synchronous FL as the paper's public reference code runs it for its AFL-vs-sync figures: a clearly
 labelled emulation (docs/design.md "Training")."""
 
+from __future__ import annotations
+
 from asyncfl.fl.algorithms.sync import Sync
 
 
