@@ -3,7 +3,7 @@
 FLGo's `flgo/algorithm/ca2fl.py` (its `Server.package_handler`, the update rule as an asynchronous
 FLGo server runs it) is read from a checkout of FLGo given as --flgo (never a dependency of asyncfl,
 never copied here). Both servers start from one model and take the same stream of client updates Δ,
-one arrival at a time; every K arrivals each aggregates (asyncfl: `fl.aggregation.calibrated_update`
+one arrival at a time; every K arrivals each aggregates (asyncfl: `fl.algorithms.ca2fl.calibrated_update`
 with s(τ) = 1, CA2FL's own), and the script prints the largest absolute difference of the two global
 models over every round. Run in float64 on both sides, so that a difference is the rule's, not rounding's.
 
@@ -15,7 +15,7 @@ import sys
 
 import torch
 
-from asyncfl.fl.aggregation import calibrated_update
+from asyncfl.fl.algorithms.ca2fl import calibrated_update
 
 ModelState = dict[str, torch.Tensor]
 

@@ -3,7 +3,7 @@
 AFL-Lib's `alg/fadas.py` (its `Server._perform_global_update`, run as AFL-Lib's asynchronous server
 runs it once its buffer holds M updates) is read from a checkout given as --afl-lib (never a dependency
 of asyncfl, never copied here). Both servers start from one model and take the same buffers of client
-updates Δ with their staleness; asyncfl steps as a `fadas` run does (`fl.aggregation.fedbuff_update`
+updates Δ with their staleness; asyncfl steps as a `fadas` run does (`fl.algorithms.fedbuff.fedbuff_update`
 with s(τ) = 1 and η_g = 1, then `fl.server_optimizer`'s AMSGrad with the delay-adaptive step), AFL-Lib
 as its code does. Three cases, each the largest absolute difference of the two global models:
 
@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 import torch
 
-from asyncfl.fl.aggregation import fedbuff_update
+from asyncfl.fl.algorithms.fedbuff import fedbuff_update
 from asyncfl.fl.server_optimizer import ServerOptimizer
 from asyncfl.settings.config import make_config
 

@@ -5,12 +5,9 @@ import math
 import pytest
 import torch
 
-from asyncfl.fl.aggregation import (
-    fedasync_update,
-    fedbuff_update,
-    staleness_aware_average,
-    update_norm,
-)
+from asyncfl.fl.aggregation import staleness_aware_average, update_norm
+from asyncfl.fl.algorithms.fedasync import fedasync_update
+from asyncfl.fl.algorithms.fedbuff import fedbuff_update
 
 
 def state(w, running_mean, batches):

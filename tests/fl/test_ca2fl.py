@@ -4,7 +4,8 @@ paper's box, the case where it is FedBuff, its cache through a crash, and its se
 import pytest
 import torch
 
-from asyncfl.fl.aggregation import calibrated_update, fedbuff_update
+from asyncfl.fl.algorithms.ca2fl import calibrated_update
+from asyncfl.fl.algorithms.fedbuff import fedbuff_update
 from asyncfl.settings.config import make_config
 from asyncfl.settings.errors import InputError
 

@@ -5,8 +5,10 @@ import dataclasses
 import pytest
 import torch
 
-from asyncfl.fl.aggregation import fedasync_update, fedbuff_update, staleness_aware_average
+from asyncfl.fl.aggregation import staleness_aware_average
 from asyncfl.fl.algorithms import declared_settings, make_strategy, strategy_class
+from asyncfl.fl.algorithms.fedasync import fedasync_update
+from asyncfl.fl.algorithms.fedbuff import fedbuff_update
 from asyncfl.fl.server_optimizer import ServerOptimizerParameters
 from asyncfl.fl.strategy import Strategy, Update
 from asyncfl.settings.config import (

@@ -58,10 +58,48 @@ class CA2FL(AsyncStrategy):
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
     ) -> tuple[ModelState, list[float], ServerMemory]:
         """The step on the calibrated update; the memory's "cache" holds h_c, by client."""
-        from asyncfl.fl.aggregation import calibrated_update  # torch: loaded here, not with the config
-
         arrivals = [(u.client, u.state, u.start, u.staleness_weight) for u in updates]
         new, coefficients, cache = calibrated_update(
             global_model, arrivals, memory.get("cache", {}), clients, self.parameters.server_lr
         )
         return new, coefficients, {"cache": cache}
+
+
+def calibrated_update(
+    global_model: ModelState,
+    updates: list[tuple[int, ModelState, ModelState, float]],
+    cache: dict[int, ModelState],
+    clients: int,
+    server_lr: float,
+) -> tuple[ModelState, list[float], dict[int, ModelState]]:
+    """CA2FL: θ ← θ + η·(h + Σ_a s(τ_a)(Δ_a − h_{c_a}) / K), over the K arrivals a = (client c_a, θ_a,
+    θ_start,a, s(τ_a)), Δ_a = θ_a − θ_start,a; h = Σ_c h_c / n, the mean of the `cache` of every one of
+    the n = `clients` clients' last update as the round begins (0 for a client not yet heard from); h_{c_a}
+    the cache as the update arrives, which it then replaces. Over floating entries, in float64, the
+    cache kept in each entry's dtype; integer entries take the largest count, as everywhere.
+
+    Returns the new state, each update's coefficient η·s(τ_a)/K, and the cache after the round.
+    """
+    import torch  # loaded here, not with the config
+
+    floating = [key for key, value in global_model.items() if value.is_floating_point()]
+    direction = {key: torch.zeros_like(global_model[key], dtype=torch.float64) for key in floating}
+    for client in sorted(cache):  # a fixed order: the sum's rounding does not depend on arrival order
+        for key in floating:
+            direction[key] += cache[client][key].double() / clients
+    after, coefficients = dict(cache), []
+    for client, state, start, weight in updates:
+        delta = {key: state[key].double() - start[key].double() for key in floating}
+        for key in floating:
+            previous = after[client][key].double() if client in after else 0.0
+            direction[key] += weight * (delta[key] - previous) / len(updates)
+        after[client] = {key: delta[key].to(state[key].dtype) for key in floating}
+        coefficients.append(server_lr * weight / len(updates))
+    new = {}
+    for key, value in global_model.items():
+        if key in direction:
+            new[key] = (value.double() + server_lr * direction[key]).to(value.dtype)
+        else:
+            counts = [value, *(state[key] for _, state, _, _ in updates), *(start[key] for _, _, start, _ in updates)]
+            new[key] = torch.stack(counts).amax(dim=0)
+    return new, coefficients, after

@@ -31,10 +31,18 @@ class FedAsync(AsyncStrategy):
         self.parameters: FedAsyncParameters = FedAsyncParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
-        from asyncfl.fl.aggregation import fedasync_update  # torch: loaded here, not with the config
-
         (update,) = updates
         new, alpha_t = fedasync_update(
             global_model, update.state, self.parameters.fedasync_alpha, update.staleness_weight
         )
         return new, [alpha_t]
+
+
+def fedasync_update(
+    global_model: ModelState, state: ModelState, alpha: float, weight: float
+) -> tuple[ModelState, float]:
+    """FedAsync: θ ← (1−α_t)θ + α_t θ_c with α_t = α·s(τ), computed afresh for every arrival."""
+    from asyncfl.fl.aggregation import linear_combination  # torch: loaded here, not with the config
+
+    alpha_t = alpha * weight
+    return linear_combination([(1.0 - alpha_t, global_model), (alpha_t, state)]), alpha_t

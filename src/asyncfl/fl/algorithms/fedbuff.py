@@ -33,8 +33,6 @@ class FedBuff(AsyncStrategy):
         self.parameters: FedBuffParameters = FedBuffParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
-        from asyncfl.fl.aggregation import fedbuff_update  # torch: loaded here, not with the config
-
         return fedbuff_update(
             global_model,
             [u.state for u in updates],
@@ -42,3 +40,16 @@ class FedBuff(AsyncStrategy):
             [u.staleness_weight for u in updates],
             self.parameters.server_lr,
         )
+
+
+def fedbuff_update(
+    global_model: ModelState, states: list[ModelState], starts: list[ModelState], weights: list[float], server_lr: float
+) -> tuple[ModelState, list[float]]:
+    """FedBuff: θ ← θ + η_g · Σ s(τ_c)·(θ_c − θ_start,c) / K."""
+    from asyncfl.fl.aggregation import linear_combination  # torch: loaded here, not with the config
+
+    coefficients = [server_lr * s / len(states) for s in weights]
+    terms = [(1.0, global_model)]
+    for coefficient, state, start in zip(coefficients, states, starts, strict=True):
+        terms += [(coefficient, state), (-coefficient, start)]
+    return linear_combination(terms), coefficients

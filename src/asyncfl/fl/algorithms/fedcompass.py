@@ -58,8 +58,6 @@ class FedCompass(AsyncStrategy):
         self.parameters: FedCompassParameters = FedCompassParameters.of(config)
 
     def aggregate(self, global_model: ModelState, updates: list[Update]) -> tuple[ModelState, list[float]]:
-        from asyncfl.fl.aggregation import compass_update  # torch: loaded here, not with the config
-
         step = self.parameters.compass_alpha / self.parameters.concurrency
         return compass_update(
             global_model,
@@ -68,3 +66,17 @@ class FedCompass(AsyncStrategy):
             [u.staleness_weight for u in updates],
             step,
         )
+
+
+def compass_update(
+    global_model: ModelState, states: list[ModelState], starts: list[ModelState], weights: list[float], step: float
+) -> tuple[ModelState, list[float]]:
+    """FedCompass: θ ← θ + Σ_i step·s(τ_i)·(θ_i − θ_start,i), `step` = α/M (APPFL's gradient-based
+    aggregator: each update its own weight, however many an aggregation takes)."""
+    from asyncfl.fl.aggregation import linear_combination  # torch: loaded here, not with the config
+
+    coefficients = [step * s for s in weights]
+    terms = [(1.0, global_model)]
+    for coefficient, state, start in zip(coefficients, states, starts, strict=True):
+        terms += [(coefficient, state), (-coefficient, start)]
+    return linear_combination(terms), coefficients
