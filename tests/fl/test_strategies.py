@@ -1,6 +1,7 @@
 """The algorithms as objects: one registry, what each answers, and aggregation through the pure functions."""
 
 import dataclasses
+import types
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from asyncfl.fl.algorithms import declared_settings, make_strategy, strategy_cla
 from asyncfl.fl.algorithms.fedasync import fedasync_update
 from asyncfl.fl.algorithms.fedbuff import fedbuff_update
 from asyncfl.fl.server_optimizer import ServerOptimizerParameters
-from asyncfl.fl.strategy import Strategy, Update
+from asyncfl.fl.strategy import AsyncParameters, Strategy, Update
 from asyncfl.settings.config import (
     DEFAULTS,
     SETTING_READERS,
@@ -22,6 +23,7 @@ from asyncfl.settings.config import (
 )
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import ALGORITHMS, SERVER_OPTIMIZER_OF, UPDATES_PER_ROUND
+from asyncfl.settings.rules import POSITIVE, Group, setting
 
 
 def state(value: float) -> dict[str, torch.Tensor]:
@@ -56,6 +58,25 @@ def test_a_file_that_declares_a_setting_the_config_has_is_an_import_error():
 
     with pytest.raises(ImportError, match="FedACParameters declares fedac_lr, a setting TrainConfig already has"):
         with_declared_settings(Shared)
+
+
+def test_two_files_that_declare_one_setting_are_an_import_error():
+    """One key with two meanings (defaults, rules, readers): the second would be read as the first."""
+    files = []
+    for name in ("first", "second"):
+        module = types.ModuleType(f"asyncfl.fl.algorithms.{name}")
+        parameters = dataclasses.make_dataclass(
+            f"{name.title()}Parameters",
+            [("shared_knob", float, setting(Group.SERVER, 1.0, lowest=POSITIVE))],
+            bases=(AsyncParameters,),
+            frozen=True,
+        )
+        parameters.__module__ = module.__name__
+        module.Parameters = parameters
+        files.append(module)
+    assert set(declared_settings(files[:1])) == {"shared_knob"}
+    with pytest.raises(ImportError, match="SecondParameters and FirstParameters both declare shared_knob; rename one"):
+        declared_settings(files)
 
 
 @pytest.mark.parametrize(

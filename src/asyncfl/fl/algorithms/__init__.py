@@ -41,21 +41,22 @@ def make_strategy(config: TrainConfig) -> Strategy:
     return strategy_class(config.algorithm)(config)
 
 
-def declared_settings() -> dict[str, tuple[type, Field]]:
-    """The settings the algorithms' files declare, each once: name → (its `Parameters` class, the
-    declaring `dataclasses.Field`), in the catalogue's order; a field declared with `setting(...)` on a
-    `Parameters` defined in an algorithm's file (its inherited fields, such as M and K, are the config's
-    own keys)."""
+def declared_settings(files: list[ModuleType] | None = None) -> dict[str, tuple[type, Field]]:
+    """The settings the algorithms' files (the catalogue's, by default) declare, each once: name → (its
+    `Parameters` class, the declaring `dataclasses.Field`), in the catalogue's order; a field declared
+    with `setting(...)` on a `Parameters` defined in the file (its inherited fields, such as M and K,
+    are the config's own keys). Two classes declaring one key are an ImportError."""
     from asyncfl.fl.strategy import Parameters
 
     declared: dict[str, tuple[type, Field]] = {}
-    for algorithm in CATALOGUE:
-        module = strategy_file(algorithm.key)
+    for module in files if files is not None else [strategy_file(algorithm.key) for algorithm in CATALOGUE]:
         for value in vars(module).values():
             if not (isinstance(value, type) and issubclass(value, Parameters) and value.__module__ == module.__name__):
                 continue
             own = value.__dict__.get("__annotations__", {})
             for item in fields(value):
                 if item.name in own and "rule" in item.metadata:
-                    declared.setdefault(item.name, (value, item))
+                    owner = declared.setdefault(item.name, (value, item))[0]
+                    if owner is not value:  # one key, two meanings: one of them would go unread
+                        raise ImportError(f"{value.__name__} and {owner.__name__} both declare {item.name}; rename one")
     return declared
