@@ -45,6 +45,24 @@ def test_modules_the_workflow_imports_while_it_plans_stay_torch_free():
     assert torch_modules_imported_by(modules) == [], f"{modules} import torch"
 
 
+def test_each_algorithms_file_imports_torch_only_where_it_computes():
+    """The config reads every algorithm's file while the workflow plans (its declared settings): a file
+    that imports torch at its top would load torch into every plan. Imported one by one, the first that
+    loads torch is named."""
+    from asyncfl.settings.algorithms import CATALOGUE
+
+    files = sorted({algorithm.strategy.partition(":")[0] for algorithm in CATALOGUE})
+    probe = (
+        "import importlib, sys\n"
+        f"for name in {files!r}:\n"
+        "    importlib.import_module('asyncfl.fl.algorithms.' + name)\n"
+        "    if 'torch' in sys.modules:\n"
+        "        sys.exit(f'fl/algorithms/{name}.py imports torch at its top')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
 LIGHT_CONSUMERS = [
     "asyncfl.analysis.figures",
     "asyncfl.runs.archive",

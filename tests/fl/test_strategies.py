@@ -1,20 +1,24 @@
 """The algorithms as objects: one registry, what each answers, and aggregation through the pure functions."""
 
 import dataclasses
+import sys
 import types
 
 import pytest
 import torch
 
+from asyncfl.fl import algorithms
 from asyncfl.fl.aggregation import staleness_aware_average
 from asyncfl.fl.algorithms import declared_settings, make_strategy, strategy_class
 from asyncfl.fl.algorithms.fedasync import fedasync_update
 from asyncfl.fl.algorithms.fedbuff import fedbuff_update
 from asyncfl.fl.server_optimizer import ServerOptimizerParameters
 from asyncfl.fl.strategy import AsyncParameters, Strategy, Update
+from asyncfl.settings.algorithms import CATALOGUE, check_catalogue
 from asyncfl.settings.config import (
     DEFAULTS,
     SETTING_READERS,
+    SHARED_SETTINGS,
     TRAINING_ONLY,
     TrainConfig,
     applies,
@@ -56,7 +60,7 @@ def test_a_file_that_declares_a_setting_the_config_has_is_an_import_error():
     class Shared:
         fedac_lr: float = 1.0
 
-    with pytest.raises(ImportError, match="FedACParameters declares fedac_lr, a setting TrainConfig already has"):
+    with pytest.raises(ImportError, match="FedACParameters.fedac_lr: TrainConfig already has a setting fedac_lr"):
         with_declared_settings(Shared)
 
 
@@ -75,7 +79,10 @@ def test_two_files_that_declare_one_setting_are_an_import_error():
         module.Parameters = parameters
         files.append(module)
     assert set(declared_settings(files[:1])) == {"shared_knob"}
-    with pytest.raises(ImportError, match="SecondParameters and FirstParameters both declare shared_knob; rename one"):
+    with pytest.raises(
+        ImportError,
+        match="SecondParameters and asyncfl.fl.algorithms.first.FirstParameters both declare",
+    ):
         declared_settings(files)
 
 
@@ -235,3 +242,54 @@ def test_fedcompass_refuses_a_staleness_cap_it_would_ignore():
     """Its late updates wait for the next group: a cap would be read by no code, so it is refused."""
     with pytest.raises(InputError, match="max_staleness does not apply to algorithm fedcompass"):
         make_config({"algorithm": "fedcompass", "max_staleness": 3})
+
+
+def made_file(monkeypatch, name: str, fields: list, base: type = AsyncParameters) -> types.ModuleType:
+    """An algorithm's file made in the test, put where `fl.algorithms` finds it, fedbuff's line pointing at
+    it: a Strategy and one Parameters with `fields`."""
+    module = types.ModuleType(f"asyncfl.fl.algorithms.{name}")
+    parameters = dataclasses.make_dataclass(f"{name.title()}Parameters", fields, bases=(base,), frozen=True)
+    parameters.__module__ = module.__name__
+    module.Parameters, module.Made = parameters, type("Made", (strategy_class("fedbuff"),), {})
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(algorithms.STRATEGY_OF, "fedbuff", f"{name}:Made")
+    return module
+
+
+def test_a_declaration_that_would_fail_a_users_run_is_an_import_error_naming_it(monkeypatch):
+    """A default outside its rule or type would fail every config, the user blamed; a plain field no
+    config key gives would fail at the run's start; a line that names no Strategy at its first use."""
+    knob = ("made_knob", float, setting(Group.SERVER, -1.0, lowest=POSITIVE))
+    made_file(monkeypatch, "broken", [knob])
+    with pytest.raises(ImportError, match=r"broken.BrokenParameters.made_knob must be a finite number > 0, got -1.0"):
+        with_declared_settings(SHARED_SETTINGS)
+    made_file(monkeypatch, "typed", [("made_knob", int, setting(Group.SERVER, 0.5, lowest=POSITIVE))])
+    with pytest.raises(ImportError, match=r"TypedParameters.made_knob: its default 0.5 is not of its type"):
+        with_declared_settings(SHARED_SETTINGS)
+    made_file(monkeypatch, "plain", [("made_knob", float, dataclasses.field(default=0.5))])
+    with pytest.raises(ImportError, match=r"PlainParameters.made_knob is no setting: declare it with setting"):
+        with_declared_settings(SHARED_SETTINGS)
+    monkeypatch.setitem(algorithms.STRATEGY_OF, "fedbuff", "fedbuff")
+    with pytest.raises(ImportError, match="fedbuff's strategy='fedbuff' names no Strategy class"):
+        strategy_class("fedbuff")
+
+
+def test_a_setting_inherited_from_another_files_parameters_is_read_by_both(monkeypatch):
+    """Readers are the algorithms whose Parameters have the field, inherited or not: a subclass in another
+    file reads its parent's knob, and the config lets its runs set it."""
+    made_file(monkeypatch, "parent", [("made_knob", float, setting(Group.SERVER, 0.5, lowest=POSITIVE))])
+    parent = sys.modules["asyncfl.fl.algorithms.parent"].Parameters
+    child = types.ModuleType("asyncfl.fl.algorithms.child")
+    child.Parameters = dataclasses.make_dataclass("ChildParameters", [], bases=(parent,), frozen=True)
+    child.Parameters.__module__, child.Made = child.__name__, strategy_class("ca2fl")
+    monkeypatch.setitem(sys.modules, child.__name__, child)
+    monkeypatch.setitem(algorithms.STRATEGY_OF, "ca2fl", "child:Made")
+    made = with_declared_settings(SHARED_SETTINGS)
+    (knob,) = [item for item in dataclasses.fields(made) if item.name == "made_knob"]
+    assert knob.metadata["read_by"] == ("fedbuff", "ca2fl") and knob.metadata["declared_by"] is parent
+
+
+def test_a_catalogue_line_copied_with_another_algorithms_key_is_an_import_error():
+    line = CATALOGUE[0]
+    with pytest.raises(ImportError, match="settings/algorithms.py: key afl on more than one line"):
+        check_catalogue((*CATALOGUE, dataclasses.replace(line, display="Another")))

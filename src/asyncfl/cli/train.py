@@ -230,9 +230,7 @@ def register(commands: Commands) -> None:
     train.add_argument("--rounds", type=at_least(1), metavar="R")
     train.add_argument("--local-epochs", type=at_least(1), metavar="I")
     train.add_argument("--seed", type=at_least(0))
-    train.add_argument(
-        "--config", type=Path, help="YAML file with any other settings (see src/asyncfl/settings/config.py)"
-    )
+    train.add_argument("--config", type=Path, help="YAML file with any other settings (docs/settings.md lists them)")
     train.add_argument(
         "--settings",
         type=json_mapping,

@@ -90,3 +90,15 @@ CATALOGUE = (
     # FedBuff's buffer, updates corrected by control variates and weighted by agreement, an Adam-like step (AFL-Lib)
     Algorithm("fedac", "FedAC", "K", asynchronous=True, staleness_weighted=False, strategy="fedac:FedAC"),
 )
+
+
+def check_catalogue(catalogue: tuple[Algorithm, ...]) -> None:
+    """Each key and display name once: a copied line left with another's key would replace that algorithm."""
+    for attribute in ("key", "display"):
+        names = [getattr(algorithm, attribute) for algorithm in catalogue]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ImportError(f"settings/algorithms.py: {attribute} {', '.join(repeated)} on more than one line")
+
+
+check_catalogue(CATALOGUE)

@@ -367,24 +367,49 @@ class TrainConfig:
 
 
 def with_declared_settings(shared: type) -> type:
-    """`TrainConfig`: the settings of `shared` and those the algorithms' files declare, a setting only one
-    algorithm reads being declared on its `Parameters` (`fl.algorithms.declared_settings`), each read by
-    the algorithms of its file. One flat class, as run.json records it and YAML gives it."""
-    from asyncfl.fl.algorithms import STRATEGY_OF, declared_settings
+    """`TrainConfig`: the settings of `shared` and those the algorithms' files declare, a setting only
+    one algorithm reads being declared on its `Parameters` (`fl.algorithms.declared_settings`), read by
+    the algorithms whose `Parameters` have it. One flat class, as run.json records it and YAML gives it.
+    A declaration that would fail later, in a user's run, is an ImportError naming it here."""
+    from asyncfl.fl.algorithms import declared_settings, parameter_names, parameters_in, strategy_file
 
+    shared_names = {item.name for item in dataclasses.fields(shared)}
+    reads = {key: parameter_names(key) for key in ALGORITHMS}
     added = []
     for name, (owner, item) in declared_settings().items():
-        if name in {shared_item.name for shared_item in dataclasses.fields(shared)}:
-            raise ImportError(f"{owner.__name__} declares {name}, a setting TrainConfig already has")
-        file = owner.__module__.rsplit(".", 1)[1]
-        readers = tuple(key for key, strategy in STRATEGY_OF.items() if strategy.split(":")[0] == file)
-        field = dataclasses.field(
-            default=item.default, metadata={**item.metadata, "read_by": readers, "declared_by": owner}
-        )
-        added.append((name, typing.get_type_hints(owner)[name], field))
+        where = f"{owner.__module__}.{owner.__name__}.{name}"
+        if name in shared_names:
+            raise ImportError(f"{where}: TrainConfig already has a setting {name}; rename it")
+        hint = typing.get_type_hints(owner)[name]
+        check_default(where, hint, item)
+        readers = tuple(key for key in ALGORITHMS if name in reads[key])
+        metadata = {**item.metadata, "read_by": readers, "declared_by": owner}
+        added.append((name, hint, dataclasses.field(default=item.default, metadata=metadata)))
+    known = shared_names | {name for name, _, _ in added}
+    for key in ALGORITHMS:
+        for cls in parameters_in(strategy_file(key)):
+            for item in dataclasses.fields(cls):
+                if item.name not in known:
+                    raise ImportError(
+                        f"{cls.__module__}.{cls.__name__}.{item.name} is no setting: declare it with setting(...) "
+                        'and a docstring (docs/development.md "Adding an algorithm"), or name a TrainConfig key'
+                    )
     config = dataclasses.make_dataclass("TrainConfig", added, bases=(shared,), frozen=True)
     config.__module__ = __name__  # where pickle finds it
     return config
+
+
+def check_default(where: str, hint: Any, item: dataclasses.Field) -> None:
+    """A declared setting's default is of its type and within its own rule: a default outside them would
+    fail every config, the user's blamed for a key they never wrote."""
+    allowed = set(typing.get_args(hint)) if isinstance(hint, types.UnionType) else {hint}
+    allowed |= {int} if float in allowed else set()
+    if type(item.default) not in allowed:
+        raise ImportError(f"{where}: its default {item.default!r} is not of its type {hint}; fix the declaration")
+    try:
+        item.metadata["rule"].check(where, item.default, "its default")
+    except InputError as error:
+        raise ImportError(f"{error}; fix the declaration") from None
 
 
 SHARED_SETTINGS = TrainConfig  # the class body above
@@ -558,9 +583,10 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
         raise InputError(f"{source}: arrivals: poisson needs checkin_rate, the check-ins per virtual second; set it")
     for item in dataclasses.fields(TrainConfig):  # a setting the algorithm ignores would mislead: refused
         if not applies(item.name, config.algorithm) and getattr(config, item.name) != item.default:
-            readers = ", ".join(item.metadata["read_by"])
+            read_by = item.metadata["read_by"]
+            readers, verb = ", ".join(read_by), "reads" if len(read_by) == 1 else "read"
             raise InputError(
-                f"{source}: {item.name} does not apply to algorithm {config.algorithm} (only {readers} read it); "
+                f"{source}: {item.name} does not apply to algorithm {config.algorithm} (only {readers} {verb} it); "
                 "remove it"
             )
     return config

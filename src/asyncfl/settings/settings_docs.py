@@ -7,6 +7,7 @@ algorithms that read it (`read_by`) and what it needs (`config.NEEDS`) where the
 `<!-- settings: GROUP, … -->` line and the next `<!-- /settings -->`; a test fails while they differ.
 """
 
+import argparse
 import ast
 import dataclasses
 import inspect
@@ -66,6 +67,11 @@ def readers(read_by: tuple[str, ...]) -> str:
 
 def row(field: dataclasses.Field) -> str:
     default = shown_value(field.default)
+    if field.name not in field_docs():
+        owner = field.metadata.get("declared_by", SHARED_SETTINGS)
+        raise SystemExit(
+            f"{owner.__module__}.{owner.__name__}.{field.name} has no docstring under it: say what it means"
+        )
     text = field_docs()[field.name]
     if field.metadata["read_by"]:
         text += f"; read by {readers(field.metadata['read_by'])}"
@@ -90,9 +96,16 @@ def with_tables(text: str) -> str:
     return TABLE.sub(made, text)
 
 
-def main(path: Path) -> None:
-    path.write_text(with_tables(path.read_text(encoding="utf-8")), encoding="utf-8")
+def main(arguments: list[str]) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m asyncfl.settings.settings_docs", description="Rewrite a page's tables of settings."
+    )
+    parser.add_argument("page", type=Path, nargs="?", default=Path("docs/settings.md"), help="[docs/settings.md]")
+    page = parser.parse_args(arguments).page
+    if not page.is_file():
+        parser.error(f"{page} is not a file; give the page whose tables to rewrite")
+    page.write_text(with_tables(page.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/settings.md"))
+    main(sys.argv[1:])

@@ -17,10 +17,10 @@ from dataclasses import Field, fields
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from asyncfl.fl.strategy import Parameters, Strategy
 from asyncfl.settings.algorithms import CATALOGUE
 
 if TYPE_CHECKING:
-    from asyncfl.fl.strategy import Strategy
     from asyncfl.settings.config import TrainConfig
 
 STRATEGY_OF = {algorithm.key: algorithm.strategy for algorithm in CATALOGUE}
@@ -28,12 +28,19 @@ STRATEGY_OF = {algorithm.key: algorithm.strategy for algorithm in CATALOGUE}
 
 def strategy_file(algorithm: str) -> ModuleType:
     """The module of `fl/algorithms/` that holds `algorithm`'s strategy."""
-    return importlib.import_module(f"{__name__}.{STRATEGY_OF[algorithm].split(':')[0]}")
+    return importlib.import_module(f"{__name__}.{STRATEGY_OF[algorithm].partition(':')[0]}")
 
 
 def strategy_class(algorithm: str) -> type[Strategy]:
-    """`algorithm`'s `Strategy`, as its catalogue line names it."""
-    strategy: type[Strategy] = getattr(strategy_file(algorithm), STRATEGY_OF[algorithm].split(":")[1])
+    """`algorithm`'s `Strategy`, as its catalogue line names it ("file:Class"), or an ImportError that
+    names the line."""
+    file, colon, name = STRATEGY_OF[algorithm].partition(":")
+    strategy = getattr(strategy_file(algorithm), name, None) if colon else None
+    if not (isinstance(strategy, type) and issubclass(strategy, Strategy)):
+        raise ImportError(
+            f"settings/algorithms.py: {algorithm}'s strategy={STRATEGY_OF[algorithm]!r} names no Strategy class; "
+            f"give it as 'file:Class', the class a Strategy defined in fl/algorithms/{file}.py"
+        )
     return strategy
 
 
@@ -41,22 +48,41 @@ def make_strategy(config: TrainConfig) -> Strategy:
     return strategy_class(config.algorithm)(config)
 
 
-def declared_settings(files: list[ModuleType] | None = None) -> dict[str, tuple[type, Field]]:
-    """The settings the algorithms' files (the catalogue's, by default) declare, each once: name → (its
-    `Parameters` class, the declaring `dataclasses.Field`), in the catalogue's order; a field declared
-    with `setting(...)` on a `Parameters` defined in the file (its inherited fields, such as M and K,
-    are the config's own keys). Two classes declaring one key are an ImportError."""
-    from asyncfl.fl.strategy import Parameters
+def parameters_in(module: ModuleType) -> list[type[Parameters]]:
+    """The `Parameters` classes an algorithm's file defines."""
+    return [
+        value
+        for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, Parameters) and value.__module__ == module.__name__
+    ]
 
+
+def parameter_names(algorithm: str) -> set[str]:
+    """The settings `algorithm`'s file reads: the fields of its `Parameters`, inherited ones included."""
+    return {item.name for cls in parameters_in(strategy_file(algorithm)) for item in fields(cls)}
+
+
+def declared_settings(files: list[ModuleType] | None = None) -> dict[str, tuple[type, Field]]:
+    """The settings the algorithms' files (the catalogue's, each line checked, by default) declare, each
+    once: name → (the `Parameters` class that declares it, its `dataclasses.Field`), in the catalogue's
+    order; a field declared with `setting(...)`, on a `Parameters` of the file or one it inherits from
+    (the plain fields, such as M and K, are the config's own keys). Two classes declaring one key are an
+    ImportError."""
+    if files is None:
+        for algorithm in CATALOGUE:  # every line names a Strategy before its file's settings are read
+            strategy_class(algorithm.key)
+        files = [strategy_file(algorithm.key) for algorithm in CATALOGUE]
     declared: dict[str, tuple[type, Field]] = {}
-    for module in files if files is not None else [strategy_file(algorithm.key) for algorithm in CATALOGUE]:
-        for value in vars(module).values():
-            if not (isinstance(value, type) and issubclass(value, Parameters) and value.__module__ == module.__name__):
-                continue
-            own = value.__dict__.get("__annotations__", {})
-            for item in fields(value):
-                if item.name in own and "rule" in item.metadata:
-                    owner = declared.setdefault(item.name, (value, item))[0]
-                    if owner is not value:  # one key, two meanings: one of them would go unread
-                        raise ImportError(f"{value.__name__} and {owner.__name__} both declare {item.name}; rename one")
+    for module in files:
+        for cls in parameters_in(module):
+            for item in fields(cls):
+                if "rule" not in item.metadata:
+                    continue
+                owner = next(base for base in cls.__mro__ if item.name in base.__dict__.get("__annotations__", {}))
+                first = declared.setdefault(item.name, (owner, item))[0]
+                if first is not owner:  # one key, two meanings: one of them would go unread
+                    raise ImportError(
+                        f"{owner.__module__}.{owner.__name__} and {first.__module__}.{first.__name__} both declare "
+                        f"{item.name}; rename one"
+                    )
     return declared

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from asyncfl.fl.strategy import BufferedParameters, RemembersAcrossRounds, ServerMemory, Update
-from asyncfl.settings.rules import POSITIVE, UNIT_INTERVAL, Group, setting
+from asyncfl.settings.rules import NON_NEGATIVE, POSITIVE, Group, setting
 
 if TYPE_CHECKING:
     import torch
@@ -47,9 +47,9 @@ class FedACParameters(BufferedParameters):
 
     fedac_lr: float = setting(Group.SERVER, 0.001, lowest=POSITIVE, at_most=1e6)
     """η of FedAC's server step (AFL-Lib's)"""
-    fedac_beta1: float = setting(Group.SERVER, 0.6, lowest=UNIT_INTERVAL)
+    fedac_beta1: float = setting(Group.SERVER, 0.6, lowest=NON_NEGATIVE, under=1.0)
     """β1 of FedAC's first moment (AFL-Lib's)"""
-    fedac_beta2: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL)
+    fedac_beta2: float = setting(Group.SERVER, 0.9, lowest=NON_NEGATIVE, under=1.0)
     """β2 of FedAC's second moment (AFL-Lib's)"""
 
 
