@@ -485,3 +485,20 @@ def test_the_current_folder_as_out_is_refused_and_nothing_there_is_written_or_re
     assert "--out is empty or the current folder" in line
     assert sorted(path.name for path in tmp_path.iterdir()) == before
     assert (tmp_path / "failed.json").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("inside", [".", "figures", "../seed0/figures"])
+def test_an_out_inside_a_run_folder_the_command_reads_is_refused_and_the_run_left_as_it_was(capsys, tmp_path, inside):
+    """`asyncfl figures` or `stragglers` writing into a run it reads would add files the run's checks and
+    the archive take for the run's own: refused in one line before anything is read or written."""
+    run = tmp_path / "afl" / "J5" / "seed0"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text("{}")
+    out = run / inside
+    common = ["--runs", str(run), "--partition-stats", str(tmp_path / "p.json"), "--out", str(out)]
+    straggler_options = ["--target-accuracy", "0.8", "--virtual-time", "60", "--severities", '{"slow0": {}}']
+    for command in (["figures", *common], ["stragglers", *common, *straggler_options]):
+        assert main(command) == 1
+        error = capsys.readouterr().err
+        assert f"--out {out} is inside the run folder {run}, which this command reads" in error
+        assert sorted(path.name for path in tmp_path.rglob("*")) == ["J5", "afl", "run.json", "seed0"]
