@@ -75,17 +75,10 @@ def test_quick_bench_command_writes_json(tmp_path):
         (10_000, False),
         (10_000, True),
     ]
-    assert "bytes_per_client" in result.stdout
-
-
-@pytest.mark.subprocess
-def test_the_engine_alone_at_scale(tmp_path):
-    """`asyncfl bench --engine`: the engine's table only, each row from a process of its own."""
-    report, _ = bench(tmp_path, "--engine", "--quick")
-    assert "trainers" not in report and "paper_round" not in report
-    for row in report["engine_scale"]:
+    for row in report["engine_scale"]:  # each from a process of its own
         assert row["rounds"] == 10 and row["seconds_per_round"] > 0 and row["first_round_seconds"] > 0
         assert row["peak_memory_mib"] > 0 and row["bytes_per_client"] > 0
+    assert "bytes_per_client" in result.stdout
 
 
 def test_sweep_counts_client_updates_under_budgets():
@@ -153,10 +146,13 @@ def test_the_sweep_projection_reads_the_projects_own_configs():
 
 @pytest.mark.subprocess
 def test_the_engine_rows_at_the_scales_asked_for(tmp_path):
-    """`--scales`: the engine's rows at those C, world off and on; past 10^7 the clients hold sizes only."""
+    """`--engine --scales`: the engine's table alone, its rows at those C, world off and on; past 10^7
+    the clients hold sizes only."""
     from asyncfl.bench.synthetic import MOST_CLIENTS_WITH_DATA, engine_data
 
-    rows = bench(tmp_path, "--engine", "--scales", "300")[0]["engine_scale"]
+    report = bench(tmp_path, "--engine", "--scales", "300")[0]
+    assert "trainers" not in report and "paper_round" not in report
+    rows = report["engine_scale"]
     assert [(row["clients"], row["world"], row["data"]) for row in rows] == [
         (300, False, "images"),
         (300, True, "images"),
