@@ -502,3 +502,15 @@ def test_an_out_inside_a_run_folder_the_command_reads_is_refused_and_the_run_lef
         error = capsys.readouterr().err
         assert f"--out {out} is inside the run folder {run}, which this command reads" in error
         assert sorted(path.name for path in tmp_path.rglob("*")) == ["J5", "afl", "run.json", "seed0"]
+    grid = [
+        "--grid",
+        '{"afl": [{"gamma0": 0.01}, {"gamma0": 0.1}]}',
+        "--target-accuracy",
+        "0.8",
+        "--virtual-time",
+        "60",
+    ]
+    select = ["select", *common[:4], *grid, "--out", str(tmp_path / "tuning"), "--chosen", str(out / "chosen.json")]
+    assert main(select) == 1
+    assert f"--chosen {out / 'chosen.json'} is inside the run folder {run}" in capsys.readouterr().err
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["J5", "afl", "run.json", "seed0"]

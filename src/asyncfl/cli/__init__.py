@@ -28,7 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         die_with_parent()  # a training child of `--processes`: it stops when its parent does
-        check_out_apart(getattr(args, "out", None), getattr(args, "runs", None) or [])
+        outputs = {option: getattr(args, option.strip("-"), None) for option in ("--out", "--chosen")}
+        check_outputs_apart(outputs, getattr(args, "runs", None) or [])
         args.run(args)
     except InputError as error:
         print(f"asyncfl {args.command}: error: {error}", file=sys.stderr)
@@ -46,14 +47,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def check_out_apart(out: Path | None, runs: list[Path]) -> None:
-    """A command that reads run folders writes nowhere inside one: its figures and tables would join the
-    run's own files, which the run's checks and the archive take for the run's."""
-    for run in runs:
-        if out is not None and out.resolve().is_relative_to(run.resolve()):
-            raise InputError(
-                f"--out {out} is inside the run folder {run}, which this command reads; give a folder outside the runs"
-            )
+def check_outputs_apart(outputs: dict[str, Path | None], runs: list[Path]) -> None:
+    """A command that reads run folders writes nowhere inside one (its `--out`, `select`'s `--chosen`):
+    its figures and tables would join the run's own files, which the run's checks and the archive take
+    for the run's."""
+    for option, output in outputs.items():
+        for run in runs:
+            if output is not None and output.resolve().is_relative_to(run.resolve()):
+                raise InputError(
+                    f"{option} {output} is inside the run folder {run}, which this command reads; give a path "
+                    "outside the runs"
+                )
 
 
 def os_error_line(error: OSError) -> str:
