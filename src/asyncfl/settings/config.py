@@ -111,8 +111,6 @@ class TrainConfig:
     docs/design.md "Training" sets the two side by side)"""
     buffer_size: int | None = setting(Group.SERVER, None, lowest=POSITIVE, at_most=MANY, read_by=BUFFERED)
     """K, arrivals per aggregation (FedBuff's buffer); null: J (**project's choice**)"""
-    mixing: float = setting(Group.SERVER, 1.0, lowest=UNIT_INTERVAL, read_by=("afl",))
-    """β: θ ← (1−β)θ + β·aggregate (1: the aggregate replaces the model, **paper**)"""
     server_lr: float = setting(Group.SERVER, 1.0, lowest=POSITIVE, read_by=("fedbuff", "ca2fl", "ace"))
     """η_g, FedBuff's server step, CA2FL's and ACE's η (**project's choice**; FLGo's CA2FL default)"""
     compass_alpha: float = setting(Group.SERVER, 0.9, lowest=UNIT_INTERVAL, read_by=("fedcompass",))
@@ -792,7 +790,6 @@ TRAINING_ONLY = (
     "staleness",
     "staleness_a",
     "staleness_b",
-    "mixing",
     "server_lr",
     *DECLARED_SETTINGS,  # an algorithm's own: each a knob of its aggregation
     "compass_alpha",

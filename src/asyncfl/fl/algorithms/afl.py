@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from asyncfl.fl.strategy import AsyncParameters, AsyncStrategy, Update
+from asyncfl.settings.rules import UNIT_INTERVAL, Group, setting
 
 if TYPE_CHECKING:
     from asyncfl.models import ModelState
@@ -16,10 +17,10 @@ if TYPE_CHECKING:
 class AFLParameters(AsyncParameters):
     """Attributes:
     concurrency: M, clients kept in flight [J] (`AsyncParameters`).
-    mixing: β of θ ← (1−β)θ + β·aggregate, in (0, 1] [1.0: the paper's, the aggregate replaces θ].
     """
 
-    mixing: float
+    mixing: float = setting(Group.SERVER, 1.0, lowest=UNIT_INTERVAL)
+    """β: θ ← (1−β)θ + β·aggregate (1: the aggregate replaces the model, **paper**)"""
 
 
 class AFL(AsyncStrategy):
