@@ -76,7 +76,7 @@ def test_what_cannot_be_replayed_is_one_line(measured, tmp_path, capsys):
     }
     capsys.readouterr()  # the paced run's own lines
     for name, (run, part, message) in cases.items():
-        argv = ["sim-vs-real", "--runs", str(run), "--partitions", str(part), "--out", str(tmp_path / name)]
+        argv = ["sim-vs-real", "--runs", str(run), "--partitions", str(part), "--out", str(tmp_path / f"{name}-out")]
         assert main(argv) == 1
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, (name, err)
