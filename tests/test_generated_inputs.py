@@ -349,7 +349,7 @@ FAMILIES = {"afl": {"algorithm": "afl"}, "sync": {"algorithm": "sync"},
             "mifa": {"algorithm": "mifa", "buffer_size": 2}, "ace": {"algorithm": "ace"},
             "port": {"algorithm": "port", "buffer_size": 2, "rounds": 8},
             "asofed": {"algorithm": "asofed", "rounds": 14},
-            "fedac": {"algorithm": "fedac", "buffer_size": 2}}  # fmt: skip
+            "fedac": {"algorithm": "fedac", "buffer_size": 2}, "daafl": {"algorithm": "daafl"}}  # fmt: skip
 # A value that coincides with the default in that family's tiny run, by what the setting means
 COINCIDES = {
     ("sync", "lr_time"): "a synchronous round aggregates J updates: its equivalent round is its round",

@@ -1,6 +1,7 @@
 """A strategy's server memory (`Strategy.aggregate_with_memory`): CA2FL's cache, FedStaleWeight's staleness
 history, MIFA's and ACE's latest updates, PORT's previous global model, ASO-Fed's n, s_prev and h, FedAC's
-control variates and moments (and the C each version in flight was sent with) live in the checkpoint, so
+control variates and moments (and the C each version in flight was sent with), DAAFL's version and weights
+live in the checkpoint, so
 a run that crashes resumes to the bytes of one that never stopped; a CA2FL checkpoint written before the
 memory had its name still resumes; FedBuff's checkpoint holds none (its bytes as before). M = 4 in
 flight, K = 2 (or one) of 5 clients, 16 arrivals."""
@@ -17,7 +18,7 @@ from engine_cases import read_csv, recorded_simulation
 
 # each algorithm with a memory, and the name it keeps it under
 MEMORIES = {"ca2fl": "cache", "fedstaleweight": "staleness", "mifa": "latest", "ace": "latest", "port": "previous",
-            "asofed": "average", "fedac": "controls"}  # fmt: skip
+            "asofed": "average", "fedac": "controls", "daafl": "weights"}  # fmt: skip
 SETTINGS = dict(clients_per_round=2, concurrency=4, local_epochs=1, batch_size=4, checkpoint_every=2)
 SIZES = [8, 8, 12, 12, 16]
 OUTPUTS = ("metrics.csv", "events.csv", "model.pt")

@@ -89,6 +89,9 @@ CATALOGUE = (
     Algorithm("asofed", "ASO-Fed", "1", asynchronous=True, staleness_weighted=False, strategy="asofed:ASOFed"),
     # FedBuff's buffer, updates corrected by control variates and weighted by agreement, an Adam-like step (AFL-Lib)
     Algorithm("fedac", "FedAC", "K", asynchronous=True, staleness_weighted=False, strategy="fedac:FedAC"),
+    # every arrival a round: its client's model mixed in by a weight that keeps the client's total on its
+    # share of the data (Jiang et al. 2024, as AFL-Lib codes it)
+    Algorithm("daafl", "DAAFL", "1", asynchronous=True, staleness_weighted=False, strategy="daafl:DAAFL"),
 )
 
 
