@@ -400,14 +400,18 @@ def with_declared_settings(shared: type) -> type:
 def check_default(where: str, hint: Any, item: dataclasses.Field) -> None:
     """A declared setting's default is of its type and within its own rule: a default outside them would
     fail every config, the user's blamed for a key they never wrote."""
-    allowed = set(typing.get_args(hint)) if isinstance(hint, types.UnionType) else {hint}
-    allowed |= {int} if float in allowed else set()
-    if type(item.default) not in allowed:
+    if type(item.default) not in types_of(hint):
         raise ImportError(f"{where}: its default {item.default!r} is not of its type {hint}; fix the declaration")
     try:
         item.metadata["rule"].check(where, item.default, "its default")
     except InputError as error:
         raise ImportError(f"{error}; fix the declaration") from None
+
+
+def types_of(hint: Any) -> set[type]:
+    """The exact Python types a setting of type hint `hint` accepts: an int where a float goes."""
+    allowed = set(typing.get_args(hint)) if isinstance(hint, types.UnionType) else {hint}
+    return allowed | ({int} if float in allowed else set())
 
 
 SHARED_SETTINGS = TrainConfig  # the class body above
@@ -472,11 +476,7 @@ def check_setting(key: str, value: Any, source: str) -> None:
 @functools.cache
 def accepted_types() -> dict[str, set[type]]:
     """The exact Python types each key accepts (an int where a float goes; never a bool for a number)."""
-    accepted = {}
-    for name, hint in typing.get_type_hints(TrainConfig).items():
-        allowed = set(typing.get_args(hint)) if isinstance(hint, types.UnionType) else {hint}
-        accepted[name] = allowed | ({int} if float in allowed else set())
-    return accepted
+    return {name: types_of(hint) for name, hint in typing.get_type_hints(TrainConfig).items()}
 
 
 def check_type(key: str, value: Any, source: str = "config") -> None:

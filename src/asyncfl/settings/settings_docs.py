@@ -28,7 +28,8 @@ TABLE = re.compile(r"(<!-- settings: (?P<groups>[A-Z_, ]+) -->\n).*?(?=<!-- /set
 def field_docs() -> dict[str, str]:
     """Each field's docstring, the string literal right under it, as one line: the shared settings'
     in `TrainConfig`'s class body, an algorithm's own in its `Parameters`' (`declared_by`)."""
-    owners = dict.fromkeys([SHARED_SETTINGS, *(item.metadata["declared_by"] for item in declared(TrainConfig))])
+    declared_by = [item.metadata.get("declared_by") for item in dataclasses.fields(TrainConfig)]
+    owners = dict.fromkeys([SHARED_SETTINGS, *(owner for owner in declared_by if owner is not None)])
     docs: dict[str, str] = {}
     for owner in owners:
         (tree,) = ast.parse(inspect.getsource(owner)).body
@@ -40,11 +41,6 @@ def field_docs() -> dict[str, str]:
             and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
         }  # fmt: skip
     return docs
-
-
-def declared(config: type) -> list[dataclasses.Field]:
-    """The settings algorithms' files declare (`config.with_declared_settings`)."""
-    return [item for item in dataclasses.fields(config) if "declared_by" in item.metadata]
 
 
 def readers(read_by: tuple[str, ...]) -> str:
