@@ -30,6 +30,7 @@ from asyncfl.planning.families import declared_family, family_option
 from asyncfl.planning.layout import EVALUATIONS, RUN_OUTPUTS
 from asyncfl.planning.plan import plan_workflow
 from asyncfl.planning.run_cost import read_cost_table
+from asyncfl.planning.startup import check_at_once
 from asyncfl.planning.workflow_config import check_schema, check_workflow_config
 from asyncfl.settings.config import SETTING_READERS, TRAINING_ONLY, TrainConfig, make_config
 from asyncfl.settings.errors import InputError
@@ -441,3 +442,19 @@ def test_an_algorithms_own_setting_in_a_timing_only_run_changes_its_bytes_or_is_
         if after is not None and after == plain:
             silent.append(f"{key}={value!r}")
     assert not silent, f"{family}, timing only: accepted, and changed no byte: {', '.join(silent)}"
+
+
+@given(st.one_of(st.integers(-2, 400), HOSTILE))
+@examples(40)
+def test_a_generated_at_once_is_refused_naming_it_or_caps_a_process(value):
+    config = copy.deepcopy(QUICK)
+    config["resources"]["train"]["at_once"] = value
+    try:
+        check_schema(config)
+        check_at_once(config["resources"]["train"], plan_workflow(config))
+    except InputError as error:
+        message = str(error)
+        assert message.count("\n") == 0 and "resources.train.at_once" in message, message
+        return
+    processes = config["resources"]["train"].get("processes", 1)
+    assert plan_workflow(config).most_runs_in_a_process(processes) > value  # it caps some process's runs

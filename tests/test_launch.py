@@ -349,7 +349,9 @@ def test_train_many_in_two_processes_makes_the_bytes_of_one_and_a_failing_run_fa
     other = {**json.loads(SETTINGS), "algorithm": "sync", "clients_per_round": 3, "rounds": 5, "seed": 0}
     plan = json.loads(Path(lone_plan(partition, tmp_path, diverging)).read_text())
     plan.insert(0, {"partition": str(partition), "out": str(tmp_path / "sync"), "settings": other})
-    argv = ["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, plan), "--processes", "2"]
+    # each child one run at a time (--at-once 1): the same bytes
+    argv = ["train-many", "--dataset", "digits", "--plan", plan_file(tmp_path, plan), "--processes", "2",
+            "--at-once", "1"]  # fmt: skip
     assert main(argv) == 1  # the first process trains runs 0 and 2, the second run 1 (the diverging one)
     captured = capfd.readouterr()
     err = captured.err.strip().splitlines()

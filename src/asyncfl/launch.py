@@ -126,13 +126,14 @@ def train_together(
     root: Path | None,
     threads: int | None,
     report: Callable[[PlannedRun, TrainedFolder], None],
+    at_once: int | None = None,
 ) -> list[TrainedFolder | BaseException]:
     """Train the runs stepped together in this process (`lockstep.Lockstep`): each run's clients join
     the other runs' in one trainer call, each folder gets the bytes `train_run` makes of it alone.
     Runs on the real clock (`clock: real`) are not stepped: each trains alone, first, on its own event
     loop with its own client workers (a run that sleeps until its events are due would stall the others).
     `report` is called as each run ends; a run that fails leaves the others to finish, and its error
-    is its outcome."""
+    is its outcome. `at_once`: the most runs stepped at once (`Lockstep.at_once`; None: all)."""
     if threads:
         torch.set_num_threads(threads)  # this thread trains every run's clients: the runs' thread count
     outcomes: dict[int, TrainedFolder | BaseException] = {}
@@ -145,7 +146,7 @@ def train_together(
                 continue
             outcomes[index] = trained
             report(run, trained)
-    lockstep = Lockstep()
+    lockstep = Lockstep(at_once)
 
     def job(run: PlannedRun) -> TrainedFolder:
         outcome = train_run(run.config, dataset, root, run.partition, run.out, threads, tuned=run.tuned, pool=lockstep)

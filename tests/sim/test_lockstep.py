@@ -58,6 +58,22 @@ def test_runs_stepped_together_train_in_shared_calls_and_make_their_bytes_alone(
     assert threading.active_count() == threads  # every run's thread has ended
 
 
+def test_a_cap_on_runs_at_once_keeps_each_calls_runs_within_it_and_the_bytes_alone(alone, tmp_path):
+    lockstep = Lockstep(at_once=2)
+    outcomes = together(tmp_path, lockstep)
+    assert all(isinstance(outcome, dict) for outcome in outcomes), outcomes
+    assert {name: outputs(tmp_path / name) for name in RUNS} == alone
+    assert lockstep.calls[0] == 3 * 2  # the first two runs' first dispatches, the others not started
+    # at most two runs' clients a call (FedCompass's at most 3 in flight, like the others)
+    assert max(lockstep.calls) <= 2 * 3 < max(uncapped_calls(tmp_path / "uncapped"))
+
+
+def uncapped_calls(root: Path) -> list[int]:
+    lockstep = Lockstep()
+    together(root, lockstep)
+    return lockstep.calls
+
+
 def test_a_failing_run_leaves_the_others_to_finish_and_is_its_outcome(alone, tmp_path):
     diverging = {**RUNS["fedbuff"], "server_lr": 1e300}
     outcomes = together(tmp_path, Lockstep(), {"afl0": RUNS["afl0"], "bad": diverging, "sync": RUNS["sync"]})

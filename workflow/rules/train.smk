@@ -16,10 +16,14 @@ ONE_RUN_PER_JOB = "|".join(map(re.escape, PLAN.of_shape(ONE_RUN))) or "(?!)"
 
 # The command of the jobs that train several runs together in one process (`input.plan`: their runs, a file,
 # since a sweep of hundreds of runs outgrows a command line)
+# resources.train.at_once: the most runs each of those processes keeps going at once (its memory)
+AT_ONCE = config["resources"]["train"].get("at_once")
+AT_ONCE_OPTION = f" --at-once {AT_ONCE}" if AT_ONCE else ""
 TRAIN_MANY = (
     ASYNCFL
     + " train-many --dataset {params.dataset:q} --root {params.root:q} --plan {input.plan:q}"
-    " --threads {threads:q} > {log:q} 2>&1"
+    + AT_ONCE_OPTION
+    + " --threads {threads:q} > {log:q} 2>&1"
 )
 # The same, for the final runs of an experiment with `tune:`: each run name with the settings chosen for it
 TRAIN_MANY_CHOSEN = TRAIN_MANY.replace(
@@ -121,7 +125,9 @@ for sweep in SWEEPS:
 # edges and chooses itself (`asyncfl tune`): which points it adds depends on the scores of those before.
 SEARCH = (
     ASYNCFL
-    + " tune --dataset {params.dataset:q} --root {params.root:q} --plan {input.plan:q} --threads {threads:q}"
+    + " tune --dataset {params.dataset:q} --root {params.root:q} --plan {input.plan:q}"
+    + AT_ONCE_OPTION
+    + " --threads {threads:q}"
     " --grid {params.grid:q} --axes {params.axes:q} --partition-stats {input.stats:q}"
     " --target-accuracy {params.target:q} --virtual-time {params.budget:q} --metric {params.metric:q}"
     " --title={params.title:q} --out {params.out:q} --chosen {output.chosen:q} --timings {output.timings:q}"

@@ -85,6 +85,17 @@ THREADS = at_least(1, machine_cpus(), ", the CPUs this process may use")
 PROCESSES = THREADS  # training processes: more than the CPUs only contend for them
 
 
+def add_at_once(parser: argparse.ArgumentParser) -> None:
+    """--at-once, the cap on runs a training process steps together (`sim.lockstep.Lockstep.at_once`)."""
+    parser.add_argument(
+        "--at-once",
+        type=at_least(1),
+        metavar="N",
+        help="the most runs each training process keeps going at once, the next starting as one ends: each "
+        "holds its model and clients in flight in memory until it ends (default: all; bytes the same)",
+    )
+
+
 def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", required=True, choices=DATASETS)
     parser.add_argument("--root", type=Path, help="dataset folder (default: resources/data/DATASET)")

@@ -81,9 +81,11 @@ def train_in_processes(
     dataset: str,
     root: Path | None,
     numbers: list[int],
+    at_once: int | None = None,
 ) -> None:
     """Train `plan`'s runs (`runs`: the same, checked, a tuning's choice applied) in `count` child
-    `asyncfl train-many` processes of `each` threads (`process_shares`), the runs dealt out in turn (a
+    `asyncfl train-many` processes of `each` threads (`process_shares`), each with at most `at_once`
+    runs going at once (None: all of its share), the runs dealt out in turn (a
     plan lists each run name's seeds together, so every process gets a mix of costs). Every child
     finishes what it can; a child that fails (its error is on stderr, above) fails the whole. An
     interrupted parent interrupts its children, which stop at their last checkpoint; none outlives it."""
@@ -95,6 +97,7 @@ def train_in_processes(
             command = [sys.executable, "-m", "asyncfl", "train-many", "--dataset", dataset, "--plan", str(part)]
             command += ["--root", str(root)] if root else []
             command += ["--threads", str(each)] if each else []
+            command += ["--at-once", str(at_once)] if at_once else []
             command += ["--plan-numbers", ",".join(map(str, numbers[index::count]))]  # named as the plan numbers them
             chosen = choices_of(runs[index::count])
             if chosen:

@@ -6,7 +6,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asyncfl.cli.arguments import PROCESSES, THREADS, Commands, add_dataset_arguments, at_least, json_mapping
+from asyncfl.cli.arguments import (
+    PROCESSES,
+    THREADS,
+    Commands,
+    add_at_once,
+    add_dataset_arguments,
+    at_least,
+    json_mapping,
+)
 from asyncfl.cli.processes import process_shares, train_in_processes
 from asyncfl.planning.layout import run_name
 from asyncfl.planning.progress import clear_failure, record_failure, recorded_failure
@@ -122,7 +130,7 @@ def cmd_train_many(args: argparse.Namespace) -> None:
     if numbers is not None and len(numbers) != len(args.plan):
         raise InputError(f"--plan-numbers gives {len(numbers)} numbers for the plan's {len(args.plan)} runs")
     runs = checked_runs(args.plan, args.dataset, args.root, args.chosen, numbers)
-    train_plan(args.plan, runs, args.dataset, args.root, args.threads, args.processes, numbers)
+    train_plan(args.plan, runs, args.dataset, args.root, args.threads, args.processes, args.at_once, numbers)
 
 
 def train_plan(
@@ -132,17 +140,19 @@ def train_plan(
     root: Path | None,
     threads: int | None,
     processes: int,
+    at_once: int | None,
     numbers: list[int] | None = None,
 ) -> None:
     """Train `runs` (`plan`'s, checked) stepped together in this process, or in several child processes
-    where `processes` and the job's threads allow more than one (`processes.train_in_processes`);
+    where `processes` and the job's threads allow more than one (`processes.train_in_processes`), each
+    process with at most `at_once` runs going at once (None: all of its own);
     `numbers`: each run's number in the whole plan, which the messages name (default: its index)."""
     numbers = numbers or list(range(len(runs)))
     count, each = process_shares(processes, threads, len(runs))
     if count > 1:
-        train_in_processes(plan, runs, count, each, dataset, root, numbers)
+        train_in_processes(plan, runs, count, each, dataset, root, numbers, at_once)
     else:
-        train_planned(runs, dataset, root, threads, numbers)
+        train_planned(runs, dataset, root, threads, numbers, at_once)
 
 
 def checked_runs(
@@ -192,7 +202,12 @@ def checked_runs(
 
 
 def train_planned(
-    runs: list["PlannedRun"], dataset: str, root: Path | None, threads: int | None, numbers: list[int]
+    runs: list["PlannedRun"],
+    dataset: str,
+    root: Path | None,
+    threads: int | None,
+    numbers: list[int],
+    at_once: int | None = None,
 ) -> None:
     """Train `runs` stepped together, a line as each ends; every failure named (by its `numbers` in the
     whole plan), the first raised."""
@@ -201,7 +216,7 @@ def train_planned(
     def report(run: "PlannedRun", outcome: "TrainedFolder") -> None:
         print(trained_line(run.config.algorithm, outcome, run.out), flush=True)
 
-    outcomes = train_together(runs, dataset, root, threads, report)
+    outcomes = train_together(runs, dataset, root, threads, report, at_once)
     failed = [(index, outcome) for index, outcome in enumerate(outcomes) if isinstance(outcome, BaseException)]
     if not failed:
         return
@@ -274,6 +289,7 @@ def register(commands: Commands) -> None:
     many.add_argument(
         "--chosen", type=Path, help="the settings asyncfl select chose per run name, added to those runs' settings"
     )
+    add_at_once(many)
     many.add_argument(
         "--plan-numbers", type=plan_numbers, help=argparse.SUPPRESS
     )  # a child's runs in its parent's plan

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncfl.cli.analysis import add_tuning_metric, sweep_arguments, tuning_grid
-from asyncfl.cli.arguments import PROCESSES, THREADS, Commands, add_dataset_arguments, json_mapping
+from asyncfl.cli.arguments import PROCESSES, THREADS, Commands, add_at_once, add_dataset_arguments, json_mapping
 from asyncfl.cli.train import checked_runs, planned_runs, train_plan
 from asyncfl.files import written_together
 from asyncfl.planning.layout import run_name
@@ -101,7 +101,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
         if rounds:  # a point the search added: its folder may hold an earlier config's run of that point
             for folder in set_aside_other_runs(runs, args.dataset):
                 print(f"{folder} held a run of other settings (an earlier search's): moved into its {REPLACED}/")
-        train_plan(batch, runs, args.dataset, args.root, args.threads, args.processes)
+        train_plan(batch, runs, args.dataset, args.root, args.threads, args.processes, args.at_once)
         seconds.append(cpu_seconds() - started)
         folders += [Path(run["out"]) for run in batch]
         rounds.append({"points": added, "runs": len(batch)})
@@ -146,6 +146,7 @@ def register(commands: Commands) -> None:
     tune.add_argument(
         "--processes", type=PROCESSES, default=1, help="train each round's runs in this many processes (default 1)"
     )
+    add_at_once(tune)
     tune.add_argument("--grid", type=tuning_grid, required=True, help="JSON object: each tuned run name's points")
     tune.add_argument(
         "--axes",

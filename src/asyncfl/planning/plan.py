@@ -239,6 +239,15 @@ class WorkflowPlan:
         """The minutes of its longest training job (at most resources.max_runtime)."""
         return max(job.runtime for plan in self.experiments.values() for job in (*plan.jobs, *plan.tunings))
 
+    def most_runs_in_a_process(self, processes: int) -> int:
+        """The most runs one training process is given: a sweep's job (a severity's, a tuning's) deals its
+        runs out over `processes` processes (`cli/processes.py`), any other job trains them in one."""
+        return max(
+            -(-len(job.runs) // (processes if job.shape in (SEVERITY, TUNING) else 1))
+            for plan in self.experiments.values()
+            for job in (*plan.jobs, *plan.tunings)
+        )
+
     def figure_files(self) -> list[str]:
         """Every figure of every experiment, PNG and PDF: the workflow's targets."""
         return [

@@ -26,10 +26,25 @@ def checked_plan(config: dict[str, Any], config_files: list[str], cost_table: Pa
     costs = read_cost_table(cost_table) if cost.get("device") is not None else {}
     check_cost(cost, costs)
     plan = plan_workflow(config, costs)
+    check_at_once(config["resources"]["train"], plan)
     site = ask_site(config["resources"])
     if site is not None:
         check_site(config["resources"], plan.longest_job(), site)
     return plan
+
+
+def check_at_once(train: dict[str, Any], plan: WorkflowPlan) -> None:
+    """`resources.train.at_once`, refused where no training process of `plan` is given more runs than it
+    lets go at once: it would change nothing."""
+    at_once = train.get("at_once")
+    if at_once is None:
+        return
+    most = plan.most_runs_in_a_process(train.get("processes", 1))
+    if most <= at_once:
+        raise InputError(
+            f"resources.train.at_once is {at_once}, but no training process of this config is given more than "
+            f"{most} runs, so it would change nothing: remove it, or lower it to cap a process's memory"
+        )
 
 
 def software_route(conda_asked: bool, conda_found: bool, conda_env: str, environment: str) -> str:

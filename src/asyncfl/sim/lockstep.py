@@ -96,12 +96,16 @@ class Lockstep:
         trainers: the trainer of each kind: the first run of that kind's own, which trains every run's
             tasks of that kind.
         calls: the number of tasks of every training call made, in order (how full the calls were).
+        at_once: the most runs going at once (None: all), in run order, the next starting as one ends:
+            a run's model, clients in flight and state stay in memory until it ends, so this caps the
+            process's memory; each run's bytes are the same at any cap.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, at_once: int | None = None) -> None:
         self.trainers: dict[Hashable, Trainer] = {}
         self.calls: list[int] = []
         self.current: Turn | None = None
+        self.at_once = at_once
 
     def port(self, trainer: Trainer, key: Hashable) -> Trainer:
         """The trainer a run of kind `key` is given in place of its own (`trainer`), in the run's thread."""
@@ -114,7 +118,7 @@ class Lockstep:
         An interrupt of this thread (Ctrl-C) unwinds every run, then propagates."""
         turns = [Turn(job) for job in jobs]
         try:
-            while going := [turn for turn in turns if not turn.finished]:
+            while going := [turn for turn in turns if not turn.finished][: self.at_once]:
                 for turn in going:
                     self.current = turn
                     turn.step()
