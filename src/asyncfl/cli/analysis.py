@@ -1,6 +1,6 @@
 """The commands that read finished runs: `select` (a tuning grid's choice), `figures`, `stragglers`
-(a severity sweep's figures and verdicts), `theory` (the sampling-variance check) and `sim-vs-real` (the
-simulator against measured runs)."""
+(a severity sweep's figures and verdicts), `theory` (the sampling-variance check), `sim-vs-real` (the
+simulator against measured runs) and `verdict-table` (a severity's verdicts as Markdown)."""
 
 import argparse
 import json
@@ -299,7 +299,28 @@ def add_sim_vs_real(commands: Commands) -> None:
     comparing.set_defaults(run=cmd_sim_vs_real)
 
 
+def cmd_verdict_table(args: argparse.Namespace) -> None:
+    """Print one severity's verdicts as Markdown (`analysis.verdict_markdown`)."""
+    from asyncfl.analysis.verdict_markdown import verdict_markdown
+
+    print(verdict_markdown(args.verdicts, args.severity, args.target, args.budget), end="")
+
+
+def add_verdict_table(commands: Commands) -> None:
+    tables = commands.add_parser(
+        "verdict-table",
+        help="one severity's verdicts as Markdown tables, from straggler_verdicts.csv (docs/results.md's)",
+        description="Each run name's time to stay above the target, and each asynchronous name against each "
+        "synchronous one: the primary seed set's difference, interval and verdict, the other sets beside it.",
+    )
+    tables.add_argument("--verdicts", type=Path, required=True, help="straggler_verdicts.csv (asyncfl stragglers)")
+    tables.add_argument("--severity", required=True, help="the row (a severity's name)")
+    tables.add_argument("--target", type=FRACTION, required=True, help="the test accuracy the times are read at")
+    tables.add_argument("--budget", type=POSITIVE, help="the budget the runs were cut at (default: the longest, T)")
+    tables.set_defaults(run=cmd_verdict_table)
+
+
 def register(commands: Commands) -> None:
-    """The select, figures, stragglers, theory and sim-vs-real commands."""
-    for add in (add_select, add_figures, add_stragglers, add_theory, add_sim_vs_real):
+    """The select, figures, stragglers, theory, sim-vs-real and verdict-table commands."""
+    for add in (add_select, add_figures, add_stragglers, add_theory, add_sim_vs_real, add_verdict_table):
         add(commands)
