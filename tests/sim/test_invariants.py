@@ -57,8 +57,8 @@ def shifted_jobs(monkeypatch, shift) -> None:
     """A broken `next_job`: arrivals moved by `shift(job)` virtual seconds from what the phases give."""
     real = dispatcher.next_job
 
-    def broken(context, state, client, updates) -> Job:
-        job = real(context, state, client, updates)
+    def broken(context, state, client, updates, work=None) -> Job:
+        job = real(context, state, client, updates, work)
         return dataclasses.replace(job, arrival_time=job.arrival_time + shift(job))
 
     monkeypatch.setattr(dispatcher, "next_job", broken)
@@ -109,8 +109,8 @@ def test_every_dispatch_is_accounted_for(tmp_path, monkeypatch):
     """An engine that loses an outstanding job (it never arrives, nothing notices) is caught."""
     real = Dispatcher.dispatch
 
-    def loses_one(self, client: int) -> None:
-        real(self, client)
+    def loses_one(self, client: int, work: tuple[int, float] | None = None) -> None:
+        real(self, client, work)
         if self.check.dispatched == 3:
             lost = max(self.state.outstanding)
             del self.state.outstanding[lost]

@@ -45,6 +45,7 @@ class Update:
     lrs: tuple[float, ...] = ()  # γ of each local epoch it trained (FedAC's control variate reads it)
     # what the server's memory held when the update's version was sent (`Strategy.dispatch_snapshot`)
     sent_memory: ServerMemory = field(default_factory=dict)
+    delay: float = 0.0  # virtual seconds of its dispatch outside training: latency and transfers (FedQueue's)
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,8 @@ class Strategy(ABC):
     # The engine's arrival groups give each dispatch its local steps and say when to aggregate (FedCompass's
     # scheduler, `sim/compass.py`) instead of a round of K arrivals
     schedules_groups = False
+    # The strategy gives each of a round's dispatches its local steps and step size (`dispatch_work`: FedQueue)
+    budgets_work = False
 
     def __init__(self, config: TrainConfig):
         self.clients_per_round = config.clients_per_round
@@ -141,9 +144,17 @@ class Strategy(ABC):
 
     @property
     def cuts_local_work(self) -> bool:
-        """Some dispatches train fewer samples than their local epochs' (partial work, FedCompass's steps):
-        events.csv records the samples each update trained."""
-        return self.partial_work or self.schedules_groups
+        """Some dispatches train fewer samples than their local epochs' (partial work, FedCompass's and
+        FedQueue's steps): events.csv records the samples each update trained."""
+        return self.partial_work or self.schedules_groups or self.budgets_work
+
+    def dispatch_work(
+        self, clients: list[int], memory: ServerMemory, rates: list[float], whole: list[int]
+    ) -> list[tuple[int, float]]:
+        """Where `budgets_work`: each of a round's `clients`' local steps and the factor on its learning
+        rate, from `rates` (its local steps per virtual second) and `whole` (its local epochs' steps);
+        here every dispatch's whole steps at the schedule's rate."""
+        return [(most, 1.0) for most in whole]
 
     @property
     def lr_clock(self) -> str:

@@ -28,6 +28,9 @@ class Algorithm:
             FedBuff's and FedAsync's (1 + τ)^−a, otherwise.
         strategy: its implementation, "file:Class" in `fl/algorithms/` (an entry point's form); the
             settings that file declares are the config keys only this algorithm reads.
+        timed_untrained: its dispatches' times do not depend on what its aggregations compute, so a
+            timing-only run (`trainer: none`) times it as a trained run would; False where they do
+            (FedQueue's budgets learn from the updates' delays), and such a run is refused.
     """
 
     key: str
@@ -38,6 +41,7 @@ class Algorithm:
     staleness_weighted: bool = True
     default_staleness: str = "polynomial"
     strategy: str = field(kw_only=True)
+    timed_untrained: bool = field(default=True, kw_only=True)
 
 
 # In the order (and so the colour) every figure uses
@@ -92,6 +96,9 @@ CATALOGUE = (
     # every arrival a round: its client's model mixed in by a weight that keeps the client's total on its
     # share of the data (Jiang et al. 2024, as AFL-Lib codes it)
     Algorithm("daafl", "DAAFL", "1", asynchronous=True, staleness_weighted=False, strategy="daafl:DAAFL"),
+    # rounds of J, each client's steps budgeted to a period after its predicted delay, late updates deferred
+    # a round at half weight (Li et al. 2026, as APPFL's example codes it)
+    Algorithm("fedqueue", "FedQueue", "J", strategy="fedqueue:FedQueue", timed_untrained=False),
 )
 
 

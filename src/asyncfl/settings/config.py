@@ -27,6 +27,7 @@ from asyncfl.settings.names import (
     SERVER_OPTIMIZER_OF,
     SERVER_OPTIMIZERS,
     STALENESS_WEIGHTED,
+    TIMED_BY_TRAINING,
     TIMING_ONLY,
     TRAINERS,
     UPDATES_PER_ROUND,
@@ -619,7 +620,13 @@ def check_class_draw(classes: tuple, key: str, class_draw: str, source: str, pre
 
 def check_timing_only(config: TrainConfig, defaults: dict[str, Any], source: str) -> None:
     """A timing-only run (`trainer: none`) trains nothing: a setting only training or the model's scores
-    read would be recorded in its run.json and never used, so it is refused."""
+    read would be recorded in its run.json and never used, so it is refused; so is an algorithm whose
+    dispatches' times its aggregations decide (`names.TIMED_BY_TRAINING`)."""
+    if config.algorithm in TIMED_BY_TRAINING:
+        raise InputError(
+            f"{source}: algorithm: {config.algorithm} times its dispatches by what its aggregations learn, and "
+            "trainer: none aggregates nothing (a timing-only run); choose another trainer"
+        )
     # FedAvgM's, FedAdam's, FedYogi's optimizer is their name's, not a setting the user gave
     defaults = defaults | {
         "server_optimizer": SERVER_OPTIMIZER_OF.get(config.algorithm, "none"),

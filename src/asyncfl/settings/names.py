@@ -46,6 +46,8 @@ def base_algorithm(run_name: str) -> str:
 
 # The asynchronous algorithms: M clients in flight, staleness τ ≥ 0; those that weight updates by s(τ)
 ASYNCHRONOUS = tuple(algorithm.key for algorithm in CATALOGUE if algorithm.asynchronous)
+# Whose dispatches' times depend on what their aggregations compute: a timing-only run of them is refused
+TIMED_BY_TRAINING = tuple(algorithm.key for algorithm in CATALOGUE if not algorithm.timed_untrained)
 STALENESS_WEIGHTED = tuple(
     algorithm.key for algorithm in CATALOGUE if algorithm.asynchronous and algorithm.staleness_weighted
 )

@@ -60,11 +60,28 @@ class Dispatcher:
         chosen = [int(client) for client in self.picker.sample(wanted)]
         if self.state.compass is not None:  # FedCompass assigns the fastest first, as APPFL's scheduler does
             chosen = self.state.compass.by_speed(chosen)
+        work = self.round_work(chosen)
         for client in chosen:
-            self.dispatch(client)
+            self.dispatch(client, work.get(client))
         self.state.waiting = wanted - len(chosen)
         if self.state.waiting:
             self.wake_when_online()
+
+    def round_work(self, clients: list[int]) -> dict[int, tuple[int, float]]:
+        """Where the strategy budgets its dispatches' work (FedQueue), each client's local steps and
+        learning-rate factor, from its steps per virtual second at its median compute (the rate a warm-up
+        measures) and its local epochs' steps; nothing otherwise."""
+        if not self.context.strategy.budgets_work or not clients:
+            return {}
+        config, system = self.context.config, self.context.system
+        sizes = [int(self.context.sizes[client]) for client in clients]
+        whole = [config.local_epochs * math.ceil(size / config.batch_size) for size in sizes]
+        rates = [
+            steps / system.median_phases(client, size).compute
+            for client, size, steps in zip(clients, sizes, whole, strict=True)
+        ]
+        work = self.context.strategy.dispatch_work(clients, self.state.server_memory, rates, whole)
+        return dict(zip(clients, work, strict=True))
 
     def wake_when_online(self) -> None:
         candidates = self.picker.candidates()
@@ -75,10 +92,12 @@ class Dispatcher:
             self.wakeups.add(comes_online)
             self.events.at(Event(comes_online, Kind.WAKE))
 
-    def dispatch(self, client: int) -> None:
+    def dispatch(self, client: int, work: tuple[int, float] | None = None) -> None:
+        """Send `client` the current model (`work`: its local steps and learning-rate factor, where the
+        strategy budgets them)."""
         state = self.state
         opened = state.compass.next_group if state.compass is not None else 0
-        job = next_job(self.context, state, client, state.aggregated(len(self.buffer)))
+        job = next_job(self.context, state, client, state.aggregated(len(self.buffer)), work)
         if state.compass is not None and state.compass.next_group != opened:  # it opened an arrival group
             self.events.at(Event(state.compass.groups[opened].deadline, Kind.DEADLINE, (opened,)))
         if self.context.strategy.clients_load_global_model and not job.lost:
@@ -226,12 +245,17 @@ def no_client_online(now: float, candidates: int, clients: int) -> None:
     )
 
 
-def next_job(context: RunContext, state: SimulationState, client: int, updates: int) -> Job:
+def next_job(
+    context: RunContext, state: SimulationState, client: int, updates: int, work: tuple[int, float] | None = None
+) -> Job:
     """The client's next dispatch, now, from the current version, after `updates` client updates were
-    aggregated: its arrival time and learning rates, and under partial work the samples it trains."""
+    aggregated: its arrival time and learning rates, and under partial work the samples it trains;
+    `work`: its local steps and learning-rate factor where the strategy budgets them (FedQueue)."""
     system, size = context.system, int(context.sizes[client])
     index = state.count_dispatch(client)
     samples = None if state.compass is None else scheduled_samples(context, state, client, size)
+    if work is not None and work[0] < context.config.local_epochs * math.ceil(size / context.config.batch_size):
+        samples = samples_after(work[0], size, context.config.batch_size)
     phases, transfers = system.phases(client, size, index, samples), None
     if system.server is not None and isinstance(system.links, Links) and state.link is not None:
         transfers = system.server.book_transfers(state.link, system.links, client, state.now, phases.compute)
@@ -244,6 +268,8 @@ def next_job(context: RunContext, state: SimulationState, client: int, updates: 
             phases = system.phases(client, size, index, samples)
     duration = phases.total
     lrs = context.strategy.learning_rates(state.version, updates, system.delay(client, duration))
+    if work is not None:
+        lrs = tuple(lr * work[1] for lr in lrs)
     ends, lost = context.world.fate(client, index, state.now, state.now + phases.uploaded, state.now + duration)
     trained_at = None
     if context.config.client_freed == "after_training":  # free again once its training ends

@@ -157,7 +157,7 @@ def server_updates(
     context: RunContext, state: SimulationState, jobs: list[Job], results: list[LocalResult], starts: list[ModelState]
 ) -> list[Update]:
     """The arrived updates as the strategy combines them, each with its size and staleness weight s(τ),
-    its learning rates and what of the memory its version was sent with."""
+    its learning rates, what of the memory its version was sent with and its seconds outside training."""
     version = state.version
     return [
         Update(
@@ -169,9 +169,15 @@ def server_updates(
             job.client,
             job.lrs,
             state.sent_memories.get(job.version, {}),
+            outside_training(context, job),
         )
         for job, result, start in zip(jobs, results, starts, strict=True)
     ]
+
+
+def outside_training(context: RunContext, job: Job) -> float:
+    """Virtual seconds of the job's dispatch outside its training: latency and transfers."""
+    return job.arrival_time - job.dispatch_time - context.system.job_phases(job, int(context.sizes[job.client])).compute
 
 
 def evaluate_global(context: RunContext, state: ModelState, record: Aggregation) -> None:
