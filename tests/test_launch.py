@@ -16,8 +16,9 @@ import torch
 
 from asyncfl.cli import main
 from asyncfl.cli.processes import stopped_by_signals
-from asyncfl.files import sha256
+from asyncfl.files import sha256, write_json
 from asyncfl.planning.layout import RUN_FILES, RUN_OUTPUTS
+from asyncfl.settings.integrity import SELF_HASH, sealed
 from conftest import ENV, REPO, started, wait_for
 
 pytestmark = pytest.mark.subprocess
@@ -108,6 +109,23 @@ def test_a_finished_run_with_other_settings_needs_force(partition, lone_run, tmp
     moved = [p for p in (out / "replaced").iterdir()]
     assert len(moved) == 1 and (moved[0] / "run.json").read_text() == old_run_json
     assert outputs(out) == lone_run
+
+
+def test_a_run_made_before_a_setting_existed_is_the_same_run_at_its_default(partition, lone_run, tmp_path, capsys):
+    """A finished run whose record lacks a setting asyncfl added since (here AFL's `mixing`, dropped from its
+    run.json) is this run where the setting is at its default, and another where it is not."""
+    out = tmp_path / "run"
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
+    record = json.loads((out / "run.json").read_text())
+    del record["config"]["mixing"]
+    write_json(out / "run.json", sealed({key: value for key, value in record.items() if key != SELF_HASH}))
+    capsys.readouterr()
+    assert main(train_argv(partition, out, LONE_ROUNDS)) == 0
+    assert "already finished" in capsys.readouterr().out and outputs(out) == lone_run
+    other = train_argv(partition, out, LONE_ROUNDS)
+    other[other.index("--settings") + 1] = json.dumps({**json.loads(SETTINGS), "mixing": 0.5})
+    assert main(other) == 1
+    assert "holds a finished run with other settings" in capsys.readouterr().err
 
 
 def test_outputs_that_contradict_run_json_are_never_taken_as_finished(partition, lone_run, tmp_path, capsys):

@@ -1,6 +1,7 @@
 """FedQueue (`fl/algorithms/fedqueue.py`) against hand-computed budgets and steps, and in the engine: its
 late updates deferred a round at half weight, its budgets cut the dispatches' steps, its memory resumed."""
 
+import hashlib
 import io
 
 import pytest
@@ -84,6 +85,32 @@ def test_a_crashed_run_resumes_its_predictions_and_deferred_updates_to_the_same_
     payload = (tmp_path / "resumed" / "checkpoint.pt").read_bytes().partition(b"\n")[2]
     assert torch.load(io.BytesIO(payload), weights_only=True)["server_memory"]["deferred"]  # what resumes
     resumed, _ = recorded_simulation(tmp_path / "resumed", SIZES, **SETTINGS)
+    resumed.run()
+    for name in ("metrics.csv", "events.csv", "model.pt"):
+        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+
+
+def test_a_checkpoint_written_before_its_settings_existed_resumes_where_they_are_at_their_defaults(tmp_path):
+    """FedQueue's own settings dropped from a FedBuff checkpoint's identity (as an asyncfl before them wrote
+    it): the run resumes to the bytes of one that never stopped."""
+    fedbuff = dict(algorithm="fedbuff", clients_per_round=3, buffer_size=2, local_epochs=1, batch_size=4, rounds=6,
+                   checkpoint_every=2)  # fmt: skip
+    whole, _ = recorded_simulation(tmp_path / "whole", SIZES, **fedbuff)
+    whole.run()
+    crashed, _ = recorded_simulation(tmp_path / "resumed", SIZES, fail_on_call=4, **fedbuff)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        crashed.run()
+    path = tmp_path / "resumed" / "checkpoint.pt"
+    header, _, content = path.read_bytes().partition(b"\n")
+    payload = torch.load(io.BytesIO(content), weights_only=True)
+    payload["identity"]["config"] = {
+        key: value for key, value in payload["identity"]["config"].items() if not key.startswith("fedqueue_")
+    }
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    digest = hashlib.sha256(buffer.getvalue()).hexdigest().encode()
+    path.write_bytes(header.rsplit(b" ", 1)[0] + b" " + digest + b"\n" + buffer.getvalue())
+    resumed, _ = recorded_simulation(tmp_path / "resumed", SIZES, **fedbuff)
     resumed.run()
     for name in ("metrics.csv", "events.csv", "model.pt"):
         assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from asyncfl.files import atomic_path
+from asyncfl.runs.record import as_recorded
 from asyncfl.settings.errors import InputError
 
 # 7: the state's models renamed (global_model, start_models); 6: results carry the mean epoch loss
@@ -69,7 +70,8 @@ def load_checkpoint(path: Path, identity: dict, device: torch.device) -> dict[st
         checkpoint = torch.load(io.BytesIO(content), map_location=device, weights_only=True)
     except Exception as error:  # torch reports a bad file with many types; none of them is a bug of ours
         raise InputError(f"{unreadable} ({load_failure(error)}); {fix}") from None
-    if not isinstance(checkpoint, dict) or checkpoint.get("identity") != identity:
+    recorded = checkpoint.get("identity") if isinstance(checkpoint, dict) else None
+    if not isinstance(recorded, dict) or recorded != as_recorded(identity, recorded):
         raise InputError(f"{path} belongs to a run with other settings or data; {fix}, or use another --out")
     if checkpoint.get("torch_threads") != torch.get_num_threads():
         raise InputError(

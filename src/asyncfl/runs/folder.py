@@ -19,7 +19,7 @@ from pathlib import Path
 
 from asyncfl.files import sha256, temporary_sibling
 from asyncfl.planning.layout import CHECKPOINT, EVALUATIONS, FAILED, MODEL, PROGRESS, RUN_OUTPUTS, RUN_RECORD, TIMINGS
-from asyncfl.runs.record import TUNED, read_run_record, utc_now
+from asyncfl.runs.record import TUNED, as_recorded, read_run_record, utc_now
 from asyncfl.settings.errors import InputError
 
 LOCK = ".lock"
@@ -92,6 +92,7 @@ def finished_run(out: Path, identity: dict) -> dict | None:
     force = "use --force to move the old outputs aside and train again, or give another --out"
     summary = read_run_record(out)  # its own hash checked: an edited run.json is refused, never trusted
     hashes = summary["sha256"]
+    identity = as_recorded(identity, summary)
     if any(summary.get(key) != identity.get(key) for key in {*identity, TUNED}):  # tuned or not, both ways
         raise InputError(f"{out} holds a finished run with other settings or data; {force}")
     for name in (*RUN_OUTPUTS, *([EVALUATIONS] if EVALUATIONS in hashes else [])):

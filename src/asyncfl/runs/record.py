@@ -16,7 +16,7 @@ from typing import Any
 
 from asyncfl.files import sha256, write_json
 from asyncfl.planning.layout import RUN_RECORD
-from asyncfl.settings.config import TrainConfig, config_dict
+from asyncfl.settings.config import DEFAULTS, TrainConfig, config_dict
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.integrity import MAX_RECORD_BYTES, SELF_HASH, is_sealed, read_input, sealed, strict_json_loads
 
@@ -44,6 +44,18 @@ def run_identity(config: TrainConfig, dataset: str, partition_sha256: str, tuned
             raise InputError(f"availability_trace {trace} is not a file; give the path of a client,start,end CSV")
         identity["availability_trace_sha256"] = sha256(trace)
     return identity
+
+
+def as_recorded(identity: dict, recorded: dict) -> dict:
+    """`identity` as a run made before some of its settings existed recorded it: a setting the record's
+    config lacks is left out where `identity` has it at its default, since a setting added to asyncfl
+    changes no byte at its default (docs/outputs.md "Run folders"); a run or checkpoint made by an older
+    asyncfl is then the same run, not another to train again."""
+    config, old = identity.get("config"), recorded.get("config")
+    if not isinstance(config, dict) or not isinstance(old, dict):
+        return identity
+    added = {key for key in config.keys() - old.keys() if key in DEFAULTS and config[key] == DEFAULTS[key]}
+    return {**identity, "config": {key: value for key, value in config.items() if key not in added}}
 
 
 def utc_now() -> str:
