@@ -1,28 +1,32 @@
-"""docs/settings.md's tables of settings are made from `TrainConfig`'s fields: each setting's meaning
-(its docstring), default, group, readers and preconditions said once, in the code; this test fails
-while the document differs, and says how to make it again."""
+"""docs/settings.md's and docs/algorithm-settings.md's tables of settings are made from `TrainConfig`'s
+fields: each setting's meaning (its docstring), default, group, readers and preconditions said once, in
+the code; this test fails while a page differs, and says how to make it again."""
 
 import dataclasses
 import re
 
 from asyncfl.settings.config import TrainConfig
 from asyncfl.settings.rules import Group
-from asyncfl.settings.settings_docs import field_docs, row, table, with_tables
+from asyncfl.settings.settings_docs import OWN, PAGES, field_docs, row, table, with_tables
 from conftest import REPO
 
 README = REPO / "docs/settings.md"
 
 
-def test_the_readmes_tables_are_made_from_the_fields():
-    text = README.read_text(encoding="utf-8")
+def test_the_pages_tables_are_made_from_the_fields():
     remedy = "run python -m asyncfl.settings.settings_docs"
-    assert with_tables(text) == text, f"docs/settings.md's settings differ from the code: {remedy}"
+    for page in PAGES:
+        text = (REPO / page).read_text(encoding="utf-8")
+        assert with_tables(text) == text, f"{page}'s settings differ from the code: {remedy}"
 
 
-def test_every_group_has_one_table_and_every_setting_a_meaning():
+def test_every_group_has_one_table_the_algorithms_own_theirs_and_every_setting_a_meaning():
     marked = re.findall(r"<!-- settings: ([A-Z_, ]+) -->", README.read_text(encoding="utf-8"))
     groups = [Group[name.strip()] for line in marked for name in line.split(",")]
     assert sorted(groups) == sorted(Group)
+    own = (REPO / PAGES[1]).read_text(encoding="utf-8")
+    assert f"<!-- settings: {OWN} -->" in own and "| `fedqueue_period` [10.0] |" in own
+    assert "fedqueue_period" not in README.read_text(encoding="utf-8")  # said once, on its own page
     names = [field.name for field in dataclasses.fields(TrainConfig)]
     assert list(field_docs()) == names and all(field_docs().values())
 

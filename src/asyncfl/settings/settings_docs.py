@@ -3,8 +3,11 @@ default, readers and preconditions are said once: its meaning in its field's doc
 source as Pydantic's `use_attribute_docstrings` reads them), its default and group on the field, the
 algorithms that read it (`read_by`) and what it needs (`config.NEEDS`) where they are enforced.
 
-`python -m asyncfl.settings.settings_docs [README]` rewrites every table between a
+`python -m asyncfl.settings.settings_docs [PAGE …]` rewrites every table between a
 `<!-- settings: GROUP, … -->` line and the next `<!-- /settings -->`; a test fails while they differ.
+The settings an algorithm's file declares (`declared_by`) are not in their group's table but in the one
+marked `<!-- settings: ALGORITHMS -->` (docs/algorithm-settings.md), so the shared page stays one page
+as the algorithms grow.
 """
 
 import argparse
@@ -22,6 +25,8 @@ from asyncfl.settings.names import ALGORITHMS, ASYNCHRONOUS
 from asyncfl.settings.rules import Group
 
 TABLE = re.compile(r"(<!-- settings: (?P<groups>[A-Z_, ]+) -->\n).*?(?=<!-- /settings -->)", re.S)
+OWN = "ALGORITHMS"  # a marker's word for the settings the algorithms' files declare
+PAGES = (Path("docs/settings.md"), Path("docs/algorithm-settings.md"))  # the pages with tables
 
 
 @cache
@@ -76,9 +81,14 @@ def row(field: dataclasses.Field) -> str:
     return f"| `{field.name}` [{default}] | {text} |"
 
 
-def table(groups: list[Group]) -> str:
-    """The settings of these groups, in TrainConfig's order, as a Markdown table."""
-    rows = [row(field) for field in dataclasses.fields(TrainConfig) if field.metadata["group"] in groups]
+def table(groups: list[Group], own: bool = False) -> str:
+    """The shared settings of these groups, or (`own`) those the algorithms' files declare, in
+    TrainConfig's order, as a Markdown table."""
+    rows = [
+        row(field)
+        for field in dataclasses.fields(TrainConfig)
+        if (field.metadata.get("declared_by") is not None) == own and (own or field.metadata["group"] in groups)
+    ]
     return "\n".join(["| key | meaning |", "|---|---|", *rows]) + "\n"
 
 
@@ -86,8 +96,10 @@ def with_tables(text: str) -> str:
     """`text` with every marked table made anew from the fields."""
 
     def made(match: re.Match) -> str:
-        groups = [Group[name.strip()] for name in match["groups"].split(",")]
-        return match[1] + table(groups)
+        names = [name.strip() for name in match["groups"].split(",")]
+        if names == [OWN]:
+            return match[1] + table([], own=True)
+        return match[1] + table([Group[name] for name in names])
 
     return TABLE.sub(made, text)
 
@@ -96,11 +108,11 @@ def main(arguments: list[str]) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m asyncfl.settings.settings_docs", description="Rewrite a page's tables of settings."
     )
-    parser.add_argument("page", type=Path, nargs="?", default=Path("docs/settings.md"), help="[docs/settings.md]")
-    page = parser.parse_args(arguments).page
-    if not page.is_file():
-        parser.error(f"{page} is not a file; give the page whose tables to rewrite")
-    page.write_text(with_tables(page.read_text(encoding="utf-8")), encoding="utf-8")
+    parser.add_argument("pages", type=Path, nargs="*", default=list(PAGES), help=f"[{' '.join(map(str, PAGES))}]")
+    for page in parser.parse_args(arguments).pages:
+        if not page.is_file():
+            parser.error(f"{page} is not a file; give the pages whose tables to rewrite")
+        page.write_text(with_tables(page.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 if __name__ == "__main__":
