@@ -83,3 +83,38 @@ def test_an_empty_table_is_refused(tmp_path):
     path.write_text(",".join([*BASE, "reference", "other", "difference", "verdict"]) + "\n")
     with pytest.raises(InputError, match="holds no comparison"):
         verdict_markdown(path, "slow40", 0.78)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"seeds": "lots"}, "column seeds, row 2: 'lots' is not a number"),
+        ({"target": float("nan")}, "column target, row 2: nan is not a finite number"),
+        ({"reference_reached": 2.5}, "column reference_reached, row 2: 2.5 is not a count"),
+        ({"difference": float("inf")}, "column difference, row 2: inf is no number a verdict can rest on"),
+        ({"verdict": "equivalent", "equivalence_margin": float("nan")}, "column equivalence_margin, row 2: nan"),
+        ({"seeds": 3}, "column seeds, row 2: 3 paired seeds decide nothing (at least 5)"),
+        ({"verdict": "bogus"}, "column verdict, row 2: 'bogus' is none of faster, slower"),
+        ({"seed_set": "weird"}, "column seed_set, row 2: 'weird' is none of all, discovery, replication"),
+        ({"other": "sync-par|tial"}, "column other, row 2: 'sync-par|tial' is no run or severity name"),
+        ({"reference": "nosuch"}, "column reference, row 2: 'nosuch' names no algorithm"),
+        ({"reference": "afl", "other": "sync", "difference": 5.0}, "row 2 and another are one comparison twice"),
+    ],
+)
+def test_a_damaged_cell_is_refused_naming_its_column_and_row(tmp_path, change, message):
+    """A cell `asyncfl stragglers` never writes (found by an outside-in check: tracebacks, and tables with
+    +nan decided or a pipe that split a column) is refused in one line, never printed."""
+    path = write(tmp_path, [row(**{"seed_set": "all", **change}), row(seed_set="all", other="sync-partial")])
+    if "twice" in message:
+        path = write(tmp_path, [row(seed_set="all"), row(seed_set="all", difference=5.0)])
+    with pytest.raises(InputError) as error:
+        verdict_markdown(path, "slow40", 0.78)
+    assert message in str(error.value) and "\n" not in str(error.value), str(error.value)
+
+
+def test_a_table_read_at_one_budget_and_a_synchronous_name_of_its_own_read_as_such(tmp_path):
+    rows = [{key: value for key, value in row(seed_set="all", other=other).items() if key != "budget"}
+            for other in ("sync", "fedqueue")]  # fmt: skip
+    text = verdict_markdown(write(tmp_path, rows), "slow40", 0.78)
+    assert "at the table's one budget T:" in text.splitlines()[0] and "| run name | stays above by T |" in text
+    assert "| run name | Sync FL (FedAvg) | FedQueue |" in text

@@ -24,6 +24,11 @@ class Group(StrEnum):
     MACHINE = "the machine"
 
 
+def finite(value: float) -> bool:
+    """Not NaN or ±inf; an int always (one of 400 digits overflows `math.isfinite`'s float)."""
+    return isinstance(value, int) or math.isfinite(value)
+
+
 @dataclass(frozen=True)
 class Rule:
     """What values a key accepts beyond its type: one of `choices`, or a number in a range."""
@@ -40,7 +45,7 @@ class Rule:
             return
         if self.choices and value not in self.choices:
             raise InputError(f"{source}: {key} must be one of {', '.join(self.choices)}, got {value!r}")
-        if self.lowest and (not math.isfinite(value) or value < 0 or (value == 0 and self.lowest != "≥ 0")):
+        if self.lowest and (not finite(value) or value < 0 or (value == 0 and self.lowest != "≥ 0")):
             rule = "≥ 0" if self.lowest == "≥ 0" else "> 0"
             raise InputError(f"{source}: {key} must be a finite number {rule}, got {value!r}")
         if self.lowest == "(0, 1]" and value > 1:

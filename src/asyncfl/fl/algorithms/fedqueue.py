@@ -17,7 +17,8 @@ Where this differs from that example: a client's delay q_k is its dispatch's tim
 (latency and transfers, the clients' world's), not a batch queue's wait; c_k is its steps per virtual
 second at its median compute (the warm-up's measure, taken at no cost); E_k is at most the run's
 `local_epochs` of steps (a dispatch trains its epochs' sample orders, cut); the round's clients are J
-drawn as sync draws them (the example trains all); integer entries take the largest count (every
+drawn as sync draws them (the example trains all), and one replacing a lost dispatch takes its E_min from
+those dispatched with it (the example loses none); integer entries take the largest count (every
 asyncfl algorithm's). A deferred update's coefficient is logged 0 in its own round's events.csv. The
 server keeps every q̂_k and the deferred updates in its memory, checkpointed. s(τ) plays no part.
 """
