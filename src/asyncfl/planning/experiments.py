@@ -6,7 +6,6 @@ so a mistake fails `snakemake -n` with the key named instead of failing hours la
 Kept free of heavy imports, like `names`.
 """
 
-import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +38,7 @@ from asyncfl.settings.names import (
     base_algorithm,
     updates_per_round,
 )
+from asyncfl.settings.numbers import finite
 from asyncfl.settings.traces import read_trace
 
 # Keys of `train:` that the workflow sets itself, per experiment or per job
@@ -73,7 +73,7 @@ def check_name(name: str) -> None:
 def check_partition_keys(key: str, experiment: dict[str, Any]) -> None:
     """α and the seeds as a partition file name and torch's and NumPy's generators can take them."""
     alpha = experiment["alpha"]
-    if not math.isfinite(alpha) or alpha <= 0:
+    if not finite(alpha) or alpha <= 0:
         raise InputError(f"{key}.alpha must be a finite number > 0 (the paper: 0.5), got {alpha!r}")
     if len(decimal_text(alpha)) > MAX_ALPHA_TEXT:
         raise InputError(

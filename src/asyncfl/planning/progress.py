@@ -40,7 +40,7 @@ def read_progress(folder: Path) -> Progress | None:
     try:
         recorded = json.loads((folder / PROGRESS).read_text())
         done, seconds = float(recorded["done"]), float(recorded["wall_seconds"])
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, OverflowError):  # a 400-digit int overflows float()
         return None
     if not (0 < done <= 1 and math.isfinite(seconds) and seconds >= 0):
         return None

@@ -20,6 +20,7 @@ from typing import Any
 from asyncfl.settings.config import TrainConfig, make_config
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import ASYNCHRONOUS, MODELS, TIMING_ONLY, updates_per_round
+from asyncfl.settings.numbers import finite
 
 # Training and test samples of each dataset as its loader serves them (digits: scikit-learn's 1,797 in
 # data/digits.py's fixed 80/20 split); tests/planning/test_run_cost.py checks them against the real loaders
@@ -159,7 +160,7 @@ def check_cost(cost: dict[str, Any], table: dict[tuple[str, str], MeasuredCost])
     """`resources.cost` against the table: a device kind it has rows of, a finite safety factor ≥ 1."""
     safety, device = cost["safety"], cost.get("device")
     number = isinstance(safety, int | float) and not isinstance(safety, bool)
-    if not (number and math.isfinite(safety) and 1 <= safety <= MAX_SAFETY):
+    if not (number and finite(safety) and 1 <= safety <= MAX_SAFETY):
         raise InputError(
             f"resources.cost.safety is {safety!r}: a factor from 1 to {MAX_SAFETY:g} over the measured cost "
             "(a job asking for less than measured is killed at its limit)"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from asyncfl.settings.errors import InputError
+from asyncfl.settings.numbers import finite
 
 MAX_SETTINGS_BYTES = 4 << 20  # a configuration or sweep file: real ones are a few KB
 MAX_RECORD_BYTES = 64 << 20  # run.json, a partition's statistics (a million clients' class counts fit)
@@ -103,4 +104,4 @@ def is_sealed(record: Any) -> bool:
 
 
 def finite_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and finite(value)

@@ -2,12 +2,12 @@
 algorithms that read it and the group it belongs to, kept on the field itself so that a new setting
 is one line (docs/development.md "Adding a world feature")."""
 
-import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from asyncfl.settings.errors import InputError
+from asyncfl.settings.numbers import finite
 
 
 class Group(StrEnum):
@@ -22,11 +22,6 @@ class Group(StrEnum):
     STRAGGLERS = "stragglers"
     ENDING = "when the run ends"
     MACHINE = "the machine"
-
-
-def finite(value: float) -> bool:
-    """Not NaN or ±inf; an int always (one of 400 digits overflows `math.isfinite`'s float)."""
-    return isinstance(value, int) or math.isfinite(value)
 
 
 @dataclass(frozen=True)
