@@ -45,7 +45,9 @@ class Update:
     lrs: tuple[float, ...] = ()  # γ of each local epoch it trained (FedAC's control variate reads it)
     # what the server's memory held when the update's version was sent (`Strategy.dispatch_snapshot`)
     sent_memory: ServerMemory = field(default_factory=dict)
-    delay: float = 0.0  # virtual seconds of its dispatch outside training: latency and transfers (FedQueue's)
+    # virtual seconds of its dispatch outside training, latency and transfers, where the strategy
+    # `reads_delays` (FedQueue's admission); 0 otherwise (a phase drawn again per update costs the engine)
+    delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,8 @@ class Strategy(ABC):
     schedules_groups = False
     # The strategy gives each of a round's dispatches its local steps and step size (`dispatch_work`: FedQueue)
     budgets_work = False
+    # Its updates carry their seconds outside training (`Update.delay`: FedQueue's admission reads them)
+    reads_delays = False
 
     def __init__(self, config: TrainConfig):
         self.clients_per_round = config.clients_per_round

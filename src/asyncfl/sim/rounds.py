@@ -169,7 +169,7 @@ def server_updates(
             job.client,
             job.lrs,
             state.sent_memories.get(job.version, {}),
-            outside_training(context, job),
+            outside_training(context, job) if context.strategy.reads_delays else 0.0,
         )
         for job, result, start in zip(jobs, results, starts, strict=True)
     ]

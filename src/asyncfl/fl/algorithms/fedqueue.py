@@ -65,6 +65,7 @@ class FedQueue(Strategy):
 
     synchronous = True
     budgets_work = True
+    reads_delays = True
     convex = False  # a deferred update is a step from another round's model
 
     def __init__(self, config: TrainConfig):
