@@ -26,9 +26,7 @@ from asyncfl.analysis.verdicts import (
     REPLICATION,
     SIGN_DIFFERS,
     SLOWER,
-    TIED,
-    TOO_FEW,
-    UNDECIDED,
+    VERDICTS,
     primary_set,
     replication_of,
 )
@@ -56,7 +54,6 @@ REQUIRED = (
     "verdict",
 )
 DECIDED = (FASTER, SLOWER, EQUIVALENT)
-VERDICTS = (*DECIDED, TIED, UNDECIDED, TOO_FEW)
 SEED_SETS = (ALL, DISCOVERY, REPLICATION)
 # Numbers every row holds (and the optional columns' where present), finite in every row: a cell of text,
 # NaN or inf there is a damaged table, never a number to print

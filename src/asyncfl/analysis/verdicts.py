@@ -49,6 +49,7 @@ TOO_FEW = "too few seeds"
 # With an equivalence margin m declared, a comparison that is neither faster nor slower is equivalent
 # within ±m (two one-sided tests, `equivalence_p`) or undecided: its interval is too wide to say either
 EQUIVALENT, UNDECIDED = "equivalent", "undecided"
+VERDICTS = (FASTER, SLOWER, EQUIVALENT, TIED, UNDECIDED, TOO_FEW)  # every verdict a comparison can get
 # The times compared: the first evaluation from which every later one up to T is at or above the target
 # (`stragglers.time_to_stay`), and the first at or above it. The first decides the legend and the map: a
 # model whose accuracy swings crosses the target early and falls back, which time to stay does not
