@@ -9,6 +9,7 @@ from collections import Counter
 import numpy as np
 
 from asyncfl.fl.algorithms.fedcompass import FedCompassParameters
+from asyncfl.settings.config import TrainConfig
 from asyncfl.settings.errors import InputError
 from asyncfl.sim.availability import NEVER
 from asyncfl.sim.clients import ClientTasks
@@ -75,7 +76,7 @@ class Dispatcher:
             return {}
         config, system = self.context.config, self.context.system
         sizes = [int(self.context.sizes[client]) for client in clients]
-        whole = [config.local_epochs * math.ceil(size / config.batch_size) for size in sizes]
+        whole = [whole_steps(config, size) for size in sizes]
         rates = [
             steps / system.median_phases(client, size).compute
             for client, size, steps in zip(clients, sizes, whole, strict=True)
@@ -245,6 +246,11 @@ def no_client_online(now: float, candidates: int, clients: int) -> None:
     )
 
 
+def whole_steps(config: TrainConfig, size: int) -> int:
+    """A dispatch's local steps over its whole epochs, I·⌈n_c/B⌉ (what FedCompass and FedQueue cut)."""
+    return config.local_epochs * math.ceil(size / config.batch_size)
+
+
 def next_job(
     context: RunContext, state: SimulationState, client: int, updates: int, work: tuple[int, float] | None = None
 ) -> Job:
@@ -254,7 +260,7 @@ def next_job(
     system, size = context.system, int(context.sizes[client])
     index = state.count_dispatch(client)
     samples = None if state.compass is None else scheduled_samples(context, state, client, size)
-    if work is not None and work[0] < context.config.local_epochs * math.ceil(size / context.config.batch_size):
+    if work is not None and work[0] < whole_steps(context.config, size):
         samples = samples_after(work[0], size, context.config.batch_size)
     phases, transfers = system.phases(client, size, index, samples), None
     if system.server is not None and isinstance(system.links, Links) and state.link is not None:
@@ -285,6 +291,6 @@ def scheduled_samples(context: RunContext, state: SimulationState, client: int, 
     parameters = getattr(context.strategy, "parameters", None)
     assert state.compass is not None and isinstance(parameters, FedCompassParameters)
     config = context.config
-    whole = config.local_epochs * math.ceil(size / config.batch_size)
+    whole = whole_steps(config, size)
     given = state.compass.assign(client, state.now, parameters.step_bounds(whole), parameters.latest_time_factor)
     return None if given.steps == whole else samples_after(given.steps, size, config.batch_size)
