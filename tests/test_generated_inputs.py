@@ -319,6 +319,7 @@ CHANGED = {
     "port_staleness_weight": 0.5, "port_staleness_bound": 1, "asofed_beta": 0.9, "fedac_lr": 0.01,
     "fedac_beta1": 0.3, "fedac_beta2": 0.5, "fedqueue_period": 6.0, "fedqueue_safety": 0.5, "fedqueue_slack": 0.0,
     "fedqueue_smoothing": 1.0, "fedqueue_initial_delay": 3.0, "fedqueue_lr_floor": 0.9,
+    "fedasmu_refresh_fraction": 0.9, "fedasmu_mu_alpha": 5.0, "fedasmu_mu_beta": 5.0, "fedasmu_meta_lr": 0.5,
 }  # fmt: skip
 # What a setting read only where another holds (`NEEDS`) is tried with: its baseline is the run with
 # this context (or the plain run, where the context alone is refused: a pair that goes together)
@@ -356,7 +357,10 @@ FAMILIES = {"afl": {"algorithm": "afl"}, "sync": {"algorithm": "sync"},
             "fedac": {"algorithm": "fedac", "buffer_size": 2}, "daafl": {"algorithm": "daafl"},
             # steps a second slow enough that the period binds, speeds apart enough that the floor does
             "fedqueue": {"algorithm": "fedqueue", "seconds_per_sample": 1.0, "speed_sigma": 1.0,
-                         "rounds": 4}}  # fmt: skip
+                         "rounds": 4},
+            # compute over latency and speeds apart, so that a client's request finds the model moved on
+            "fedasmu": {"algorithm": "fedasmu", "seconds_per_sample": 0.3, "speed_sigma": 1.0,
+                        "rounds": 14}}  # fmt: skip
 # A value that coincides with the default in that family's tiny run, by what the setting means
 COINCIDES = {
     ("sync", "lr_time"): "a synchronous round aggregates J updates: its equivalent round is its round",

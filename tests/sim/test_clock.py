@@ -42,6 +42,7 @@ FAMILIES = {
     },  # fmt: skip
     "fedbuff": {**BASE, "algorithm": "fedbuff", "buffer_size": 2, "concurrency": 4},
     "fedcompass": {**BASE, "algorithm": "fedcompass", "speed_sigma": 1.0},
+    "fedasmu": {**BASE, "algorithm": "fedasmu", "rounds": 8, "speed_sigma": 1.0},  # clients start at their request
 }
 # 1 virtual second is 5 ms of wall time: a run of ~60 virtual s is paced over ~0.3 s
 SCALE = 0.005
@@ -249,6 +250,7 @@ def test_a_measured_run_times_each_dispatch_by_its_training_and_its_clients_slow
         ({**MEASURED, "durations": "wall"}, "durations"),
         ({**MEASURED, "trainer": "none"}, "durations: measured does not go with trainer: none"),
         ({**MEASURED, "algorithm": "fedcompass"}, "does not go with algorithm: fedcompass"),
+        ({**MEASURED, "algorithm": "fedasmu"}, "does not go with algorithm: fedasmu"),
         ({**MEASURED, "algorithm": "sync", "round_deadline": 2.0, "partial_work": True}, "with partial_work"),
         ({**MEASURED, "bandwidth_median": 100.0, "server_bandwidth": 1e3}, "with server_bandwidth"),
         ({**MEASURED, "client_freed": "after_training"}, "with client_freed: after_training"),

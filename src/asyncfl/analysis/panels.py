@@ -17,8 +17,14 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from asyncfl.settings.names import ALGORITHMS, ASYNCHRONOUS  # noqa: E402
 
 # One colour per algorithm, in the catalogue's order: seaborn's colourblind palette has ten, and past
-# them it starts again (CA2FL, the eleventh, was drawn in AFL's blue); then black and the dark palette's
-PALETTE = [*sns.color_palette("colorblind", 10), (0.0, 0.0, 0.0), *sns.color_palette("dark", 10)]
+# them it starts again (CA2FL, the eleventh, was drawn in AFL's blue); then black, the dark palette's and
+# the bright palette's
+PALETTE = [
+    *sns.color_palette("colorblind", 10),
+    (0.0, 0.0, 0.0),
+    *sns.color_palette("dark", 10),
+    *sns.color_palette("bright", 10),
+]
 if len(ALGORITHMS) > len(PALETTE):
     raise ImportError(f"{len(ALGORITHMS)} algorithms and {len(PALETTE)} colours: add colours to PALETTE")
 ALGORITHM_COLOURS = dict(zip(ALGORITHMS, PALETTE, strict=False))

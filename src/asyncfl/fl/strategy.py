@@ -13,6 +13,7 @@ it plans, collects their settings from them.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,8 @@ class Update:
     # virtual seconds of its dispatch outside training, latency and transfers, where the strategy
     # `reads_delays` (FedQueue's admission); 0 otherwise (a phase drawn again per update costs the engine)
     delay: float = 0.0
+    train_loss: float = math.nan  # the client's loss over its last local epoch (FedASMU's factors learn from it)
+    started: int = 0  # the version it was sent: t = started + τ + 1 aggregations with this one (FedASMU's)
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,9 @@ class Strategy(ABC):
     budgets_work = False
     # Its updates carry their seconds outside training (`Update.delay`: FedQueue's admission reads them)
     reads_delays = False
+    # Each dispatch asks for the global model after `merge_after(steps)` of its local steps and merges it
+    # into its own with weight `merge_weight` (FedASMU's device side)
+    merges_fresh_model = False
 
     def __init__(self, config: TrainConfig):
         self.clients_per_round = config.clients_per_round
@@ -159,6 +165,16 @@ class Strategy(ABC):
         rate, from `rates` (its local steps per virtual second) and `whole` (its local epochs' steps);
         here every dispatch's whole steps at the schedule's rate."""
         return [(most, 1.0) for most in whole]
+
+    def merge_after(self, steps: int) -> int:
+        """Where `merges_fresh_model`: the local steps, of a dispatch's `steps`, before it asks for the
+        global model (1 to `steps`); never asked here."""
+        raise NotImplementedError(f"{type(self).__name__} merges no fresher model mid-training")
+
+    def merge_weight(self, client: int, started: int, fresh: int, memory: ServerMemory) -> float:
+        """Where `merges_fresh_model`: β, the weight with which `client`'s dispatch, sent version `started`,
+        merges the fresher version `fresh` into its model, from the server's `memory` at the request."""
+        raise NotImplementedError(f"{type(self).__name__} merges no fresher model mid-training")
 
     @property
     def lr_clock(self) -> str:

@@ -99,6 +99,9 @@ CATALOGUE = (
     # rounds of J, each client's steps budgeted to a period after its predicted delay, late updates deferred
     # a round at half weight (Li et al. 2026, as APPFL's example codes it)
     Algorithm("fedqueue", "FedQueue", "J", strategy="fedqueue:FedQueue", timed_untrained=False),
+    # every arrival a round, mixed in by a learned staleness factor; each client merges the fresher global
+    # model mid-training (Liu et al. 2024, as a public transcription codes it)
+    Algorithm("fedasmu", "FedASMU", "1", asynchronous=True, staleness_weighted=False, strategy="fedasmu:FedASMU"),
 )
 
 

@@ -646,6 +646,9 @@ NOT_MEASURED: dict[str, Callable[[TrainConfig], bool]] = {
     "algorithm: fedcompass (its scheduler sizes each dispatch from predicted times)": lambda c: (
         c.algorithm == "fedcompass"
     ),
+    "algorithm: fedasmu (a client asks for the global model partway through its compute)": lambda c: (
+        c.algorithm == "fedasmu"
+    ),
     "partial_work (it cuts a dispatch's work to what fits before the deadline)": lambda c: c.partial_work,
     "server_bandwidth (a shared link books each transfer at dispatch)": lambda c: c.server_bandwidth is not None,
     "client_freed: after_training": lambda c: c.client_freed != "at_arrival",

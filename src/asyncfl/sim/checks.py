@@ -18,7 +18,7 @@ from asyncfl.settings.names import TIMING_ONLY
 from asyncfl.sim.client_system import ClientSystem, Phases
 from asyncfl.sim.partial_work import samples_after
 from asyncfl.sim.world import World
-from asyncfl.training.graphed import graphable
+from asyncfl.training.graphed import graphable_run
 from asyncfl.training.runtime import trainer_name
 
 
@@ -57,7 +57,7 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
         )
     strategy = make_strategy(config)
     strategy.check(clients)
-    trainer = trainer_name(config.trainer, device, graphable(config.prox_mu, strategy.optimizer_per_epoch))
+    trainer = trainer_name(config.trainer, device, graphable_run(config, strategy))
     if trainer == "graphed":
         if config.prox_mu:
             raise InputError(
@@ -67,6 +67,11 @@ def check_run(config: TrainConfig, dataset: Dataset, partition: Partition, devic
             raise InputError(
                 f"algorithm {config.algorithm} re-creates the optimizer every epoch, which trainer: graphed does not; "
                 "use trainer: plain or vectorised"
+            )
+        if strategy.merges_fresh_model:
+            raise InputError(
+                f"algorithm {config.algorithm} merges a fresher global model mid-training, which trainer: graphed "
+                "does not; use trainer: plain or vectorised"
             )
     if np.any(partition.sizes == 0):
         raise InputError("the partition has clients without samples; make it with --min-size 1 or more")

@@ -22,8 +22,8 @@ from asyncfl.sim.network import state_bytes
 from asyncfl.sim.outcomes import accounting_columns
 from asyncfl.sim.state import Job
 from asyncfl.sim.world import World
-from asyncfl.training.graphed import graphable
-from asyncfl.training.interface import LocalSettings, LocalTask, Trainer, TrainerPool
+from asyncfl.training.graphed import graphable_run
+from asyncfl.training.interface import LocalSettings, LocalTask, Merge, Trainer, TrainerPool
 from asyncfl.training.runtime import choose_device, trainer_class, trainer_name
 from asyncfl.training.timing_only import TimingOnlyTrainer
 
@@ -75,9 +75,9 @@ class RunContext:
         """The model's parameters, the paper's θ (BatchNorm's statistics are buffers, not θ)."""
         return [name for name, _ in self.model.named_parameters()]
 
-    def local_task(self, job: Job, start: ModelState) -> LocalTask:
+    def local_task(self, job: Job, start: ModelState, merge: Merge | None = None) -> LocalTask:
         """What the trainer needs of a job: the model it starts from, its samples, rates and shuffle
-        stream, and the local objective's proximal weight μ."""
+        stream, the local objective's proximal weight μ, and the fresher model it merges mid-training."""
         indices = self.client_indices(job.client)
         # partial work: the epochs it begins (`LocalTask.samples` cuts the last)
         lrs = job.lrs if job.samples is None else job.lrs[: math.ceil(job.samples / int(self.sizes[job.client]))]
@@ -89,6 +89,7 @@ class RunContext:
             self.config.prox_mu,
             self.strategy.optimizer_per_epoch,
             job.samples,
+            merge,
         )
 
 
@@ -133,7 +134,7 @@ def prepare_run(
     if trainer is None and not training:
         trainer = TimingOnlyTrainer()
     if trainer is None:
-        name = trainer_name(config.trainer, device, graphable(config.prox_mu, strategy.optimizer_per_epoch))
+        name = trainer_name(config.trainer, device, graphable_run(config, strategy))
         trainer = trainer_class(name, device)(model, images, labels, LocalSettings.of(config))
         if pool is not None:
             # what makes two runs' trainers interchangeable: one trains both runs' clients

@@ -9,7 +9,6 @@ from collections import Counter
 import numpy as np
 
 from asyncfl.fl.algorithms.fedcompass import FedCompassParameters
-from asyncfl.settings.config import TrainConfig
 from asyncfl.settings.errors import InputError
 from asyncfl.sim.availability import NEVER
 from asyncfl.sim.clients import ClientTasks
@@ -18,7 +17,7 @@ from asyncfl.sim.events import Event, EventQueue, Kind
 from asyncfl.sim.invariants import SelfCheck
 from asyncfl.sim.network import Links
 from asyncfl.sim.partial_work import samples_after, samples_that_fit
-from asyncfl.sim.rounds import start_of
+from asyncfl.sim.rounds import task_of, whole_steps
 from asyncfl.sim.sampling import ClientPicker
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.training.interface import LocalResult
@@ -114,11 +113,44 @@ class Dispatcher:
         self.spawn(job)
 
     def spawn(self, job: Job) -> None:
+        """A dispatch in flight: its arrival scheduled, its request for the global model mid-training where
+        the strategy merges one (its client's task then starts at the request, the merge known), and on
+        the real clock its client's task."""
         self.in_flight[job.client] += 1
         if job.arrival_time != math.inf:  # measured durations: its client schedules it once trained
             self.events.at(Event.arrival(job))  # the client: busy for its virtual duration, then it reports
-        if self.clients is not None and not job.lost and job.key not in self.state.results:
-            self.clients.spawn(job, self.context.local_task(job, start_of(self.context, self.state, job)))
+        untrained = not job.lost and job.key not in self.state.results
+        asks = untrained and self.context.strategy.merges_fresh_model and job.key not in self.state.merges
+        if asks:
+            self.events.at(Event(self.request_time(job), Kind.FETCH, (job.client, job.dispatch_index), job))
+        if self.clients is not None and untrained and not asks:
+            self.clients.spawn(job, task_of(self.context, self.state, job))
+
+    def request_time(self, job: Job) -> float:
+        """When the dispatch asks for the global model: after its download and the share of its compute
+        that its first `Strategy.merge_after` steps take."""
+        size = int(self.context.sizes[job.client])
+        steps = whole_steps(self.context.config, size)
+        phases = self.context.system.job_phases(job, size)
+        return job.dispatch_time + phases.download + phases.compute * self.context.strategy.merge_after(steps) / steps
+
+    def on_fetch(self, event: Event) -> bool:
+        """A client mid-training asked for the global model: where it moved on since the dispatch, the
+        version it gets and its merge weight are the job's (`SimulationState.merges`), and on the real clock
+        its client's task starts (never the run's end)."""
+        state, job = self.state, event.job
+        assert job is not None  # a fetch's event carries its dispatch
+        if job.key not in state.outstanding:
+            return False
+        state.now = event.time
+        weight = 0.0
+        if state.version != job.version:
+            weight = self.context.strategy.merge_weight(job.client, job.version, state.version, state.server_memory)
+            state.start_models.setdefault(state.version, state.global_model)
+        state.merges[job.key] = (state.version, weight)
+        if self.clients is not None:
+            self.clients.spawn(job, task_of(self.context, state, job))
+        return False
 
     def arrived(self, job: Job, ended: float | None = None) -> None:
         """A dispatch that ended (its update arrived, or it was lost, or its round closed at `ended`): no
@@ -244,11 +276,6 @@ def no_client_online(now: float, candidates: int, clients: int) -> None:
         f"none of the {candidates} of {clients} clients the run may still draw (idle, and in a synchronous round "
         f"not yet reported) comes online after virtual time {now!r}, though others may be (a trace that ends?); {fix}"
     )
-
-
-def whole_steps(config: TrainConfig, size: int) -> int:
-    """A dispatch's local steps over its whole epochs, I·⌈n_c/B⌉ (what FedCompass and FedQueue cut)."""
-    return config.local_epochs * math.ceil(size / config.batch_size)
 
 
 def next_job(

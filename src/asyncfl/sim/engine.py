@@ -75,6 +75,7 @@ class Simulation:
         return {
             Kind.WAKE: self.dispatcher.on_wake,
             Kind.CHECK_IN: self.dispatcher.on_check_in,
+            Kind.FETCH: self.dispatcher.on_fetch,
             Kind.ARRIVAL: functools.partial(self.on_arrival, logs=logs),
             Kind.DEADLINE: functools.partial(self.on_deadline, logs=logs),
             Kind.EVALUATE: functools.partial(self.grid.on_event, log=logs.evaluations),

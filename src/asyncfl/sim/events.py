@@ -5,8 +5,9 @@ holds a handler per event kind. Time jumps from event to event: a run costs only
 Events are ordered as SimPy's `Environment.schedule` orders its events, by virtual time, then
 priority, then an order of their own (an arrival's client and dispatch index, a check-in's index), so
 that it never depends on when the event was scheduled. At one virtual time: a client coming online
-first (a check-in or a dispatch at that time may go to it), then a check-in, then the arrivals by
-client and dispatch, then a round's deadline (an arrival at the deadline is in time), then a
+first (a check-in or a dispatch at that time may go to it), then a check-in, then a client's request
+for the global model mid-training (a client whose training ends at t asks before it reports), then the
+arrivals by client and dispatch, then a round's deadline (an arrival at the deadline is in time), then a
 time-grid evaluation (of the model every other event at t left).
 
 The clock steps as the asyncio loop this replaced stepped (so every run's bytes are unchanged): it
@@ -48,16 +49,17 @@ class Kind(IntEnum):
 
     WAKE = 0  # a client the server waits for comes online
     CHECK_IN = 1  # a Poisson check-in (arrivals: poisson)
-    ARRIVAL = 2  # a dispatch ends: its update arrives, or it is lost
-    DEADLINE = 3  # the open synchronous round's deadline
-    EVALUATE = 4  # a time-grid evaluation (eval_every_seconds): the model as every event at t left it
+    FETCH = 2  # a client mid-training asks for the global model (FedASMU), before the arrivals at t
+    ARRIVAL = 3  # a dispatch ends: its update arrives, or it is lost
+    DEADLINE = 4  # the open synchronous round's deadline
+    EVALUATE = 5  # a time-grid evaluation (eval_every_seconds): the model as every event at t left it
 
 
 class Event(NamedTuple):
     time: float
     kind: Kind
-    order: tuple[int, ...] = ()  # an arrival's (client, dispatch index), a check-in's (index,)
-    job: Job | None = None  # an arrival's dispatch
+    order: tuple[int, ...] = ()  # an arrival's or a fetch's (client, dispatch index), a check-in's (index,)
+    job: Job | None = None  # an arrival's or a fetch's dispatch
 
     @classmethod
     def arrival(cls, job: Job) -> "Event":

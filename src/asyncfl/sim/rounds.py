@@ -2,6 +2,7 @@
 trained lazily and together; the updates folded into the new global model; the round's record for the
 logs, the dispatches set aside included; and the evaluation, when one is due."""
 
+import math
 from pathlib import Path
 
 from asyncfl.fl.aggregation import update_norm
@@ -14,7 +15,7 @@ from asyncfl.sim.ending import check_finite_model
 from asyncfl.sim.outcomes import Unaggregated, will_be_discarded
 from asyncfl.sim.state import Job, SimulationState
 from asyncfl.training.evaluation import evaluate, training_gradient
-from asyncfl.training.interface import LocalResult
+from asyncfl.training.interface import LocalResult, LocalTask, Merge
 
 
 def folded_round(
@@ -106,6 +107,23 @@ def evaluation_due(config: TrainConfig, version: int, updates_before: int, updat
     return updates_after // config.eval_every_updates > updates_before // config.eval_every_updates
 
 
+def task_of(context: RunContext, state: SimulationState, job: Job) -> LocalTask:
+    """The job's local task, with the fresher global model it merges mid-training where it asked for one
+    and the model had moved on (`SimulationState.merges`)."""
+    fresh, weight = state.merges.get(job.key, (job.version, 0.0))
+    merge = None
+    if fresh != job.version:
+        steps = context.strategy.merge_after(whole_steps(context.config, int(context.sizes[job.client])))
+        merge = Merge(steps, state.start_models[fresh], weight)
+    return context.local_task(job, start_of(context, state, job), merge)
+
+
+def whole_steps(config: TrainConfig, size: int) -> int:
+    """A dispatch's local steps over its whole epochs, I·⌈n_c/B⌉ (what FedCompass and FedQueue cut, and
+    FedASMU's request divides)."""
+    return config.local_epochs * math.ceil(size / config.batch_size)
+
+
 def start_of(context: RunContext, state: SimulationState, job: Job) -> ModelState:
     """The model a job trains from: the global model it was sent, or the client's own last model."""
     if context.strategy.clients_load_global_model:
@@ -144,11 +162,12 @@ def local_result(context: RunContext, state: SimulationState, job: Job, buffered
 
     def trains(other: Job) -> bool:
         discarded = strategy.closes_rounds and will_be_discarded(state, buffered, strategy.arrivals_per_round, other)
-        return other.key not in results and not other.lost and not discarded
+        asking = strategy.merges_fresh_model and other.key not in state.merges  # its merge not known yet
+        return other.key not in results and not other.lost and not discarded and not asking
 
     if job.key not in results:
         pending = [job, *filter(trains, state.outstanding.values())]
-        tasks = [context.local_task(j, start_of(context, state, j)) for j in pending]
+        tasks = [task_of(context, state, j) for j in pending]
         results.update(zip((j.key for j in pending), context.trainer.train(tasks), strict=True))
     return results.pop(job.key)
 
@@ -170,6 +189,8 @@ def server_updates(
             job.lrs,
             state.sent_memories.get(job.version, {}),
             outside_training(context, job) if context.strategy.reads_delays else 0.0,
+            result.train_loss,
+            job.version,
         )
         for job, result, start in zip(jobs, results, starts, strict=True)
     ]

@@ -97,6 +97,9 @@ class SimulationState:
     # empty for the other algorithms: checkpointed only where set, so other runs' checkpoints are what they were)
     compass: CompassSchedule | None = None
     waiting_updates: dict[tuple, tuple[Job, LocalResult]] = field(default_factory=dict)
+    # FedASMU: each outstanding dispatch that asked for the global model mid-training, by its key: the version
+    # it got and its merge weight β (`Strategy.merge_weight`); checkpointed only where set
+    merges: dict[tuple, tuple[int, float]] = field(default_factory=dict)
 
     def count_dispatch(self, client: int) -> int:
         """The client's next dispatch index (its dispatches so far), now counted."""
@@ -118,9 +121,12 @@ class SimulationState:
         whose clients keep them); the start models that no outstanding job needs any more go."""
         self.global_model, self.version = new, self.version + 1
         self.client_models.update({job.client: result.state for job, result in own_models})
-        live = {job.version for job in self.outstanding.values()} | {
-            job.version for job, _ in self.waiting_updates.values()
-        }
+        self.merges = {key: merge for key, merge in self.merges.items() if key in self.outstanding}
+        live = (
+            {job.version for job in self.outstanding.values()}
+            | {job.version for job, _ in self.waiting_updates.values()}
+            | {version for version, _ in self.merges.values()}
+        )
         self.start_models = {version: start for version, start in self.start_models.items() if version in live}
         self.sent_memories = {version: sent for version, sent in self.sent_memories.items() if version in live}
 
@@ -166,6 +172,7 @@ class SimulationState:
             | ({"server_moments": self.server_moments} if self.server_moments else {})
             | ({"sent_memories": self.sent_memories} if self.sent_memories else {})
             | ({"server_memory": self.server_memory} if self.server_memory else {})
+            | ({"merges": [[*key, *merge] for key, merge in self.merges.items()]} if self.merges else {})
             | (
                 {"compass": dataclasses.asdict(self.compass), "waiting_updates": self.waiting_payload()}
                 if self.compass
@@ -200,6 +207,7 @@ class SimulationState:
                 sent_memories=dict(checkpoint.get("sent_memories", {})),
                 compass=CompassSchedule.from_payload(checkpoint["compass"]) if "compass" in checkpoint else None,
                 waiting_updates=waiting_of(checkpoint.get("waiting_updates", [])),
+                merges=merges_of(checkpoint.get("merges", [])),
             )
             logs = {name: str(checkpoint["logs"][name]) for name in (METRICS, EVENTS, TIMINGS)}
             if EVALUATIONS in checkpoint["logs"]:
@@ -229,6 +237,11 @@ def memory_of(checkpoint: dict[str, Any]) -> dict[str, Any]:
     if "cached_updates" in checkpoint:
         return {"cache": checkpoint["cached_updates"]}
     return dict(checkpoint.get("server_memory", {}))
+
+
+def merges_of(entries: list[list[Any]]) -> dict[tuple, tuple[int, float]]:
+    """The requests `SimulationState.payload` wrote (key, version, weight), by their jobs' keys."""
+    return {(float(m[0]), int(m[1]), int(m[2])): (int(m[3]), float(m[4])) for m in entries}
 
 
 def waiting_of(entries: list[dict[str, Any]]) -> dict[tuple, tuple[Job, LocalResult]]:

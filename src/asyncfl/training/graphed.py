@@ -24,6 +24,7 @@ import contextlib
 import copy
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -32,15 +33,19 @@ from asyncfl.settings.errors import InputError
 from asyncfl.training.interface import LocalResult, LocalSettings, LocalTask, LocalTrainer, optimizer_step, run_epochs
 from asyncfl.training.numerics import Numerics
 
+if TYPE_CHECKING:
+    from asyncfl.fl.strategy import Strategy
+    from asyncfl.settings.config import TrainConfig
+
 CAPTURE_SECONDS = 120  # a capture that has not finished by then is reported, never waited on forever
 STREAMS = 5  # replicas on their own CUDA streams, BatchNorm models too (docs/performance.md "Speed")
 WARMUP_STEPS = 3  # eager steps before a capture: lazy optimizer state, cuBLAS and cuDNN workspaces
 
 
-def graphable(prox_mu: float, optimizer_per_epoch: bool) -> bool:
-    """Whether a run's clients can train as captured steps: the step has no proximal term (FedProx's μ)
-    and keeps one optimizer for the whole dispatch."""
-    return not prox_mu and not optimizer_per_epoch
+def graphable_run(config: "TrainConfig", strategy: "Strategy") -> bool:
+    """Whether a run's clients can train as captured steps: the step has no proximal term (FedProx's μ),
+    keeps one optimizer for the whole dispatch and merges no fresher model mid-training (FedASMU's)."""
+    return not config.prox_mu and not strategy.optimizer_per_epoch and not strategy.merges_fresh_model
 
 
 def batch_sizes(client_sizes: list[int], batch_size: int) -> set[int]:

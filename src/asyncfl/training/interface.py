@@ -25,6 +25,16 @@ from asyncfl.training.numerics import Numerics
 
 
 @dataclass(frozen=True)
+class Merge:
+    """A fresher global model merged into the client's own mid-training (FedASMU's device side):
+    after `after_steps` local steps, θ ← θ + β·(θ_fresh − θ) over the floating entries."""
+
+    after_steps: int  # local steps taken before the merge (1 or more)
+    model: ModelState  # θ_fresh: the global model when the client asked for it
+    weight: float  # β
+
+
+@dataclass(frozen=True)
 class LocalTask:
     start_model: ModelState  # the (possibly stale) global model the client starts from
     indices: torch.Tensor  # the client's training indices, on the device
@@ -33,6 +43,7 @@ class LocalTask:
     prox_mu: float = 0.0  # FedProx's μ: the objective is the data loss + μ/2‖θ − θ_start‖²
     optimizer_per_epoch: bool = False  # a fresh optimizer every local epoch, not only every dispatch
     samples: int | None = None  # train only the first this many samples of its epochs' orders (None: all)
+    merge: Merge | None = None  # a fresher global model merged in mid-training (None: none)
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,16 @@ class LocalResult:
     epochs_run: int
     # the mean of the epochs' losses: what the paper's reference code logs of a client's dispatch
     mean_epoch_loss: float = math.nan
+
+
+def merge_into(entries: ModelState, merge: Merge) -> None:
+    """θ ← θ + β·(θ_fresh − θ) in place, over the floating entries of `entries` (parameters and BatchNorm's
+    statistics; integer counts kept). Every trainer merges with this one formula, a product and then a sum (no
+    fused multiply-add, whose use depends on where an entry falls in a vectorised loop), so they agree bit for bit."""
+    with torch.no_grad():
+        for name, value in entries.items():
+            if value.is_floating_point():
+                value.add_((merge.model[name].to(value.device, value.dtype) - value).mul_(merge.weight))
 
 
 def uses_adam(optimizer: str) -> bool:

@@ -6,7 +6,15 @@ from typing import cast
 import torch
 from torch import nn
 
-from asyncfl.training.interface import LocalResult, LocalTask, LocalTrainer, make_optimizer, optimizer_step, run_epochs
+from asyncfl.training.interface import (
+    LocalResult,
+    LocalTask,
+    LocalTrainer,
+    make_optimizer,
+    merge_into,
+    optimizer_step,
+    run_epochs,
+)
 
 
 def proximal_term(model: nn.Module, anchor: list[torch.Tensor], mu: float) -> torch.Tensor:
@@ -29,12 +37,13 @@ class PlainTrainer(LocalTrainer):
         model.train()
         optimizer = make_optimizer(settings.optimizer, model.parameters(), task.lrs[0])  # fresh state per dispatch
         anchor = [task.start_model[name] for name, _ in model.named_parameters()]
+        steps = 0  # local steps so far: `task.merge` comes after its `after_steps`
 
         def penalty() -> torch.Tensor:
             return proximal_term(model, anchor, task.prox_mu)
 
         def epoch(index: int, lr: float, order: torch.Tensor) -> float:
-            nonlocal optimizer
+            nonlocal optimizer, steps
             if task.optimizer_per_epoch and index:
                 optimizer = make_optimizer(settings.optimizer, model.parameters(), lr)
             for group in optimizer.param_groups:
@@ -46,6 +55,9 @@ class PlainTrainer(LocalTrainer):
                     model, optimizer, images, labels, settings.numerics, penalty if task.prox_mu else None
                 )
                 total += loss.double() * len(batch)
+                steps += 1
+                if task.merge is not None and steps == task.merge.after_steps:
+                    merge_into(model.state_dict(), task.merge)
             return (total / len(order)).item()
 
         epoch_loss, epochs_run, mean_epoch_loss = run_epochs(task, settings.patience, epoch)

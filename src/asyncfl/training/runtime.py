@@ -40,7 +40,7 @@ def configure_process(precision: str = "fp32") -> None:
 def trainer_name(name: str, device: torch.device, graphable: bool = True) -> str:
     """`trainer: auto` is graphed on CUDA, the fastest trainer measured there for every model (one H100,
     docs/gpu.md "On a GPU"), or vectorised for a run whose clients need what a captured step
-    lacks (`graphable` false: `graphed.graphable`); plain on the CPU, where oneDNN runs vmap's grouped
+    lacks (`graphable` false: `graphed.graphable_run`); plain on the CPU, where oneDNN runs vmap's grouped
     convolutions slower than one client's plain ones and nothing is captured (docs/performance.md "Speed")."""
     if name != "auto":
         return name

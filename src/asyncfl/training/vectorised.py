@@ -18,7 +18,9 @@ from asyncfl.training.interface import (
     LocalSettings,
     LocalTask,
     LocalTrainer,
+    Merge,
     epoch_permutations,
+    merge_into,
     minibatch_loss,
 )
 
@@ -72,6 +74,7 @@ class VectorisedTrainer(LocalTrainer):
         self.model.train()
         flat = self.flatten([task.start_model for task in tasks])
         stack = Stack(flat, stack_states(tasks, self.buffer_names), Proximal.of(tasks, flat))
+        stack.merges = [task.merge for task in tasks]
         orders = [epoch_permutations(task) for task in tasks]
         stopping = [EarlyStopping(self.settings.patience) for _ in tasks]
         running = list(range(len(tasks)))
@@ -114,7 +117,19 @@ class VectorisedTrainer(LocalTrainer):
                 rows = None if len(members) == len(orders) else torch.tensor(members, device=device)
                 loss = self.step(stack, rows, order[take(rows)][:, start : start + size], rates[take(rows)])
                 totals[take(rows)] += loss.double() * size
+            for c in running if any(stack.merges) else ():
+                if start < sizes[c]:
+                    self.count_step(stack, c)
         return totals
+
+    def count_step(self, stack: "Stack", c: int) -> None:
+        """Client `c` took a local step; its merge (`LocalTask.merge`) follows its `after_steps`-th, on its
+        rows alone, by the formula every trainer merges with."""
+        stack.taken[c] += 1
+        merge = stack.merges[c]
+        if merge is not None and stack.taken[c] == merge.after_steps:
+            rows = {**self.unflatten(stack.flat[c : c + 1]), **{n: b[c : c + 1] for n, b in stack.buffers.items()}}
+            merge_into(rows, merge)
 
     @torch.no_grad()
     def step(self, stack: "Stack", rows: torch.Tensor | None, batch: torch.Tensor, lrs: torch.Tensor) -> torch.Tensor:
@@ -151,6 +166,8 @@ class Stack:
         self.flat, self.buffers, self.proximal = flat, buffers, proximal
         self.moments = (torch.zeros_like(flat), torch.zeros_like(flat))
         self.steps = torch.zeros(len(flat), dtype=torch.float64, device=flat.device)
+        self.taken = [0] * len(flat)  # local steps so far, per client (SGD counts none in `steps`)
+        self.merges: list[Merge | None] = [None] * len(flat)  # each client's mid-training merge, if any
 
 
 class Proximal:
