@@ -2,9 +2,11 @@
 
 import csv
 import dataclasses
+import io
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from asyncfl.data.dataset import Dataset, DatasetInfo
@@ -57,6 +59,23 @@ def recorded_simulation(out: Path, sizes: list[int], fail_on_call=None, **settin
     recording = Recording(simulation.context.trainer, fail_on_call)
     simulation.context = dataclasses.replace(simulation.context, trainer=recording)
     return simulation, recording
+
+
+def resumed_alike(out: Path, sizes: list[int], fail_on_call: int, **settings) -> dict:
+    """A run crashed at its trainer's `fail_on_call`-th call and resumed (under `out`/resumed), its outputs
+    checked equal to those of one that never stopped (`out`/whole); the checkpoint it resumed from."""
+    whole, _ = recorded_simulation(out / "whole", sizes, **settings)
+    whole.run()
+    crashed, _ = recorded_simulation(out / "resumed", sizes, fail_on_call=fail_on_call, **settings)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        crashed.run()
+    payload = (out / "resumed" / "checkpoint.pt").read_bytes().partition(b"\n")[2]
+    checkpoint = torch.load(io.BytesIO(payload), weights_only=True)
+    resumed, _ = recorded_simulation(out / "resumed", sizes, **settings)
+    resumed.run()
+    for name in ("metrics.csv", "events.csv", "model.pt"):
+        assert (out / "resumed" / name).read_bytes() == (out / "whole" / name).read_bytes(), name
+    return checkpoint
 
 
 def read_csv(path: Path) -> list[dict]:

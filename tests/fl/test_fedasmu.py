@@ -2,7 +2,6 @@
 in the trainers (each the same formula, bit for bit); and in the engine: clients ask for the global model
 partway through, merge it when it moved on, and a killed run resumes its requests to the same bytes."""
 
-import io
 import math
 
 import pytest
@@ -16,7 +15,7 @@ from asyncfl.settings.errors import InputError
 from asyncfl.training.interface import LocalSettings, LocalTask, Merge, merge_into
 from asyncfl.training.plain import PlainTrainer
 from asyncfl.training.vectorised import VectorisedTrainer
-from engine_cases import recorded_simulation, tiny_dataset
+from engine_cases import recorded_simulation, resumed_alike, tiny_dataset
 
 
 def strategy(**settings):
@@ -125,18 +124,8 @@ def test_in_the_engine_clients_merge_the_model_of_their_request_when_it_moved_on
 
 
 def test_a_killed_run_resumes_its_requests_to_the_same_bytes(tmp_path):
-    whole, _ = recorded_simulation(tmp_path / "whole", SIZES, **SETTINGS)
-    whole.run()
-    crashed, _ = recorded_simulation(tmp_path / "resumed", SIZES, fail_on_call=4, **SETTINGS)
-    with pytest.raises(RuntimeError, match="injected crash"):
-        crashed.run()
-    payload = (tmp_path / "resumed" / "checkpoint.pt").read_bytes().partition(b"\n")[2]
-    checkpoint = torch.load(io.BytesIO(payload), weights_only=True)
-    assert checkpoint["merges"] and checkpoint["server_memory"]["factors"]  # what resumes
-    resumed, _ = recorded_simulation(tmp_path / "resumed", SIZES, **SETTINGS)
-    resumed.run()
-    for name in ("metrics.csv", "events.csv", "model.pt"):
-        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    checkpoint = resumed_alike(tmp_path, SIZES, 4, **SETTINGS)
+    assert checkpoint["merges"] and checkpoint["server_memory"]["factors"]  # what resumed
 
 
 def test_what_cannot_merge_mid_training_is_refused_in_one_line(tmp_path):

@@ -11,7 +11,7 @@ from asyncfl.fl.algorithms import make_strategy
 from asyncfl.fl.strategy import Update
 from asyncfl.settings.config import make_config
 from asyncfl.settings.errors import InputError
-from engine_cases import read_csv, recorded_simulation
+from engine_cases import read_csv, recorded_simulation, resumed_alike
 
 
 def strategy(**settings):
@@ -77,17 +77,7 @@ def test_a_timing_only_run_of_it_is_refused_in_one_line():
 
 
 def test_a_crashed_run_resumes_its_predictions_and_deferred_updates_to_the_same_bytes(tmp_path):
-    whole, _ = recorded_simulation(tmp_path / "whole", SIZES, **SETTINGS)
-    whole.run()
-    crashed, _ = recorded_simulation(tmp_path / "resumed", SIZES, fail_on_call=4, **SETTINGS)
-    with pytest.raises(RuntimeError, match="injected crash"):
-        crashed.run()
-    payload = (tmp_path / "resumed" / "checkpoint.pt").read_bytes().partition(b"\n")[2]
-    assert torch.load(io.BytesIO(payload), weights_only=True)["server_memory"]["deferred"]  # what resumes
-    resumed, _ = recorded_simulation(tmp_path / "resumed", SIZES, **SETTINGS)
-    resumed.run()
-    for name in ("metrics.csv", "events.csv", "model.pt"):
-        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    assert resumed_alike(tmp_path, SIZES, 4, **SETTINGS)["server_memory"]["deferred"]  # what resumed
 
 
 def test_a_checkpoint_written_before_its_settings_existed_resumes_where_they_are_at_their_defaults(tmp_path):
