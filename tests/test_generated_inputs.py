@@ -320,6 +320,8 @@ CHANGED = {
     "fedac_beta1": 0.3, "fedac_beta2": 0.5, "fedqueue_period": 6.0, "fedqueue_safety": 0.5, "fedqueue_slack": 0.0,
     "fedqueue_smoothing": 1.0, "fedqueue_initial_delay": 3.0, "fedqueue_lr_floor": 0.9,
     "fedasmu_refresh_fraction": 0.9, "fedasmu_mu_alpha": 5.0, "fedasmu_mu_beta": 5.0, "fedasmu_meta_lr": 0.5,
+    "pisces_step": 0.5, "pisces_staleness_exponent": 2.0, "pisces_explore": 0.05, "pisces_explore_decay": 0.1,
+    "pisces_explore_floor": 0.9, "pisces_unknown_latency": 6.0,
 }  # fmt: skip
 # What a setting read only where another holds (`NEEDS`) is tried with: its baseline is the run with
 # this context (or the plain run, where the context alone is refused: a pair that goes together)
@@ -339,6 +341,7 @@ CONTEXT = {
     "server_momentum": {"server_optimizer": "sgd"}, "slow_factor": {"slow_fraction": 1.0},
     "stale_updates": {"max_staleness": 1}, "staleness_b": {"staleness": "hinge"},
     "delay_threshold": {"server_optimizer_lr": 1.0, "concurrency": 6},  # min(η, 1/τ_max) bites where η > 1/τ_max
+    "pisces_explore_floor": {"pisces_explore_decay": 0.1},  # ε falls to its floor within a tiny run
 }  # fmt: skip
 # What changes no bytes by design: how the machine computes (speed knobs, clocks: docs/performance.md
 # "Speed", docs/clocks.md), and when a run writes its checkpoint (what it resumes from, not what it does)
@@ -360,13 +363,18 @@ FAMILIES = {"afl": {"algorithm": "afl"}, "sync": {"algorithm": "sync"},
                          "rounds": 4},
             # compute over latency and speeds apart, so that a client's request finds the model moved on
             "fedasmu": {"algorithm": "fedasmu", "seconds_per_sample": 0.3, "speed_sigma": 1.0,
-                        "rounds": 14}}  # fmt: skip
+                        "rounds": 14},
+            # six clients, two running, a pacer quick to aggregate: the heard-from are chosen beside the unheard
+            "pisces": {"algorithm": "pisces", "concurrency": 2, "pisces_step": 1.0, "pisces_unknown_latency": 0.5,
+                       "rounds": 10}}  # fmt: skip
 # A value that coincides with the default in that family's tiny run, by what the setting means
 COINCIDES = {
     ("sync", "lr_time"): "a synchronous round aggregates J updates: its equivalent round is its round",
     ("afl", "lr_time"): "an AFL round aggregates J updates: its equivalent round is its round",
     ("fedqueue", "lr_time"): "a FedQueue round aggregates J updates: its equivalent round is its round",
     ("fedbuff", "clients_per_round"): "J sets FedBuff's K and M where they are not given; here both are",
+    ("pisces", "clients_per_round"): "J sets Pisces's M where it is not given; here it is",
+    ("pisces", "concurrency"): "the table's M, 2, is this family's own (two running of six: a choice that ε moves)",
     ("fedcompass", "patience"): "it stops a client whose epoch loss stops falling; a tiny client's keeps falling",
 }
 SIZES = [6, 10, 14, 8, 12, 9]

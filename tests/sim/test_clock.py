@@ -43,6 +43,7 @@ FAMILIES = {
     "fedbuff": {**BASE, "algorithm": "fedbuff", "buffer_size": 2, "concurrency": 4},
     "fedcompass": {**BASE, "algorithm": "fedcompass", "speed_sigma": 1.0},
     "fedasmu": {**BASE, "algorithm": "fedasmu", "rounds": 8, "speed_sigma": 1.0},  # clients start at their request
+    "pisces": {**BASE, "algorithm": "pisces", "concurrency": 3, "pisces_step": 1.0, "pisces_unknown_latency": 5.0},
 }
 # 1 virtual second is 5 ms of wall time: a run of ~60 virtual s is paced over ~0.3 s
 SCALE = 0.005

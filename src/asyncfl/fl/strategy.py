@@ -51,6 +51,18 @@ class Update:
     delay: float = 0.0
     train_loss: float = math.nan  # the client's loss over its last local epoch (FedASMU's factors learn from it)
     started: int = 0  # the version it was sent: t = started + τ + 1 aggregations with this one (FedASMU's)
+    duration: float = 0.0  # virtual seconds from its dispatch to its arrival (Pisces's response time)
+
+
+@dataclass(frozen=True)
+class ServerClients:
+    """Who is where at a server's step (`Strategy.step`): `buffered` (reported, not yet aggregated) and
+    `running` (started, not yet reported), `idle` (neither, and online), each in id order; `total` clients."""
+
+    buffered: list[int]
+    running: list[int]
+    idle: list[int]
+    total: int
 
 
 @dataclass(frozen=True)
@@ -144,6 +156,9 @@ class Strategy(ABC):
     # Each dispatch asks for the global model after `merge_after(steps)` of its local steps and merges it
     # into its own with weight `merge_weight` (FedASMU's device side)
     merges_fresh_model = False
+    # The server acts on a clock of steps (`step_seconds`): each `step` says whom to start and whether to
+    # aggregate what arrived (Pisces); arrivals only buffer
+    steps_the_server = False
 
     def __init__(self, config: TrainConfig):
         self.clients_per_round = config.clients_per_round
@@ -177,6 +192,16 @@ class Strategy(ABC):
         raise NotImplementedError(f"{type(self).__name__} merges no fresher model mid-training")
 
     @property
+    def step_seconds(self) -> float:
+        """Where `steps_the_server`: virtual seconds between its steps."""
+        raise NotImplementedError(f"{type(self).__name__} has no steps")
+
+    def step(self, now: float, clients: ServerClients, memory: ServerMemory) -> tuple[list[int], bool, ServerMemory]:
+        """Where `steps_the_server`: at a step at `now`, the clients to start (after the aggregation, if any),
+        whether to aggregate the buffered updates, and the memory after."""
+        raise NotImplementedError(f"{type(self).__name__} has no steps")
+
+    @property
     def lr_clock(self) -> str:
         """What t of the learning rate counts, recorded in run.json for the figures."""
         return self.schedule.clock
@@ -194,6 +219,12 @@ class Strategy(ABC):
     @abstractmethod
     def initial_clients(self) -> int:
         """Clients dispatched at the start."""
+
+    @property
+    def most_in_flight(self) -> int:
+        """The clients it may keep in flight (the engine's self-check): those it starts with, unless its
+        steps start them (Pisces)."""
+        return self.initial_clients
 
     def clients_after_arrival(self, aggregated: bool) -> int:
         """Clients to dispatch after an arrival (and the aggregation it may complete): one replaces it."""

@@ -102,6 +102,17 @@ CATALOGUE = (
     # every arrival a round, mixed in by a learned staleness factor; each client merges the fresher global
     # model mid-training (Liu et al. 2024, as a public transcription codes it)
     Algorithm("fedasmu", "FedASMU", "1", asynchronous=True, staleness_weighted=False, strategy="fedasmu:FedASMU"),
+    # a server of steps: clients chosen by their data's utility, the buffer aggregated when a pacer says (Jiang
+    # et al. 2022, as its authors' code runs it); its choice reads the losses, so a timing-only run cannot time it
+    Algorithm(
+        "pisces",
+        "Pisces",
+        "1",
+        asynchronous=True,
+        staleness_weighted=False,
+        strategy="pisces:Pisces",
+        timed_untrained=False,
+    ),
 )
 
 

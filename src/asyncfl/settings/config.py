@@ -574,6 +574,18 @@ def make_config(values: dict[str, Any], source: str = "config") -> TrainConfig:
                     f"{source}: {key}: {shown_value(value)} does not go with algorithm: fedcompass, whose scheduler "
                     f"holds one dispatch per client at a time (a client drawn again would overwrite it); remove {key}"
                 )
+    if config.algorithm == "pisces":  # its steps start its clients, each at most once at a time
+        for key, value in (("replacement", True), ("client_freed", "after_training"), ("arrivals", "poisson")):
+            if getattr(config, key) == value:
+                raise InputError(
+                    f"{source}: {key}: {shown_value(value)} does not go with algorithm: pisces, whose steps start its "
+                    f"clients, each while it is neither running nor reported; remove {key}"
+                )
+        if config.redistribution_threshold != 1:
+            raise InputError(
+                f"{source}: redistribution_threshold does not go with algorithm: pisces, whose steps fill its free "
+                "slots; remove redistribution_threshold"
+            )
     if config.checkin_rate is not None and config.arrivals != "poisson":
         raise InputError(
             f"{source}: checkin_rate is read only with arrivals: poisson; set that, or remove checkin_rate"

@@ -20,17 +20,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from asyncfl.data.dataset import Dataset, DatasetInfo
 from asyncfl.data.partition import Partition
 from asyncfl.files import write_json
+from asyncfl.fl.strategy import ServerClients
 from asyncfl.planning.layout import CHECKPOINT, EVENTS, PROGRESS
 from asyncfl.runs.checkpoint import load_checkpoint, save_checkpoint
 from asyncfl.runs.logs import RunLogs
 from asyncfl.settings.config import TrainConfig
+from asyncfl.sim.availability import NEVER
 from asyncfl.sim.clients import ClientTasks
 from asyncfl.sim.compass_round import CompassRound
 from asyncfl.sim.context import RunContext, client_initial_states, prepare_run
-from asyncfl.sim.dispatcher import Dispatcher
+from asyncfl.sim.dispatcher import Dispatcher, no_client_online
 from asyncfl.sim.ending import stop_condition, warn_of_starved, work_done, write_outputs
 from asyncfl.sim.events import Event, Kind, PacedQueue, event_queue
 from asyncfl.sim.grid import EvaluationGrid
@@ -78,6 +82,7 @@ class Simulation:
             Kind.FETCH: self.dispatcher.on_fetch,
             Kind.ARRIVAL: functools.partial(self.on_arrival, logs=logs),
             Kind.DEADLINE: functools.partial(self.on_deadline, logs=logs),
+            Kind.STEP: functools.partial(self.on_step, logs=logs),
             Kind.EVALUATE: functools.partial(self.grid.on_event, log=logs.evaluations),
         }
 
@@ -86,6 +91,7 @@ class Simulation:
         handlers = self.handlers(logs)
         self.dispatcher.start()
         self.grid.start()
+        self.schedule_step()
         events = self.dispatcher.events
         while True:
             event = events.next()
@@ -104,6 +110,7 @@ class Simulation:
             events.restart()
             self.dispatcher.start()
             self.grid.start()
+            self.schedule_step()
             while True:
                 event = await events.paced_next(clients.unscheduled)
                 if event.job is not None and event.job.key in self.state.outstanding:
@@ -141,6 +148,37 @@ class Simulation:
         if self.round.has_reports() and self.aggregate(logs):
             return True
         return self.next_round(logs)
+
+    def schedule_step(self) -> None:
+        """Where the server acts on a clock of steps (Pisces): the next step, from the memory's count of
+        them (a resumed run's next)."""
+        if self.strategy.steps_the_server:
+            index = self.state.server_memory.get("steps", 0)
+            self.dispatcher.events.at(Event(index * self.strategy.step_seconds, Kind.STEP, (index,)))
+
+    def on_step(self, event: Event, logs: RunLogs) -> bool:
+        """A server's step: the strategy says whom to start and whether to aggregate the buffer; the
+        aggregation first, then the starts (from the new model), then the checkpoint; True when the run is over."""
+        state, buffer = self.state, self.round.buffer
+        state.now = event.time
+        running = sorted({job.client for job in state.outstanding.values()})
+        buffered = sorted(job.client for job, _ in buffer)
+        taken = set(running) | set(buffered)
+        world, total = self.context.world, len(self.context.sizes)
+        idle = [client for client in range(total) if client not in taken and world.is_online(client, state.now)]
+        clients = ServerClients(buffered, running, idle, total)
+        if not (running or buffered or idle) and world.next_online(np.arange(total), state.now) == NEVER:
+            no_client_online(state.now, total, total)
+        chosen, aggregates, memory = self.strategy.step(state.now, clients, state.server_memory)
+        state.server_memory = {**memory, "steps": event.order[0] + 1}
+        if aggregates and self.aggregate(logs):
+            return True
+        for client in chosen:
+            self.dispatcher.dispatch(client)
+        if aggregates:
+            self.next_round(logs)
+        self.schedule_step()
+        return False
 
     def next_round(self, logs: RunLogs) -> bool:
         """After a round: the next dispatches, and a checkpoint when one is due (False: the run goes on)."""

@@ -7,8 +7,8 @@ priority, then an order of their own (an arrival's client and dispatch index, a 
 that it never depends on when the event was scheduled. At one virtual time: a client coming online
 first (a check-in or a dispatch at that time may go to it), then a check-in, then a client's request
 for the global model mid-training (a client whose training ends at t asks before it reports), then the
-arrivals by client and dispatch, then a round's deadline (an arrival at the deadline is in time), then a
-time-grid evaluation (of the model every other event at t left).
+arrivals by client and dispatch, then a server's step (Pisces), then a round's deadline (an arrival at
+the deadline is in time), then a time-grid evaluation (of the model every other event at t left).
 
 The clock steps as the asyncio loop this replaced stepped (so every run's bytes are unchanged): it
 jumps to the earliest scheduled time and makes due, as one batch, every event scheduled before
@@ -51,8 +51,9 @@ class Kind(IntEnum):
     CHECK_IN = 1  # a Poisson check-in (arrivals: poisson)
     FETCH = 2  # a client mid-training asks for the global model (FedASMU), before the arrivals at t
     ARRIVAL = 3  # a dispatch ends: its update arrives, or it is lost
-    DEADLINE = 4  # the open synchronous round's deadline
-    EVALUATE = 5  # a time-grid evaluation (eval_every_seconds): the model as every event at t left it
+    STEP = 4  # a server's step (Pisces): it sees every arrival at t
+    DEADLINE = 5  # the open synchronous round's deadline
+    EVALUATE = 6  # a time-grid evaluation (eval_every_seconds): the model as every event at t left it
 
 
 class Event(NamedTuple):

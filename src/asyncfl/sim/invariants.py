@@ -60,7 +60,7 @@ class SelfCheck:
         with at most `bound` dispatches between aggregations (`outcomes.progress_bound`)."""
         unaggregated = state.dropped + state.discarded + state.rejected
         counts = (state.dispatched, state.aggregated(0), unaggregated, state.now, state.version)
-        return cls(strategy.initial_clients, strategy.convex, bound, *counts)
+        return cls(strategy.most_in_flight, strategy.convex, bound, *counts)
 
     def on_dispatch(self, job: Job, in_flight: int, online: bool) -> None:
         self.dispatched += 1

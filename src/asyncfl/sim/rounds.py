@@ -191,6 +191,7 @@ def server_updates(
             outside_training(context, job) if context.strategy.reads_delays else 0.0,
             result.train_loss,
             job.version,
+            job.arrival_time - job.dispatch_time,
         )
         for job, result, start in zip(jobs, results, starts, strict=True)
     ]
