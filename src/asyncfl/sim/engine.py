@@ -224,7 +224,9 @@ class Simulation:
         resumed = resumed_state(self.context, self.out)
         self.state = resumed[0] if resumed else self.state
         self.started = time.perf_counter()
-        bound = progress_bound(self.strategy.arrivals_per_round, self.strategy.initial_clients)
+        # a server of steps buffers what arrives until its pacer says: each client at most once between two
+        round_size = len(self.context.sizes) if self.strategy.steps_the_server else self.strategy.arrivals_per_round
+        bound = progress_bound(round_size, self.strategy.most_in_flight)
         self.check = SelfCheck.of(self.state, self.strategy, bound)
         buffer: list[tuple[Job, LocalResult]] = []
         events = event_queue(self.config.clock, self.state.now, self.config.time_scale)

@@ -84,7 +84,7 @@ class OpenRound(Round):
             return False
         self.unaggregated.kept_over_cap += self.strategy.over_cap(staleness)
         self.buffer.append((job, self.trained(job, len(self.buffer) + 1)))
-        if len(self.buffer) < self.strategy.arrivals_per_round:
+        if len(self.buffer) < self.strategy.arrivals_per_round or self.strategy.steps_the_server:  # its steps aggregate
             self.dispatcher.request(self.dispatcher.closed_loop(self.strategy.clients_after_arrival(False)))
             return False
         return True

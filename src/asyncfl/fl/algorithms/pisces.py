@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import random
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,10 +98,6 @@ class Pisces(RemembersAcrossRounds):
 
     def clients_after_loss(self, in_round: int) -> int:
         return 0
-
-    @property
-    def arrivals_per_round(self) -> int:
-        return sys.maxsize  # the pacer, not a count, aggregates
 
     @property
     def step_seconds(self) -> float:
