@@ -154,7 +154,8 @@ class Pisces(RemembersAcrossRounds):
         explore = max(memory["explore"] * self.parameters.pisces_explore_decay, self.parameters.pisces_explore_floor)
         exploit_count = min(len(explored), count - planned)
         explore_count = min(len(unexplored), count - exploit_count)
-        scores = {number: self.score(number - 1, memory) for number in range(1, clients.total + 1)}
+        exponent = self.parameters.pisces_staleness_exponent
+        scores = {number: score(number - 1, memory, exponent) for number in range(1, clients.total + 1)}
         keys = [number for number in scores if number in explored]
         python.shuffle(keys)
         exploit = sorted(keys, key=lambda number: scores[number], reverse=True)[:exploit_count]
@@ -162,22 +163,10 @@ class Pisces(RemembersAcrossRounds):
         states = {"random": encoded_python(python.getstate()), "numpy": encoded_numpy(legacy.get_state())}
         return chosen, {**memory, **states, "explore": explore, "chosen_once": memory["chosen_once"] or bool(chosen)}
 
-    def score(self, client: int, memory: ServerMemory) -> float:
-        """u_c·(l̄_c + 1)^−e: the client's utility discounted by the mean of its last lags."""
-        lags = memory["lags"].get(client, [])
-        mean = sum(lags) / len(lags) if lags else 0
-        discount = 1.0 / math.pow(mean + 1, self.parameters.pisces_staleness_exponent)
-        return memory["utility"].get(client, 0.0) * discount
-
     def paces(self, now: float, running: list[int], memory: ServerMemory) -> bool:
-        """The pacer: the time since the last aggregation reaches the running clients' largest last response
-        time over M (the start counts while fewer than two aggregations were made); none running: at once."""
-        if not running:
-            return True
-        unknown = self.parameters.pisces_unknown_latency
-        slowest = max(memory["latency"].get(client, unknown) for client in running)
-        since = memory["last_aggregation"] if memory["aggregations"] > 1 else 0.0
-        return now - since >= slowest / self.parameters.concurrency
+        """The pacer (`pacer_approves`) with this run's M and response time for the never heard from."""
+        unknown, bound = self.parameters.pisces_unknown_latency, self.parameters.concurrency
+        return pacer_approves(now, running, memory, unknown, bound)
 
     def aggregate_with_memory(
         self, global_model: ModelState, updates: list[Update], memory: ServerMemory, clients: int
@@ -199,6 +188,24 @@ class Pisces(RemembersAcrossRounds):
                 explored.append(update.client)
         remembered = {"utility": utility, "latency": latency, "lags": lags, "explored": explored}
         return linear_combination(terms), weights, {**memory, **remembered}
+
+
+def score(client: int, memory: ServerMemory, exponent: float) -> float:
+    """u_c·(l̄_c + 1)^−e: the client's utility discounted by the mean of its last lags."""
+    lags = memory["lags"].get(client, [])
+    mean = sum(lags) / len(lags) if lags else 0
+    return memory["utility"].get(client, 0.0) * (1.0 / math.pow(mean + 1, exponent))
+
+
+def pacer_approves(now: float, running: list[int], memory: ServerMemory, unknown: float, bound: int) -> bool:
+    """The time since the last aggregation reaches the running clients' largest last response time over M
+    (`unknown` for one never heard from; the start counts while fewer than two aggregations were made, as the
+    authors' `len(agg_time) > 1`); none running: at once."""
+    if not running:
+        return True
+    slowest = max(memory["latency"].get(client, unknown) for client in running)
+    since = memory["last_aggregation"] if memory["aggregations"] > 1 else 0.0
+    return now - since >= slowest / bound
 
 
 def encoded_python(state: tuple) -> list[Any]:
