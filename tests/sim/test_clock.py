@@ -221,7 +221,7 @@ def arrivals_by_dispatch(out: Path) -> dict[tuple[int, int], dict[str, float]]:
     return keyed
 
 
-@pytest.mark.parametrize("family", ["afl", "fedbuff", "sync"])
+@pytest.mark.parametrize("family", ["afl", "fedbuff", "sync", "pisces"])  # Pisces: starts at its steps
 def test_a_measured_run_times_each_dispatch_by_its_training_and_its_clients_slowness(tmp_path, family):
     """Each arrival comes after its training ended on the wall clock, and its dispatch took at least the
     training × the client's slowness against the fastest: the order is the machine's, not the draws'."""
