@@ -75,6 +75,7 @@ class VectorisedTrainer(LocalTrainer):
         flat = self.flatten([task.start_model for task in tasks])
         stack = Stack(flat, stack_states(tasks, self.buffer_names), Proximal.of(tasks, flat))
         stack.merges = [task.merge for task in tasks]
+        stack.merging = any(stack.merges)  # asked once a call, not at every step
         orders = [epoch_permutations(task) for task in tasks]
         stopping = [EarlyStopping(self.settings.patience) for _ in tasks]
         running = list(range(len(tasks)))
@@ -117,7 +118,7 @@ class VectorisedTrainer(LocalTrainer):
                 rows = None if len(members) == len(orders) else torch.tensor(members, device=device)
                 loss = self.step(stack, rows, order[take(rows)][:, start : start + size], rates[take(rows)])
                 totals[take(rows)] += loss.double() * size
-            for c in running if any(stack.merges) else ():
+            for c in running if stack.merging else ():
                 if start < sizes[c]:
                     self.count_step(stack, c)
         return totals
@@ -168,6 +169,7 @@ class Stack:
         self.steps = torch.zeros(len(flat), dtype=torch.float64, device=flat.device)
         self.taken = [0] * len(flat)  # local steps so far, per client (SGD counts none in `steps`)
         self.merges: list[Merge | None] = [None] * len(flat)  # each client's mid-training merge, if any
+        self.merging = False  # any of them merges
 
 
 class Proximal:
