@@ -18,32 +18,29 @@ from asyncfl.planning.layout import STRAGGLER_VERDICTS, VALIDATED_PARTITION
 from asyncfl.planning.plan import ONE_RUN, PACKED, SEVERITY, partition_file
 from asyncfl.planning.plan import prepared_marker, timing_only
 from asyncfl.planning.progress import pace_line, run_job_minutes
-from asyncfl.planning.startup import checked_plan, software_route
+from asyncfl.planning.startup import checked_workflow, software_route
 from asyncfl.planning.tuning import choice_files
 from asyncfl.planning.tuning import choice_params as tuning_choice
-from asyncfl.planning.workflow_config import check_schema, config_name
+from asyncfl.planning.workflow_config import config_name
 from asyncfl.planning.workflow_config import failure_summary, record_command
 from asyncfl.planning.workflow_config import report_folder
 from asyncfl.settings.catalogue import Scope, catalogued, scope_figures
 from asyncfl.settings.errors import InputError
 from asyncfl.settings.names import ALGORITHMS
-from asyncfl.settings.yaml_files import with_numbers
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
-from snakemake.utils import validate
 
 # The rules run in the environment snakemake runs in (the project's .venv) unless conda is asked for;
 # they name their conda environment only where conda is on PATH, so that -n plans without it.
 CONDA_FOUND = shutil.which("conda") is not None
-# 1e-3 as users write it: a number (Snakemake's YAML reader, like PyYAML, would keep it as text).
-config.update(with_numbers(config))
 try:
-    # the key named first, Snakemake's check (its defaults), then the plan (asyncfl.planning.startup)
-    check_schema(config)
-    validate(config, "../schemas/config.schema.yaml")
+    # numbers as users write them, the key named first, Snakemake's schema check (its defaults), then
+    # the plan (asyncfl.planning.startup)
+    PLAN = checked_workflow(
+        config, workflow.configfiles, SRC.parent / "config/costs.csv"
+    )
     TORCH_ENV = f"../envs/torch-{config['torch']}.yaml"
-    PLAN = checked_plan(config, workflow.configfiles, SRC.parent / "config/costs.csv")
     # the archive of this config's results, apart from another config's in the same clone
     CONFIG_NAME = config_name(workflow.configfiles)
     CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method

@@ -1,7 +1,7 @@
 """What the workflow decides while Snakemake parses it, before any rule exists: the config checked, its
 runs planned, the plan checked against the site it is about to go to, and the environment the rules run
 in. Each refusal is an InputError naming the key, which the workflow shows as one line; Snakemake's own
-schema check (which fills in defaults) runs between `check_schema` and `checked_plan`.
+schema check (which fills in defaults) runs between `check_schema` and `checked_plan` (`checked_workflow`).
 """
 
 from pathlib import Path
@@ -11,8 +11,22 @@ from asyncfl.planning.cluster import check_resources
 from asyncfl.planning.plan import WorkflowPlan, plan_workflow
 from asyncfl.planning.run_cost import check_cost, read_cost_table
 from asyncfl.planning.site import ask_site, check_site
-from asyncfl.planning.workflow_config import check_config_files, check_workflow_config
+from asyncfl.planning.workflow_config import SCHEMA, check_config_files, check_schema, check_workflow_config
 from asyncfl.settings.errors import InputError
+from asyncfl.settings.yaml_files import with_numbers
+
+
+def checked_workflow(config: dict[str, Any], config_files: list[str], cost_table: Path) -> WorkflowPlan:
+    """What the workflow does with `config` as Snakemake parses it, in place: numbers as users write them
+    (1e-3, which Snakemake's YAML reader keeps as text), the key named first (`check_schema`), Snakemake's
+    own schema check (it fills in the defaults the plan reads), then `checked_plan`. One function, so that
+    the tests refuse a bad config in process as `snakemake -n` does."""
+    from snakemake.utils import validate  # type: ignore[import-untyped]
+
+    config.update(with_numbers(config))
+    check_schema(config)
+    validate(config, str(SCHEMA))
+    return checked_plan(config, config_files, cost_table)
 
 
 def checked_plan(config: dict[str, Any], config_files: list[str], cost_table: Path) -> WorkflowPlan:
